@@ -1,0 +1,293 @@
+"""Configuration: one frozen dataclass per concern, three named presets.
+
+* ``thesis``: the chapter's real setup (Data2Vec2 ViT-B/16 + Data2Vec2 text, 6 blocks each, one shared block,
+  BEiTv2 ViT-B/16 teacher, 224 px, 64 tokens, batch 256 per GPU, 44,636 steps). Facts: thesis_facts.md §1-4.
+* ``demo``: the same classes at tiny width and depth, trained on the embedded world (thesis_lib.world) on CPU.
+* ``smoke``: the demo at toy size, for CI and tests (seconds).
+
+``get_config(preset, variant=..., seed=..., overrides={"train.steps": 10})`` resolves a full ``ExperimentConfig``;
+``asdict(cfg)`` is stored with every checkpoint and result file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+
+VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")
+PRESETS = ("thesis", "demo", "smoke")
+VARIANT_LABELS = {  # how the chapter's tables name the variants
+    "baseline": "EMKUM (no TTE)",
+    "tte_before": "EMKUM_TTE (before encoders)",
+    "tte_after": "TTE after encoders, no LayerScale",
+    "tte_after_ls": "EMKUM_TTE' (after encoders + LayerScale)",
+}
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    """Image representation, notation chapter Eqs. 1-5."""
+    img_size: int = 224          # H = W (the chapter's "244" is a typo, errata 1)
+    patch_size: int = 16         # P, the patch side (the chapter calls 14 "P", errata 2)
+    in_chans: int = 3            # C
+    pos_embed: str = "sincos"    # "sincos" (fixed 2-D, Data2Vec2) | "learned"; I_CLS always gets 0 (Eq. 2)
+
+    @property
+    def grid(self) -> int:       # patches per side: 224 / 16 = 14
+        return self.img_size // self.patch_size
+
+    @property
+    def num_patches(self) -> int:  # N = H·W / P² = 196
+        return self.grid ** 2
+
+    @property
+    def patch_dim(self) -> int:  # a flattened patch: C·P² = 768 (not 256, errata 3)
+        return self.in_chans * self.patch_size ** 2
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    """Text representation, notation chapter Eqs. 6-8; fairseq dictionary layout (checkpoint_layouts.md §2.3)."""
+    vocab_size: int = 50265      # Data2Vec2 text: GPT-2 BPE mapped through dict.txt + <s>,<pad>,</s>,<unk>,<mask>
+    max_len: int = 64            # tokens incl. T_CLS and T_SEP (thesis: 64, "inspired by BEiT-3")
+    max_positions: int = 512     # learned position table has max_positions + 2 rows (fairseq: pad row + offset)
+    cls_position: str = "learned"  # "learned": T_CLS gets a position (Data2Vec2, BERT) | "zero": Eq. 7
+    bos_id: int = 0              # T_CLS (<s>)
+    pad_id: int = 1              # <pad>; its embedding and position rows are zero
+    eos_id: int = 2              # T_SEP (</s>)
+    mask_id: int = 50264         # <mask> (demo MLM pretraining)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (thesis_facts.md §1)."""
+    image: ImageConfig = field(default_factory=ImageConfig)
+    text: TextConfig = field(default_factory=TextConfig)
+    dim: int = 768               # D
+    num_heads: int = 12
+    mlp_ratio: float = 4.0       # MLP 3072
+    image_depth: int = 6         # Data2Vec2 image blocks kept (first 6 of 12)
+    text_depth: int = 6          # Data2Vec2 text / BERT layers kept (first 6 of 12)
+    image_norm_eps: float = 1e-6  # Data2Vec2 image cfg norm_eps
+    text_norm_eps: float = 1e-5   # Data2Vec2 text cfg norm_eps (fairseq LayerNorm)
+    text_encoder: str = "data2vec2"  # "data2vec2" (the chapter's EMKUM, 132 M) | "bert" (final thesis text, 117 M)
+    shared_depth: int = 1        # one shared block (VLMo/BEiT-3 use two)
+    shared_layer_scale: float = 0.2  # LayerScale inside the shared block ("half the depth of BEiT, so 0.2")
+    variant: str = "baseline"    # one of VARIANTS
+    tte_layer_scale: float = 1e-5  # γ init of the TTE LayerScale (Eqs. 4-5)
+    itc_fc1_tap: bool = False    # thesis code @3c2dfdd: a second ITC on the CLS of the shared block's fc1
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    """Frozen BEiTv2 ViT-B/16 image teacher (pt1k, self-supervised); target = CLS of the last block."""
+    dim: int = 768
+    depth: int = 12
+    num_heads: int = 12
+    mlp_ratio: float = 4.0
+    patch_size: int = 16
+    init_values: float = 0.1     # BEiT's block LayerScale (gamma_1/gamma_2)
+    final_norm: bool = True      # thesis code @3c2dfdd: forward_features()[:, 0] is LN-ed (thesis_facts §2.1)
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """The embedded image-caption world (thesis_lib.world); sizes of every split."""
+    seed: int = 0
+    img_size: int = 32           # rendered resolution (a parameter; the model's img_size must match)
+    n_train: int = 4000          # caption-pair train images (5 captions each)
+    n_val: int = 500             # Karpathy-style "val" split (not used for the tables)
+    n_coco_test: int = 5000      # COCO-like test (5K images, like MSCOCO-5K)
+    n_flickr_test: int = 1000    # Flickr-like test (1K images, like Flickr30K-1K)
+    n_zeroshot_per_class: int = 20  # ImageNet stand-in: images per class in val/
+    n_image_corpus: int = 8000   # images without captions (encoder + teacher pretraining)
+    n_text_corpus: int = 20000   # captions without images (text MLM pretraining)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where pairs and evaluation sets come from, and how views are made (thesis_facts.md §3)."""
+    source: str = "karpathy"     # "world" (generated here) | "karpathy" (real COCO/Flickr30K + ImageNet folders)
+    root: str = ""               # data root; "" = thesis_lib.paths.data_dir()
+    world: WorldConfig = field(default_factory=WorldConfig)
+    train_sets: tuple = ("coco",)  # Karpathy train + restval; the thesis adds CC3M/CC12M subsets
+    crop_scale: tuple = (0.9, 1.0)  # RandomResizedCrop scale, student and teacher
+    teacher_view: str = "augmented"  # "augmented" (independent view + colour jitter) | "fixed" (eval view, cacheable)
+    mean: tuple = (0.485, 0.456, 0.406)  # ImageNet normalisation (student and teacher in the thesis)
+    std: tuple = (0.229, 0.224, 0.225)
+    num_workers: int = 8
+    zeroshot_templates: str = "openai"  # "openai" (80) | "world" (the embedded world's own)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation (thesis_facts.md §3): AdamW, cosine with 10 % warmup, KD + ITC."""
+    batch_size: int = 256        # per process (thesis: 256 per GPU × 2 GPUs)
+    steps: int = 44636           # thesis: int(89,273 / 2)
+    warmup_frac: float = 0.1
+    base_lr: float = 1e-4        # × global batch / 256 (thesis: 2e-4 at 512)
+    betas: tuple = (0.9, 0.98)
+    eps: float = 1e-6
+    weight_decay: float = 0.01   # not on biases, norms, embeddings, TTE, LayerScale vectors
+    logit_scale_init: float = math.log(1 / 0.07)
+    logit_scale_max: float = math.log(100)  # clamp after each step (FLAVA / VLMo)
+    kd_loss: str = "mse"         # "mse" (this chapter) | "contrastive" (later chapters)
+    precision: str = "auto"      # "auto" (bf16 on CUDA, fp32 on CPU) | "fp32" | "bf16" | "fp16"
+    compile: bool = False        # torch.compile the student
+    cache_teacher: bool = True   # cache teacher CLS per image when the teacher view is fixed (exact)
+    log_every: int = 25          # steps between metric lines (and host syncs)
+    ckpt_every: int = 200        # steps between checkpoints
+    grad_clip: float = 0.0       # 0 = off (thesis: none)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.pretrain); unused at the thesis scale."""
+    image_steps: int = 400       # masked-patch regression of the image encoder (SimMIM-style)
+    text_steps: int = 400        # masked language modelling of the text encoder
+    teacher_steps: int = 400     # supervised multi-label scene attributes (the teacher never sees captions)
+    batch_size: int = 128
+    lr: float = 1e-3
+    mask_ratio: float = 0.5      # image: share of patches replaced by the mask token
+    mlm_prob: float = 0.15       # text: share of tokens masked
+    depth_factor: int = 2        # encoders are pretrained with depth_factor × the kept blocks (thesis: 12 → 6)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    batch_size: int = 256
+    retrieval_chunk: int = 1024  # rows of the similarity matrix scored at once
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    preset: str = "thesis"
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    pretrain: PretrainConfig = field(default_factory=PretrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    weights: str = "thesis"      # "thesis" (original checkpoint files) | "demo" (cached demo pretraining) | "random"
+    checkpoint_dir: str = ""     # folder with base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, ...
+
+
+def _thesis() -> ExperimentConfig:
+    return ExperimentConfig()
+
+
+def _demo() -> ExperimentConfig:
+    world = WorldConfig()
+    image = ImageConfig(img_size=world.img_size, patch_size=4)
+    text = TextConfig(vocab_size=512, max_len=48, max_positions=64, mask_id=4)
+    return ExperimentConfig(
+        preset="demo",
+        model=ModelConfig(image=image, text=text, dim=128, num_heads=4, image_depth=3, text_depth=3),
+        teacher=TeacherConfig(dim=128, depth=4, num_heads=4, patch_size=4),
+        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0,
+                        zeroshot_templates="world"),
+        train=TrainConfig(batch_size=128, steps=600, base_lr=1e-3, log_every=25, ckpt_every=100),
+        weights="demo",
+    )
+
+
+def _smoke() -> ExperimentConfig:
+    world = WorldConfig(img_size=16, n_train=96, n_val=16, n_coco_test=40, n_flickr_test=24,
+                        n_zeroshot_per_class=2, n_image_corpus=96, n_text_corpus=200)
+    image = ImageConfig(img_size=16, patch_size=4)
+    text = TextConfig(vocab_size=320, max_len=48, max_positions=64, mask_id=4)
+    return ExperimentConfig(
+        preset="smoke",
+        model=ModelConfig(image=image, text=text, dim=32, num_heads=2, image_depth=1, text_depth=1),
+        teacher=TeacherConfig(dim=32, depth=1, num_heads=2, patch_size=4),
+        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0,
+                        zeroshot_templates="world"),
+        train=TrainConfig(batch_size=16, steps=6, base_lr=1e-3, log_every=2, ckpt_every=3),
+        pretrain=PretrainConfig(image_steps=4, text_steps=4, teacher_steps=4, batch_size=16),
+        eval=EvalConfig(batch_size=64, retrieval_chunk=16),
+        weights="demo",
+    )
+
+
+_PRESETS = {"thesis": _thesis, "demo": _demo, "smoke": _smoke}
+
+
+def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
+               overrides: dict | None = None) -> ExperimentConfig:
+    """The resolved config of one run; ``overrides`` maps dotted field names to values."""
+    if preset not in _PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    cfg = _PRESETS[preset]()
+    cfg = replace_path(cfg, "model.variant", variant)
+    cfg = dataclasses.replace(cfg, seed=seed)
+    for key, value in (overrides or {}).items():
+        cfg = replace_path(cfg, key, value)
+    return cfg
+
+
+def replace_path(cfg, dotted: str, value):
+    """``dataclasses.replace`` on a nested field: ``replace_path(cfg, "train.steps", 10)``; type-checked."""
+    head, _, rest = dotted.partition(".")
+    names = {f.name for f in dataclasses.fields(cfg)}
+    if head not in names:
+        raise ConfigError(f"unknown config field {dotted!r}; {type(cfg).__name__} has: {', '.join(sorted(names))}")
+    current = getattr(cfg, head)
+    if rest:
+        if not dataclasses.is_dataclass(current):
+            raise ConfigError(f"config field {head!r} has no sub-field {rest!r}")
+        return dataclasses.replace(cfg, **{head: replace_path(current, rest, value)})
+    return dataclasses.replace(cfg, **{head: _coerce(dotted, current, value)})
+
+
+def _coerce(name, current, value):
+    if dataclasses.is_dataclass(current):
+        raise ConfigError(f"config field {name!r} is a group; set one of its fields, e.g. {name}.<field>")
+    if isinstance(current, bool):
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        if not isinstance(value, bool):
+            raise ConfigError(f"config field {name!r} expects a bool, got {value!r}")
+        return value
+    if isinstance(current, tuple):
+        return tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+    try:
+        return type(current)(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"config field {name!r} expects {type(current).__name__}, got {value!r}") from None
+
+
+def config_from_dict(d: dict) -> ExperimentConfig:
+    """Inverse of ``dataclasses.asdict`` for ExperimentConfig (lists become tuples)."""
+    def build(cls, values):
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if f.name not in values:
+                continue
+            v = values[f.name]
+            sub = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+            if dataclasses.is_dataclass(sub):
+                v = build(type(sub), v)
+            elif isinstance(v, list):
+                v = tuple(v)
+            kwargs[f.name] = v
+        return cls(**kwargs)
+    return build(ExperimentConfig, d)
+
+
+def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """Human-readable differences between two resolved configs (``asdict`` form)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k), b.get(k)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += config_diff(va, vb, f"{prefix}{k}.")
+        elif (list(va) if isinstance(va, (list, tuple)) else va) != (list(vb) if isinstance(vb, (list, tuple)) else vb):
+            out.append(f"{prefix}{k}: {va!r} -> {vb!r}")
+    return out

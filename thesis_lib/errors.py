@@ -1,0 +1,41 @@
+"""Exception types: every user-facing failure raises one of these with a message that says what to fix.
+
+The CLI (``python -m thesis_lib.train``) prints such an error as one line and exits with code 2; any other
+exception is a bug and keeps its traceback. The catalogue of bad inputs and their messages is in the README.
+"""
+
+
+class ThesisError(Exception):
+    """Base class: a problem with the user's input or environment, not a bug."""
+
+
+class ConfigError(ThesisError, ValueError):
+    """Unknown preset/variant/field, or a value of the wrong type."""
+
+
+class DataError(ThesisError):
+    """A missing path, malformed annotation file, unreadable image or empty split."""
+
+
+class CheckpointError(ThesisError):
+    """A checkpoint file with missing/unexpected keys, wrong shapes, or from another run."""
+
+
+class TokenizerError(ThesisError):
+    """A tokenizer that does not fit the text encoder (vocabulary size, special tokens)."""
+
+
+class ResultConflictError(ThesisError):
+    """A result or run directory that belongs to another config, or is locked by another process."""
+
+
+class NonFiniteLossError(ThesisError):
+    """Training produced a NaN/Inf loss; the last good checkpoint is kept."""
+
+
+class DeviceError(ThesisError):
+    """A device that this machine does not have (e.g. ``cuda`` without a GPU)."""
+
+
+class OutputDirError(ThesisError):
+    """An output directory that cannot be created or written."""
