@@ -1,0 +1,58 @@
+import hashlib
+
+from thesis_lib import get_config, world
+from thesis_lib.datasets import load_karpathy_split
+from thesis_lib.world_files import ensure_world, summary
+
+
+def _digest(root):
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("tokenizer-")):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, smoke_world):
+    cfg = get_config("smoke").data.world
+    again = ensure_world(cfg, tmp_path / "again", progress=False)
+    assert _digest(again) == _digest(smoke_world)
+    import dataclasses
+    other = ensure_world(dataclasses.replace(cfg, seed=1), tmp_path / "other", progress=False)
+    assert _digest(other) != _digest(smoke_world)
+
+
+def test_world_is_read_by_the_real_loaders(smoke_world):
+    cfg = get_config("smoke").data.world
+    coco = load_karpathy_split(smoke_world / "coco/dataset_coco.json", smoke_world / "coco/images", "test")
+    flickr = load_karpathy_split(smoke_world / "flickr30k/dataset_flickr30k.json",
+                                 smoke_world / "flickr30k/flickr30k-images", "test")
+    train = load_karpathy_split(smoke_world / "coco/dataset_coco.json", smoke_world / "coco/images", "train")
+    assert (len(coco), len(flickr), len(train)) == (cfg.n_coco_test, cfg.n_flickr_test, cfg.n_train)
+    assert all(len(set(r.captions)) == len(r.captions) >= 5 for r in coco + flickr)   # five different captions
+
+
+def test_summary_counts(smoke_world):
+    s = summary(smoke_world)
+    cfg = get_config("smoke").data.world
+    assert s["coco/test"]["images"] == cfg.n_coco_test and s["flickr30k/test"]["captions"] == 5 * cfg.n_flickr_test
+    assert s["imagenet/val"] == {"images": 2 * 48, "classes": 48}
+    assert s["corpus"]["captions"] == cfg.n_text_corpus
+
+
+def test_styles_differ_visibly():
+    import numpy as np
+    rng = np.random.default_rng(0)
+    coco = [len(world.captions(world.sample_scene(rng, "coco"), rng)[0].split()) for _ in range(50)]
+    flickr = [len(world.captions(world.sample_scene(rng, "flickr"), rng)[0].split()) for _ in range(50)]
+    assert np.mean(flickr) > 1.5 * np.mean(coco)                # Flickr-like captions are longer
+
+
+def test_scene_labels_name_its_objects():
+    import numpy as np
+    rng = np.random.default_rng(3)
+    scene = world.sample_scene(rng, "coco", things=[("star", "red", "small"), ("circle", "blue", "large")])
+    on = {world.CLASSES[i] for i in np.flatnonzero(scene.labels())}
+    assert on == {"red star", "blue circle"}
+    picture = np.asarray(world.render(scene, 32, rng))
+    assert picture.shape == (32, 32, 3)

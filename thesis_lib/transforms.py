@@ -1,0 +1,89 @@
+"""Image views (thesis_facts.md §3): the student's, the teacher's and the evaluation view.
+
+* student: RandomResizedCrop(scale 0.9-1.0, bicubic) + horizontal flip, ImageNet mean/std;
+* teacher: an independent second view, the same plus ColorJitter(0.4, 0.4, 0.4) (BEiT v2's augmentation);
+* evaluation: Resize((S, S)) bicubic, no centre crop (aspect not preserved, as the thesis code does).
+
+``*_transform`` are torchvision pipelines for one PIL image (DataLoader path, real data). ``BatchAugment`` draws the
+same distributions for a whole uint8 batch in one vectorised call (crop boxes as affine grids), used where the
+images already sit in memory at their final size (the demo), so no per-image Python runs in the training loop.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.nn import functional as F
+from torchvision.transforms import v2 as T
+
+RATIO = (3 / 4, 4 / 3)  # RandomResizedCrop's default aspect-ratio range
+JITTER = 0.4
+
+
+def _normalise(mean, std):
+    return [T.ToImage(), T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)]
+
+
+def student_transform(size: int, crop_scale=(0.9, 1.0), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)):
+    return T.Compose([T.RandomResizedCrop(size, scale=crop_scale, interpolation=T.InterpolationMode.BICUBIC),
+                      T.RandomHorizontalFlip(), *_normalise(mean, std)])
+
+
+def teacher_transform(size: int, crop_scale=(0.9, 1.0), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)):
+    return T.Compose([T.ColorJitter(JITTER, JITTER, JITTER), T.RandomHorizontalFlip(),
+                      T.RandomResizedCrop(size, scale=crop_scale, interpolation=T.InterpolationMode.BICUBIC),
+                      *_normalise(mean, std)])
+
+
+def eval_transform(size: int, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)):
+    return T.Compose([T.Resize((size, size), interpolation=T.InterpolationMode.BICUBIC), *_normalise(mean, std)])
+
+
+class BatchAugment:
+    """Random resized crop + flip (+ colour jitter) of a uint8 batch (B, 3, S, S) -> normalised float (B, 3, S, S)."""
+
+    def __init__(self, crop_scale=(0.9, 1.0), mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
+                 jitter: float = 0.0, flip: bool = True):
+        self.crop_scale, self.jitter, self.flip = crop_scale, jitter, flip
+        self.mean = torch.tensor(mean).view(1, 3, 1, 1) * 255
+        self.std = torch.tensor(std).view(1, 3, 1, 1) * 255
+
+    def crop_boxes(self, n: int, g: torch.Generator) -> torch.Tensor:
+        """(n, 4) boxes (cx, cy, w, h) as fractions of the side, drawn like RandomResizedCrop."""
+        u = torch.rand(n, 4, generator=g)
+        area = self.crop_scale[0] + (self.crop_scale[1] - self.crop_scale[0]) * u[:, 0]
+        log_r = math.log(RATIO[0]) + (math.log(RATIO[1]) - math.log(RATIO[0])) * u[:, 1]
+        w = torch.sqrt(area * log_r.exp()).clamp(max=1.0)
+        h = torch.sqrt(area / log_r.exp()).clamp(max=1.0)
+        cx = w / 2 + (1 - w) * u[:, 2]
+        cy = h / 2 + (1 - h) * u[:, 3]
+        return torch.stack([cx, cy, w, h], dim=1)
+
+    def __call__(self, images: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        B = images.shape[0]
+        cx, cy, w, h = self.crop_boxes(B, g).unbind(1)
+        sign = torch.where(torch.rand(B, generator=g) < 0.5, -1.0, 1.0) if self.flip else torch.ones(B)
+        theta = torch.zeros(B, 2, 3)
+        theta[:, 0, 0], theta[:, 0, 2] = w * sign, 2 * cx - 1   # output x in [-1, 1] -> crop column
+        theta[:, 1, 1], theta[:, 1, 2] = h, 2 * cy - 1
+        x = images.float()
+        grid = F.affine_grid(theta.to(x.device), list(x.shape), align_corners=False)
+        x = F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False).clamp_(0, 255)
+        if self.jitter:
+            x = self._colour_jitter(x, g)
+        return (x - self.mean.to(x.device)) / self.std.to(x.device)
+
+    def _colour_jitter(self, x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+        b, c, s = (1 + self.jitter * (2 * torch.rand(3, x.shape[0], 1, 1, 1, generator=g) - 1)).to(x.device)
+        x = x * b                                                          # brightness
+        gray = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]).unsqueeze(1)
+        x = (x - gray.mean((2, 3), keepdim=True)) * c + gray.mean((2, 3), keepdim=True)  # contrast
+        gray = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]).unsqueeze(1)
+        return ((x - gray) * s + gray).clamp_(0, 255)                      # saturation
+
+
+def normalise_uint8(images: torch.Tensor, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)) -> torch.Tensor:
+    """The evaluation view of images already at the model's size: uint8 -> normalised float."""
+    m = torch.tensor(mean, device=images.device).view(1, 3, 1, 1) * 255
+    s = torch.tensor(std, device=images.device).view(1, 3, 1, 1) * 255
+    return (images.float() - m) / s
