@@ -60,6 +60,10 @@ class TextConfig:
     mask_id: int = 50264         # <mask> (demo MLM pretraining)
 
 
+BERT_TEXT = TextConfig(vocab_size=30522, max_len=64, max_positions=512, bos_id=101, pad_id=0, eos_id=102,
+                       mask_id=103)  # bert-base-uncased WordPiece: [CLS] 101, [PAD] 0, [SEP] 102, [MASK] 103
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (thesis_facts.md §1)."""
@@ -162,6 +166,18 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class WeightsConfig:
+    """Where the pretrained parts come from. Per part: "" = the source's default, a file path, or
+    "hf:<name or folder>" (transformers) / "timm:<file>" (timm's BEiTv2 loader)."""
+    source: str = "thesis"       # "thesis" (original files) | "demo" (cached demo pretraining) | "random"
+    checkpoint_dir: str = ""     # thesis defaults: base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth,
+    image: str = ""              #   and the tokenizer files encoder.json, vocab.bpe, dict.txt
+    text: str = ""
+    teacher: str = ""
+    tokenizer: str = ""
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     preset: str = "thesis"
     seed: int = 0
@@ -171,8 +187,7 @@ class ExperimentConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
-    weights: str = "thesis"      # "thesis" (original checkpoint files) | "demo" (cached demo pretraining) | "random"
-    checkpoint_dir: str = ""     # folder with base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, ...
+    weights: WeightsConfig = field(default_factory=WeightsConfig)
 
 
 def _thesis() -> ExperimentConfig:
@@ -190,7 +205,7 @@ def _demo() -> ExperimentConfig:
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0,
                         zeroshot_templates="world"),
         train=TrainConfig(batch_size=128, steps=600, base_lr=1e-3, log_every=25, ckpt_every=100),
-        weights="demo",
+        weights=WeightsConfig(source="demo"),
     )
 
 
@@ -208,7 +223,7 @@ def _smoke() -> ExperimentConfig:
         train=TrainConfig(batch_size=16, steps=6, base_lr=1e-3, log_every=2, ckpt_every=3),
         pretrain=PretrainConfig(image_steps=4, text_steps=4, teacher_steps=4, batch_size=16),
         eval=EvalConfig(batch_size=64, retrieval_chunk=16),
-        weights="demo",
+        weights=WeightsConfig(source="demo"),
     )
 
 
@@ -229,6 +244,10 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
     cfg = dataclasses.replace(cfg, seed=seed)
     for key, value in (overrides or {}).items():
         cfg = replace_path(cfg, key, value)
+    if cfg.model.text_encoder == "bert" and cfg.model.text == TextConfig():
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, text=BERT_TEXT))  # final thesis text
+    if cfg.model.text_encoder not in ("data2vec2", "bert"):
+        raise ConfigError(f"unknown text encoder {cfg.model.text_encoder!r}; choose data2vec2 or bert")
     return cfg
 
 

@@ -1,0 +1,103 @@
+"""The modality-specific encoders of EMKUM: Data2Vec2 image and text models, and transformers alternatives.
+
+Every encoder maps its input to (H_L, padding_mask) and accepts an optional ``type_vector`` (D,) that is added to
+every token of its block input H_0 (VLMo-style TTE before the encoders, Eqs. 1-2; VLMo adds it to the embedding
+output, i.e. after the embedding LayerNorm). Parameter names follow the original checkpoints (checkpoint_layouts.md)
+so that ``thesis_lib.checkpoints`` maps keys one-to-one.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import ImageConfig, TextConfig
+from .representations import ImageEmbedding, PostLNBlock, TextEmbedding, TransformerStack
+
+
+class Data2Vec2ImageEncoder(nn.Module):
+    """Data2Vec2 ViT-B/16 (fairseq ``Data2VecMultiModel``, image, ``extract_features``): patch embedding + fixed
+    2-D sin-cos positions (I_CLS gets none) -> LayerNorm -> post-LN blocks, no final norm. Output (B, N+1, D)."""
+
+    def __init__(self, cfg: ImageConfig, dim: int, depth: int, num_heads: int, mlp_ratio: float = 4.0,
+                 eps: float = 1e-6):
+        super().__init__()
+        self.embed = ImageEmbedding(cfg, dim)                  # local_encoder + extra_tokens + positions
+        self.norm = nn.LayerNorm(dim, eps=eps)                 # context_encoder.norm
+        self.blocks = TransformerStack([PostLNBlock(dim, num_heads, mlp_ratio, eps) for _ in range(depth)])
+
+    def forward(self, images: torch.Tensor, type_vector: torch.Tensor | None = None):
+        h = self.norm(self.embed(images))                      # H_{v,0}: (B, N+1, D)
+        if type_vector is not None:
+            h = h + type_vector                                # + T^v_type on every token (Eq. 2)
+        return self.blocks(h), None
+
+
+class Data2Vec2TextEncoder(nn.Module):
+    """Data2Vec2 text (RoBERTa-like, GPT-2 BPE): token + learned positions -> LayerNorm -> post-LN blocks."""
+
+    def __init__(self, cfg: TextConfig, dim: int, depth: int, num_heads: int, mlp_ratio: float = 4.0,
+                 eps: float = 1e-5):
+        super().__init__()
+        self.pad_id = cfg.pad_id
+        self.embed = TextEmbedding(cfg, dim)                   # local_encoder.embed_tokens / embed_positions
+        self.norm = nn.LayerNorm(dim, eps=eps)                 # local_encoder.layernorm_embedding
+        self.blocks = TransformerStack([PostLNBlock(dim, num_heads, mlp_ratio, eps) for _ in range(depth)])
+
+    def forward(self, tokens: torch.Tensor, type_vector: torch.Tensor | None = None):
+        padding_mask = tokens.eq(self.pad_id)                  # True = pad
+        h = self.norm(self.embed(tokens))                      # H_{w,0}: (B, M+2, D)
+        if type_vector is not None:
+            h = h + type_vector                                # + T^w_type on every token, pads too (Eq. 1)
+        return self.blocks(h, padding_mask), padding_mask
+
+
+class HFEncoder(nn.Module):
+    """A transformers model (``BertModel``, ``Data2VecTextModel``, ``Data2VecVisionModel``) used as an encoder.
+    The TTE-before variant adds its vector to the output of ``model.embeddings`` through a forward hook."""
+
+    def __init__(self, model: nn.Module, modality: str, pad_id: int | None = None):
+        super().__init__()
+        self.model, self.modality, self.pad_id = model, modality, pad_id
+        self._type_vector = None
+        model.embeddings.register_forward_hook(self._add_type_vector)
+
+    def _add_type_vector(self, module, args, output):
+        if self._type_vector is None:
+            return output
+        if isinstance(output, tuple):                          # vision embeddings also return the patch grid
+            return (output[0] + self._type_vector,) + tuple(output[1:])
+        return output + self._type_vector
+
+    def forward(self, inputs: torch.Tensor, type_vector: torch.Tensor | None = None):
+        self._type_vector = type_vector
+        try:
+            if self.modality == "text":
+                padding_mask = inputs.eq(self.pad_id)
+                out = self.model(input_ids=inputs, attention_mask=(~padding_mask).long())
+                return out.last_hidden_state, padding_mask
+            return self.model(pixel_values=inputs).last_hidden_state, None
+        finally:
+            self._type_vector = None
+
+
+def hf_encoder(name_or_dir: str, modality: str, keep: int, pad_id: int | None = None,
+               pretrained: bool = True) -> HFEncoder:
+    """The first ``keep`` layers of a transformers model by hub name or local folder (``from_pretrained``);
+    the pooler is dropped. ``pretrained=False`` builds the same architecture with random weights."""
+    from transformers import AutoConfig, AutoModel
+    kwargs = {"num_hidden_layers": keep, "add_pooling_layer": False}
+    if pretrained:
+        model = AutoModel.from_pretrained(name_or_dir, **kwargs)
+    else:
+        model = AutoModel.from_config(AutoConfig.from_pretrained(name_or_dir, num_hidden_layers=keep),
+                                      add_pooling_layer=False)
+    return HFEncoder(model, modality, pad_id)
+
+
+def bert_encoder(text: TextConfig, keep: int = 6) -> HFEncoder:
+    """``bert-base-uncased``'s architecture with random weights (the final thesis text encoder, 66.4 M at 6 layers);
+    load the real weights with ``hf_encoder("bert-base-uncased", "text", 6)``."""
+    from transformers import BertConfig, BertModel
+    cfg = BertConfig(vocab_size=text.vocab_size, num_hidden_layers=keep, max_position_embeddings=512,
+                     pad_token_id=text.pad_id)
+    return HFEncoder(BertModel(cfg, add_pooling_layer=False), "text", text.pad_id)

@@ -1,0 +1,155 @@
+"""EMKUM: image encoder + text encoder + one shared pre-LN block, with the chapter's token-type embeddings.
+
+Seed ``000_ddae1de920476931.txt`` (the TTE chapter) and thesis_facts.md §1; code reference: the thesis repo's
+``Sx3HRe.py``/``layers.py`` @3c2dfdd, paraphrased. Image and text pass through the shared block *separately*.
+
+Variants (``ModelConfig.variant``):
+  baseline      no TTE
+  tte_before    H_0 = E + T_pos + T_type, TTE added to the encoders' block input (Eqs. 1-3, VLMo)
+  tte_after     H'_L = H_L + T_type, on the encoder outputs, no LayerScale (Table 2, row 2)
+  tte_after_ls  H'_L = H_L + LayerScale(T_type), one LayerScale γ ∈ R^D shared by both modalities (Eqs. 4-5)
+Type ids: 0 = text, 1 = image, the same vector on every token of a sequence, special tokens and pads included.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+from timm.layers import LayerScale
+from timm.models.vision_transformer import Block
+from torch import nn
+from torch.nn import functional as F
+
+from .config import ExperimentConfig, ModelConfig, get_config, replace_path
+from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder, bert_encoder
+from .representations import key_padding_mask
+
+TEXT, IMAGE = 0, 1
+
+
+class SharedBlock(Block):
+    """The shared pre-LN block: Eqs. 9-10 with LayerScale (γ = 0.2) on both branches. It also returns the CLS
+    of its first MLP layer (pre-GELU), the thesis code's optional second ITC tap.
+
+    The thesis code's BEiT-style attention has q and v biases but no k bias; timm's fused qkv bias is equivalent:
+    a key bias adds q·b_k to every logit of a query alike, which softmax ignores (its gradient is exactly zero,
+    tests/test_model.py)."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float, init_values: float):
+        super().__init__(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=init_values,
+                         norm_layer=partial(nn.LayerNorm, eps=1e-6))
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None):
+        x = x + self.ls1(self.attn(self.norm1(x), attn_mask=attn_mask))   # Eq. 9 (+ LayerScale)
+        h = self.mlp.fc1(self.norm2(x))                                    # (B, T, 4D)
+        x = x + self.ls2(self.mlp.fc2(self.mlp.act(h)))                    # Eq. 10 (+ LayerScale)
+        return x, h[:, 0]
+
+
+@dataclass
+class Features:
+    x: torch.Tensor            # L2-normalised CLS of the shared block: ITC, retrieval, zero-shot
+    kd: torch.Tensor           # KD head output head(fc_norm(CLS)): regressed onto the teacher's CLS
+    x_fc1: torch.Tensor | None  # L2-normalised CLS of the shared block's fc1 (optional second ITC)
+
+
+def init_bert_params(module: nn.Module) -> None:
+    """fairseq's init for the new parts: Linear and Embedding weights N(0, 0.02), biases 0."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
+
+class EMKUM(nn.Module):
+    def __init__(self, cfg: ModelConfig, teacher_dim: int, image_encoder: nn.Module | None = None,
+                 text_encoder: nn.Module | None = None):
+        super().__init__()
+        self.cfg = cfg
+        D = cfg.dim
+        self.image_encoder = image_encoder or Data2Vec2ImageEncoder(
+            cfg.image, D, cfg.image_depth, cfg.num_heads, cfg.mlp_ratio, cfg.image_norm_eps)
+        self.text_encoder = text_encoder or (
+            bert_encoder(cfg.text, cfg.text_depth) if cfg.text_encoder == "bert" else
+            Data2Vec2TextEncoder(cfg.text, D, cfg.text_depth, cfg.num_heads, cfg.mlp_ratio, cfg.text_norm_eps))
+        self.token_type_embeddings = nn.Embedding(2, D) if cfg.variant != "baseline" else None
+        self.tte_scale = LayerScale(D, cfg.tte_layer_scale) if cfg.variant == "tte_after_ls" else nn.Identity()
+        self.shared = nn.ModuleList(SharedBlock(D, cfg.num_heads, cfg.mlp_ratio, cfg.shared_layer_scale)
+                                    for _ in range(cfg.shared_depth))
+        self.fc_norm = nn.LayerNorm(D, eps=1e-6)
+        self.head = nn.Linear(D, teacher_dim)                  # the KD "regression head", dropped after training
+        self.logit_scale = nn.Parameter(torch.zeros(2 if cfg.itc_fc1_tap else 1))
+        for part in (self.token_type_embeddings, self.shared, self.fc_norm, self.head):
+            if part is not None:
+                part.apply(init_bert_params)
+
+    def type_vector(self, modality: int) -> torch.Tensor | None:
+        """t_type of one modality (D,); adding it to every token equals embedding(ids) with ids ≡ modality (Eq. 3)."""
+        return None if self.token_type_embeddings is None else self.token_type_embeddings.weight[modality]
+
+    def token_type_ids(self, batch: int, length: int, modality: int, device=None) -> torch.Tensor:
+        return torch.full((batch, length), modality, dtype=torch.long, device=device)
+
+    def encoder_outputs(self, inputs: torch.Tensor, modality: int):
+        """H'_{·,L}: the encoder output with the variant's TTE, the shared block's input; and the padding mask."""
+        encoder = self.image_encoder if modality == IMAGE else self.text_encoder
+        t = self.type_vector(modality)
+        h, padding_mask = encoder(inputs, type_vector=t if self.cfg.variant == "tte_before" else None)
+        if self.cfg.variant in ("tte_after", "tte_after_ls"):
+            h = h + self.tte_scale(t)                          # Eqs. 4-5: H'_L = H_L + LayerScale(T_type)
+        return h, padding_mask
+
+    def encode(self, inputs: torch.Tensor, modality: int) -> Features:
+        h, padding_mask = self.encoder_outputs(inputs, modality)
+        attn_mask = key_padding_mask(padding_mask)
+        for block in self.shared:
+            h, fc1_cls = block(h, attn_mask)
+        cls = h[:, 0]                                          # I_CLS / T_CLS pooling
+        return Features(x=F.normalize(cls, dim=-1), kd=self.head(self.fc_norm(cls)),
+                        x_fc1=F.normalize(fc1_cls, dim=-1) if self.cfg.itc_fc1_tap else None)
+
+    def encode_image(self, images: torch.Tensor) -> Features:
+        return self.encode(images, IMAGE)
+
+    def encode_text(self, tokens: torch.Tensor) -> Features:
+        return self.encode(tokens, TEXT)
+
+    def forward(self, images: torch.Tensor, tokens: torch.Tensor) -> tuple[Features, Features]:
+        return self.encode_image(images), self.encode_text(tokens)
+
+
+def _resolve(preset_or_cfg, variant: str | None) -> ExperimentConfig:
+    if isinstance(preset_or_cfg, ExperimentConfig):
+        return preset_or_cfg if variant is None else replace_path(preset_or_cfg, "model.variant", variant)
+    return get_config(preset_or_cfg, variant or "baseline")
+
+
+def build_model(preset_or_cfg="demo", variant: str | None = None, pretrained: bool = False) -> EMKUM:
+    """EMKUM of a preset (or a resolved config) and variant. ``pretrained=True`` loads the encoders from the
+    config's weight sources (``thesis_lib.checkpoints.load_encoders``); otherwise all weights are random.
+    Build inside ``with torch.device("meta"):`` to count thesis-scale parameters without memory."""
+    cfg = _resolve(preset_or_cfg, variant)
+    image_encoder = text_encoder = None
+    if pretrained:
+        from .checkpoints import load_encoders
+        image_encoder, text_encoder = load_encoders(cfg)
+    return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder)
+
+
+def parameter_table(model: EMKUM, teacher: nn.Module | None = None) -> list[dict]:
+    """Parameters per part (and trainable vs frozen), the rows of the notebooks' parameter table."""
+    def count(*modules):
+        ps = [p for m in modules if m is not None for p in (m.parameters() if isinstance(m, nn.Module) else [m])]
+        return sum(p.numel() for p in ps), sum(p.numel() for p in ps if p.requires_grad)
+
+    shared_parts = [model.shared, model.fc_norm, model.head, model.token_type_embeddings, model.tte_scale,
+                    model.logit_scale]
+    rows = [("image encoder", count(model.image_encoder)), ("text encoder", count(model.text_encoder)),
+            ("shared block(s)", count(model.shared)), ("KD head (fc_norm + head)", count(model.fc_norm, model.head)),
+            ("token-type embeddings", count(model.token_type_embeddings)), ("TTE LayerScale", count(model.tte_scale)),
+            ("logit scales", count(model.logit_scale)), ("shared part (all above)", count(*shared_parts)),
+            ("EMKUM student", count(model))]
+    if teacher is not None:
+        rows.append(("teacher (frozen)", count(teacher)))
+    return [{"part": name, "parameters": total, "trainable": trainable} for name, (total, trainable) in rows]
