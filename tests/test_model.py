@@ -1,0 +1,127 @@
+import pytest
+import torch
+
+from thesis_lib import VARIANTS, get_config
+from thesis_lib.model import IMAGE, TEXT, SharedBlock, build_model, parameter_table
+from thesis_lib.teacher import build_teacher
+
+PAIR = dict(images=torch.randn(3, 3, 16, 16), tokens=torch.tensor([[0, 7, 8, 2, 1, 1]] * 3))
+
+
+def n_params(m):
+    return sum(p.numel() for p in m.parameters())
+
+
+def test_tte_parameter_arithmetic():
+    D = get_config("smoke").model.dim
+    base = n_params(build_model("smoke", "baseline"))
+    assert n_params(build_model("smoke", "tte_before")) - base == 2 * D       # Embedding(2, D)
+    assert n_params(build_model("smoke", "tte_after")) - base == 2 * D
+    assert n_params(build_model("smoke", "tte_after_ls")) - base == 3 * D     # + one shared LayerScale γ
+
+
+def test_type_ids_and_type_vectors():
+    model = build_model("smoke", "tte_after")
+    ids = model.token_type_ids(3, 6, TEXT)
+    assert ids.eq(0).all() and model.token_type_ids(3, 17, IMAGE).eq(1).all()
+    torch.manual_seed(0)
+    h_base, _ = model.text_encoder(PAIR["tokens"])
+    h, _ = model.encoder_outputs(PAIR["tokens"], TEXT)
+    assert torch.allclose(h - h_base, model.token_type_embeddings(ids), atol=1e-6)   # every token, pads too
+    hi, _ = model.encoder_outputs(PAIR["images"], IMAGE)
+    hi_base, _ = model.image_encoder(PAIR["images"])
+    ids_img = model.token_type_ids(3, hi.shape[1], IMAGE)
+    assert torch.allclose(hi - hi_base, model.token_type_embeddings(ids_img), atol=1e-6)
+
+
+def _twins(variant):
+    torch.manual_seed(0)
+    base = build_model("smoke", "baseline")
+    other = build_model("smoke", variant)
+    missing, unexpected = other.load_state_dict(base.state_dict(), strict=False)
+    assert not unexpected and all("token_type" in k or "tte_scale" in k for k in missing)
+    return base.eval(), other.eval()
+
+
+def test_layerscale_tte_leaves_the_shared_input_unchanged_at_init():
+    base, ls = _twins("tte_after_ls")
+    for inputs, modality in ((PAIR["images"], IMAGE), (PAIR["tokens"], TEXT)):
+        h0, _ = base.encoder_outputs(inputs, modality)
+        h1, _ = ls.encoder_outputs(inputs, modality)
+        rel = (h1 - h0).abs().max() / h0.abs().max()
+        assert 0 < rel <= 1e-5                                   # γ = 1e-5 · t_type, t ~ N(0, 0.02)
+    assert torch.allclose(ls.tte_scale.gamma, torch.full_like(ls.tte_scale.gamma, 1e-5))
+
+
+@pytest.mark.parametrize("variant,changes_encoder_input", [("tte_before", True), ("tte_after", False),
+                                                           ("tte_after_ls", False)])
+def test_where_the_tte_enters(variant, changes_encoder_input):
+    base, other = _twins(variant)
+    seen = {}
+    for name, model in (("base", base), ("other", other)):
+        model.image_encoder.blocks.blocks[0].register_forward_pre_hook(lambda m, a, name=name: seen.__setitem__(name, a[0]))
+        model.encode_image(PAIR["images"])
+    assert (not torch.allclose(seen["base"], seen["other"])) == changes_encoder_input
+    h0, _ = base.encoder_outputs(PAIR["images"], IMAGE)
+    h1, _ = other.encoder_outputs(PAIR["images"], IMAGE)
+    assert not torch.allclose(h0, h1)                            # every variant changes the shared input
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_all_variants_demo(variant):
+    cfg = get_config("demo", variant)
+    model = build_model(cfg)
+    img = torch.randn(2, 3, cfg.model.image.img_size, cfg.model.image.img_size)
+    tok = torch.tensor([[0, 5, 6, 7, 2, 1], [0, 9, 2, 1, 1, 1]])
+    fi, ft = model(img, tok)
+    assert fi.x.shape == ft.x.shape == (2, cfg.model.dim) and fi.kd.shape == (2, cfg.teacher.dim)
+    assert torch.allclose(fi.x.norm(dim=-1), torch.ones(2), atol=1e-5) and fi.x_fc1 is None
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_all_variants_thesis_shapes(variant):
+    with torch.device("meta"):
+        model = build_model("thesis", variant)
+        fi, ft = model(torch.empty(2, 3, 224, 224), torch.zeros(2, 64, dtype=torch.long))
+    assert fi.x.shape == (2, 768) and ft.kd.shape == (2, 768)
+
+
+def test_thesis_parameter_counts_match_the_thesis():
+    with torch.device("meta"):
+        rows = {r["part"]: r["parameters"] for r in parameter_table(build_model("thesis", "tte_after_ls"),
+                                                                     build_teacher(get_config("thesis").teacher, 224))}
+        bert = {r["part"]: r["parameters"] for r in parameter_table(
+            build_model(get_config("thesis", "tte_after_ls", overrides={"model.text_encoder": "bert"})))}
+    for part, thesis in (("image encoder", 43.1e6), ("text encoder", 81.5e6), ("shared part (all above)", 7.7e6),
+                         ("EMKUM student", 132e6), ("teacher (frozen)", 86e6)):
+        assert abs(rows[part] / thesis - 1) < 0.01, (part, rows[part])
+    assert abs(bert["EMKUM student"] / 117e6 - 1) < 0.01 and abs(bert["text encoder"] / 66.4e6 - 1) < 0.01
+    assert rows["token-type embeddings"] == 1536 and rows["TTE LayerScale"] == 768
+
+
+def test_shared_block_is_timm_block_and_key_bias_is_inert():
+    torch.manual_seed(0)
+    block = SharedBlock(16, 4, 4.0, 0.2)
+    x = torch.randn(2, 5, 16)
+    out, fc1_cls = block(x)
+    assert torch.allclose(out, super(SharedBlock, block).forward(x), atol=1e-6)
+    assert torch.allclose(fc1_cls, block.mlp.fc1(block.norm2(x + block.ls1(block.attn(block.norm1(x)))))[:, 0], atol=1e-6)
+    assert torch.allclose(block.ls1.gamma, torch.full((16,), 0.2))
+    out.square().sum().backward()
+    k_bias_grad = block.attn.qkv.bias.grad[16:32]
+    assert k_bias_grad.abs().max() < 1e-6 < block.attn.qkv.bias.grad[:16].abs().max()
+
+
+def test_fc1_tap_option():
+    cfg = get_config("smoke", overrides={"model.itc_fc1_tap": True})
+    model = build_model(cfg)
+    f = model.encode_text(PAIR["tokens"])
+    assert f.x_fc1.shape == (3, 4 * cfg.model.dim) and model.logit_scale.numel() == 2
+
+
+def test_teacher_is_frozen_and_stays_in_eval():
+    cfg = get_config("smoke")
+    teacher = build_teacher(cfg.teacher, 16)
+    teacher.train()
+    assert not teacher.training and not any(p.requires_grad for p in teacher.parameters())
+    assert teacher(torch.randn(2, 3, 16, 16)).shape == (2, cfg.teacher.dim)

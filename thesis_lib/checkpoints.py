@@ -1,0 +1,281 @@
+"""Loaders for the original checkpoint files, without fairseq or unilm code (checkpoint_layouts.md).
+
+* ``base_imagenet.pt`` (fairseq, Data2Vec2 image): prenet blocks + top-level blocks; "the first 6 blocks" are the
+  first 6 top-level blocks with any prenet blocks kept in front (the thesis's ``blocks[:6]``).
+* ``nlp_base.pt`` (fairseq, Data2Vec2 text): RoBERTa-like embeddings + 12 post-LN blocks; first 6 kept.
+* ``beitv2_base_patch16_224_pt1k.pth`` (unilm, BEiT v2 pretraining): loads into timm ``Beit`` after dropping
+  ``mask_token``, ``lm_head.*``, ``cls_pt_layers.*`` and ``relative_position_index``.
+Keys are mapped by one table per file (used in both directions: the demo's pretrained parts are written in the
+same layouts, so the demo runs these loaders too). Every shape is checked; a mismatch raises ``CheckpointError``
+naming the missing, unexpected and mis-shaped keys.
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import pickle
+import re
+import types
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .config import ExperimentConfig, ImageConfig, TeacherConfig, TextConfig
+from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder, hf_encoder
+from .errors import CheckpointError
+from .teacher import Teacher, build_beit
+
+IMG = "modality_encoders.IMAGE."
+TXT = "modality_encoders.TEXT."
+IMAGE_KEYS = [("embed.patch_embed.proj.", IMG + "local_encoder.proj."), ("embed.cls_token", IMG + "extra_tokens"),
+              ("embed.pos_embed", IMG + "fixed_positional_encoder.positions"), ("norm.", IMG + "context_encoder.norm.")]
+IMAGE_ALIASES = {IMG + "positional_encoder.pos_embed": IMG + "fixed_positional_encoder.positions"}
+TEXT_KEYS = [("embed.embed_tokens.", TXT + "local_encoder.embed_tokens."),
+             ("embed.embed_positions.", TXT + "local_encoder.embed_positions."),
+             ("norm.", TXT + "local_encoder.layernorm_embedding.")]
+BEIT_DROP = ["mask_token", "lm_head.*", "cls_pt_layers.*", "*relative_position_index"]
+THESIS_FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_base_patch16_224_pt1k.pth"}
+
+
+class _Unknown:
+    """Stands in for any class a checkpoint pickled from a package that is not installed (fairseq, argparse ...)."""
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        self.state = state
+
+
+class _LenientUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        try:
+            return super().find_class(module, name)
+        except (ImportError, AttributeError):
+            return _Unknown
+
+
+_lenient_pickle = types.SimpleNamespace(Unpickler=_LenientUnpickler, load=pickle.load, __name__="pickle")
+
+
+def torch_load(path: str | os.PathLike) -> dict:
+    """Open a checkpoint safely (``weights_only``) and fall back to a lenient unpickler for files that pickled
+    foreign objects (fairseq configs), so no fairseq/unilm install is needed."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}; download it or pass the right folder")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        pass
+    except Exception as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err}; the file is truncated or not a torch file") from None
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False, pickle_module=_lenient_pickle)
+    except Exception as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err}") from None
+
+
+def _model_state(ck, path) -> dict:
+    sd = ck.get("model", ck.get("module", ck)) if isinstance(ck, dict) else None
+    if not isinstance(sd, dict):
+        raise CheckpointError(f"{path} holds no state dict (expected a dict with a 'model' entry)")
+    return dict(sd)
+
+
+def load_strict(module: nn.Module, state: dict, what: str, allow_missing=()) -> None:
+    """``load_state_dict`` that names every missing, unexpected and mis-shaped key before touching the module."""
+    own = module.state_dict()
+    missing = [k for k in own if k not in state and not any(fnmatch.fnmatch(k, p) for p in allow_missing)]
+    unexpected = [k for k in state if k not in own]
+    wrong = [f"{k} {tuple(state[k].shape)} != {tuple(own[k].shape)}" for k in state
+             if k in own and tuple(state[k].shape) != tuple(own[k].shape)]
+    if missing or unexpected or wrong:
+        parts = [f"{label}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
+                 for label, keys in (("missing keys", missing), ("unexpected keys", unexpected),
+                                     ("wrong shapes (file != model)", wrong)) if keys]
+        raise CheckpointError(f"{what} does not fit the model; " + "; ".join(parts))
+    module.load_state_dict(state, strict=False)
+
+
+def _rename(sd: dict, table, reverse=False) -> dict:
+    out = {}
+    for k, v in sd.items():
+        for ours, theirs in table:
+            src, dst = (ours, theirs) if reverse else (theirs, ours)
+            if k.startswith(src):
+                k = dst + k[len(src):]
+                break
+        out[k] = v
+    return out
+
+
+def _block_ids(sd: dict, pattern: str) -> list[int]:
+    return sorted({int(m.group(1)) for k in sd for m in [re.match(pattern, k)] if m})
+
+
+def _cfg(ck) -> dict:
+    cfg = ck.get("cfg") if isinstance(ck, dict) else None
+    return cfg.get("model", {}) if isinstance(cfg, dict) and isinstance(cfg.get("model"), dict) else {}
+
+
+def _select_blocks(sd: dict, prefix: str, keep: int, first: int) -> dict:
+    """Renumber ``prefix{n}.`` (n < keep) to ``blocks.blocks.{first + n}.`` and drop the rest."""
+    out = {}
+    for k, v in sd.items():
+        m = re.match(re.escape(prefix) + r"(\d+)\.(.*)", k)
+        if not m:
+            out[k] = v
+        elif int(m.group(1)) < keep:
+            out[f"blocks.blocks.{first + int(m.group(1))}.{m.group(2)}"] = v
+    return out
+
+
+def load_data2vec2_image(path, image: ImageConfig, keep: int = 6, num_heads: int = 12,
+                         use_ema: bool = False) -> Data2Vec2ImageEncoder:
+    """The Data2Vec2 image encoder from ``base_imagenet.pt``: prenet blocks + the first ``keep`` blocks."""
+    ck = torch_load(path)
+    sd = _model_state(ck, path)
+    ema = sd.pop("_ema", None)
+    if use_ema:
+        if not isinstance(ema, dict):
+            raise CheckpointError(f"{path} has no '_ema' weights")
+        sd = dict(ema)
+    sd = {IMAGE_ALIASES.get(k, k): v for k, v in sd.items() if ".decoder." not in k}
+    mcfg = _cfg(ck)
+    prenet = _block_ids(sd, re.escape(IMG) + r"context_encoder\.blocks\.(\d+)\.")
+    top = _block_ids(sd, r"blocks\.(\d+)\.")
+    if len(top) < keep:
+        raise CheckpointError(f"{path} has {len(top)} blocks; {keep} were requested")
+    if IMG + "extra_tokens" not in sd:
+        raise CheckpointError(f"{path} is not a Data2Vec2 image checkpoint: missing keys: {IMG}extra_tokens")
+    dim = sd[IMG + "extra_tokens"].shape[-1]
+    heads = mcfg.get("num_heads", num_heads)
+    mlp_ratio = sd["blocks.0.mlp.fc1.weight"].shape[0] / dim if "blocks.0.mlp.fc1.weight" in sd else 4.0
+    enc = Data2Vec2ImageEncoder(image, dim, len(prenet) + keep, heads, mlp_ratio, mcfg.get("norm_eps", 1e-6))
+    sd = _select_blocks(sd, IMG + "context_encoder.blocks.", len(prenet), 0)
+    sd = _select_blocks(sd, "blocks.", keep, len(prenet))
+    load_strict(enc, _rename(sd, IMAGE_KEYS), f"Data2Vec2 image checkpoint {path}")
+    return enc
+
+
+def load_data2vec2_text(path, text: TextConfig, keep: int = 6, num_heads: int = 12) -> Data2Vec2TextEncoder:
+    """The Data2Vec2 text encoder from ``nlp_base.pt``: embeddings + LayerNorm + the first ``keep`` blocks."""
+    ck = torch_load(path)
+    sd = {k: v for k, v in _model_state(ck, path).items() if k != "_ema" and ".decoder." not in k}
+    mcfg = _cfg(ck)
+    top = _block_ids(sd, r"blocks\.(\d+)\.")
+    if len(top) < keep:
+        raise CheckpointError(f"{path} has {len(top)} blocks; {keep} were requested")
+    if TXT + "local_encoder.embed_tokens.weight" not in sd:
+        raise CheckpointError(f"{path} is not a Data2Vec2 text checkpoint: missing keys: "
+                              f"{TXT}local_encoder.embed_tokens.weight")
+    dim = sd[TXT + "local_encoder.embed_tokens.weight"].shape[1]
+    mlp_ratio = sd["blocks.0.mlp.fc1.weight"].shape[0] / dim if "blocks.0.mlp.fc1.weight" in sd else 4.0
+    enc = Data2Vec2TextEncoder(text, dim, keep, mcfg.get("num_heads", num_heads), mlp_ratio, mcfg.get("norm_eps", 1e-5))
+    sd = _select_blocks(sd, "blocks.", keep, 0)
+    load_strict(enc, _rename(sd, TEXT_KEYS), f"Data2Vec2 text checkpoint {path}")
+    return enc
+
+
+def load_beitv2(path, cfg: TeacherConfig, img_size: int) -> Teacher:
+    """The frozen BEiT v2 teacher from the unilm pretraining file (or any file with the same key set)."""
+    sd = _model_state(torch_load(path), path)
+    sd = {k: v for k, v in sd.items() if not any(fnmatch.fnmatch(k, p) for p in BEIT_DROP)}
+    beit = build_beit(cfg, img_size)
+    load_strict(beit, sd, f"BEiT v2 checkpoint {path}", allow_missing=["*relative_position_index"])
+    return Teacher(beit, cfg.final_norm)
+
+
+def timm_beitv2(name_or_file: str, cfg: TeacherConfig, img_size: int) -> Teacher:
+    """A BEiT v2 through timm's own loader: a timm model name (hub) or a local timm checkpoint file.
+    timm's registered BEiT v2 weights are ImageNet fine-tuned, not the self-supervised pt1k teacher."""
+    import timm
+    is_file = os.path.isfile(name_or_file)
+    model = timm.create_model("beitv2_base_patch16_224" if is_file else name_or_file, pretrained=True,
+                              pretrained_cfg_overlay={"file": name_or_file} if is_file else None,
+                              num_classes=0, global_pool="token", img_size=img_size, patch_size=cfg.patch_size,
+                              embed_dim=cfg.dim, depth=cfg.depth, num_heads=cfg.num_heads)
+    return Teacher(model, cfg.final_norm)
+
+
+# ------------------------------------------------------------------------------- writing (demo pretraining)
+
+def _atomic_save(obj, path) -> None:
+    tmp = f"{path}.tmp"
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _unselect_blocks(sd: dict) -> dict:
+    return {re.sub(r"^blocks\.blocks\.", "blocks.", k): v for k, v in sd.items()}
+
+
+def save_data2vec2_image(enc: Data2Vec2ImageEncoder, path, num_heads: int) -> None:
+    """Write an image encoder in ``base_imagenet.pt``'s layout (prenet depth 0)."""
+    sd = _rename(_unselect_blocks(enc.state_dict()), IMAGE_KEYS, reverse=True)
+    img = enc.embed.cfg
+    cfg = {"model": {"depth": len(enc.blocks.blocks), "embed_dim": enc.norm.normalized_shape[0],
+                     "num_heads": num_heads, "norm_eps": enc.norm.eps, "layer_norm_first": False,
+                     "modalities": {"image": {"prenet_depth": 0, "patch_size": img.patch_size,
+                                              "input_size": img.img_size, "num_extra_tokens": 1}}}}
+    _atomic_save({"cfg": cfg, "model": sd}, path)
+
+
+def save_data2vec2_text(enc: Data2Vec2TextEncoder, path, num_heads: int) -> None:
+    """Write a text encoder in ``nlp_base.pt``'s layout."""
+    sd = _rename(_unselect_blocks(enc.state_dict()), TEXT_KEYS, reverse=True)
+    cfg = {"model": {"depth": len(enc.blocks.blocks), "num_heads": num_heads, "norm_eps": enc.norm.eps,
+                     "modalities": {"text": {"prenet_depth": 0}}}}
+    _atomic_save({"cfg": cfg, "model": sd}, path)
+
+
+def save_beitv2(teacher: Teacher, path) -> None:
+    _atomic_save({"model": teacher.beit.state_dict()}, path)
+
+
+# ------------------------------------------------------------------------------- one call per run
+
+def _part_source(cfg: ExperimentConfig, part: str) -> str:
+    w = cfg.weights
+    chosen = getattr(w, part)
+    if chosen:
+        return chosen
+    if w.source == "demo":
+        from .pretrain import demo_weights
+        return str(demo_weights(cfg)[part])
+    if w.source == "thesis":
+        if part == "text" and cfg.model.text_encoder == "bert":
+            return "hf:bert-base-uncased"
+        if not w.checkpoint_dir:
+            raise CheckpointError(f"no checkpoint folder given for the thesis weights; pass checkpoint_dir "
+                                  f"(holding {', '.join(THESIS_FILES.values())}) or weights.source=random")
+        return str(Path(w.checkpoint_dir) / THESIS_FILES[part])
+    return ""
+
+
+def load_encoders(cfg: ExperimentConfig) -> tuple[nn.Module | None, nn.Module | None]:
+    """The image and text encoders from the config's weight sources (None = random initialisation)."""
+    m = cfg.model
+    encoders = []
+    for part, modality, depth in (("image", "image", m.image_depth), ("text", "text", m.text_depth)):
+        src = _part_source(cfg, part)
+        if not src:
+            encoders.append(None)
+        elif src.startswith("hf:"):
+            encoders.append(hf_encoder(src[3:], modality, depth, m.text.pad_id))
+        elif part == "image":
+            encoders.append(load_data2vec2_image(src, m.image, depth, m.num_heads))
+        else:
+            encoders.append(load_data2vec2_text(src, m.text, depth, m.num_heads))
+    return encoders[0], encoders[1]
+
+
+def load_teacher(cfg: ExperimentConfig) -> Teacher:
+    src = _part_source(cfg, "teacher")
+    img_size = cfg.model.image.img_size
+    if not src:
+        return Teacher(build_beit(cfg.teacher, img_size), cfg.teacher.final_norm)
+    if src.startswith("timm:"):
+        return timm_beitv2(src[5:], cfg.teacher, img_size)
+    return load_beitv2(src, cfg.teacher, img_size)
