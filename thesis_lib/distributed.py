@@ -1,0 +1,43 @@
+"""Process-group helpers: the same code runs as one process, under ``torchrun`` on GPUs (NCCL), or as several CPU
+processes (gloo). Features are gathered *with* gradients for the contrastive loss (open_clip's
+``--local-loss --gather-with-grad``, the form its maintainers verified equal to the global loss)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def init_distributed(device: torch.device) -> DistInfo:
+    """Join the process group torchrun described in the environment (RANK, WORLD_SIZE, LOCAL_RANK); else single."""
+    if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", 1)) == 1:
+        return DistInfo()
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)))
+
+
+def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
+    """Concatenate ``x`` of every rank along dim 0; gradients flow back to every rank's own slice."""
+    if info.world_size == 1:
+        return x
+    import torch.distributed.nn.functional as dist_fn
+    return torch.cat(dist_fn.all_gather(x), dim=0)
+
+
+def barrier(info: DistInfo) -> None:
+    if info.world_size > 1:
+        dist.barrier()
