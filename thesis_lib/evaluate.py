@@ -1,0 +1,126 @@
+"""Evaluation: ImageNet-style zero-shot classification and image-text retrieval (thesis_facts.md §4).
+
+* Zero-shot (open_clip / CLIP_benchmark recipe): class vector = renormalised mean of the L2-normalised prompt
+  embeddings over the templates; logits = 100 · image · class; top-1 and top-5 in percent.
+* Retrieval (BEiT-3 / VLMo, which the thesis copies): one embedding per image, every caption kept.
+  Text retrieval (image -> text) R@K: share of images with at least one of their captions in the top K.
+  Image retrieval (text -> image) R@K: share of captions whose image is in the top K. K = 1, 5, 10, in percent;
+  ``mean`` = the mean of the six recalls, the single number of the chapter's tables.
+Similarities are scored in chunks of rows, so COCO-5K (5,000 × 25,010) never builds more than chunk × 25,010.
+"""
+from __future__ import annotations
+
+import torch
+
+from .model import EMKUM
+from .pipeline import RetrievalSet, ZeroShotSet, image_batches, trim
+
+RECALL_KEYS = ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")
+
+
+@torch.no_grad()
+def retrieval_recalls(image_emb: torch.Tensor, text_emb: torch.Tensor, text_to_image: torch.Tensor,
+                      chunk: int = 1024) -> dict:
+    """image_emb (N, D), text_emb (T, D) L2-normalised; text_to_image (T,): the image of each caption."""
+    ks = (1, 5, 10)
+    text_to_image = text_to_image.to(image_emb.device)
+    n_img, n_txt = len(image_emb), len(text_emb)
+    tr = torch.zeros(len(ks), device=image_emb.device)
+    for start in range(0, n_img, chunk):
+        sims = image_emb[start:start + chunk] @ text_emb.T                      # (c, T)
+        top = sims.topk(min(max(ks), n_txt), dim=1).indices
+        own = text_to_image[top] == torch.arange(start, start + len(sims), device=sims.device)[:, None]
+        tr += torch.stack([own[:, :k].any(1).sum() for k in ks])
+    ir = torch.zeros(len(ks), device=image_emb.device)
+    for start in range(0, n_txt, chunk):
+        sims = text_emb[start:start + chunk] @ image_emb.T                      # (c, N)
+        top = sims.topk(min(max(ks), n_img), dim=1).indices
+        own = top == text_to_image[start:start + chunk, None]
+        ir += torch.stack([own[:, :k].any(1).sum() for k in ks])
+    recalls = torch.cat([100 * tr / n_img, 100 * ir / n_txt]).tolist()
+    out = dict(zip(RECALL_KEYS, recalls))
+    out["mean"] = sum(recalls) / len(recalls)
+    return out
+
+
+@torch.no_grad()
+def zero_shot_accuracy(image_emb: torch.Tensor, class_emb: torch.Tensor, labels: torch.Tensor) -> dict:
+    """image_emb (N, D), class_emb (C, D) L2-normalised; labels (N,). Top-1 and top-5 accuracy in percent."""
+    logits = 100.0 * image_emb @ class_emb.T
+    top = logits.topk(min(5, class_emb.shape[0]), dim=1).indices
+    hit = top == labels.to(top.device)[:, None]
+    return {"top1": 100 * hit[:, 0].float().mean().item(), "top5": 100 * hit.any(1).float().mean().item()}
+
+
+@torch.no_grad()
+def embed_images(model: EMKUM, images, cfg, device, batch_size: int, autocast=None) -> torch.Tensor:
+    out = []
+    for x in image_batches(images, cfg, batch_size):
+        with autocast or torch.autocast(device.type, enabled=False):
+            out.append(model.encode_image(x.to(device, non_blocking=True)).x.float())
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def embed_texts(model: EMKUM, tokens: torch.Tensor, pad_id: int, device, batch_size: int, autocast=None) -> torch.Tensor:
+    """Captions are batched in order of length so each batch carries little padding; the output keeps the input
+    order (exact: every caption is encoded on its own, pads are masked)."""
+    order = tokens.ne(pad_id).sum(1).argsort()
+    out = torch.empty(len(tokens), model.cfg.dim, device=device)
+    for start in range(0, len(tokens), batch_size):
+        idx = order[start:start + batch_size]
+        t = trim(tokens[idx], pad_id).to(device, non_blocking=True)
+        with autocast or torch.autocast(device.type, enabled=False):
+            out[idx.to(device)] = model.encode_text(t).x.float()
+    return out
+
+
+@torch.no_grad()
+def zero_shot_classifier(model: EMKUM, zs: ZeroShotSet, pad_id: int, device, batch_size: int, autocast=None):
+    """(C, D): every prompt of every class encoded in batches, averaged per class, renormalised."""
+    emb = embed_texts(model, zs.prompt_tokens, pad_id, device, batch_size, autocast)
+    per_class = emb.view(len(zs.classnames), len(zs.templates), -1).mean(1)
+    return torch.nn.functional.normalize(per_class, dim=-1)
+
+
+@torch.no_grad()
+def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet, cfg, device,
+             pad_id: int, autocast=None) -> dict:
+    """All metrics of the chapter's tables, flat: imagenet_top1/top5, coco_mean, coco_tr@1, ..., flickr_mean, ..."""
+    was_training = model.training
+    model.eval()
+    bs, chunk = cfg.eval.batch_size, cfg.eval.retrieval_chunk
+    metrics = {}
+    classes = zero_shot_classifier(model, zero_shot, pad_id, device, bs, autocast)
+    acc = zero_shot_accuracy(embed_images(model, zero_shot.images, cfg, device, bs, autocast), classes, zero_shot.labels)
+    metrics.update({"imagenet_top1": acc["top1"], "imagenet_top5": acc["top5"]})
+    for rs in retrieval_sets:
+        name = "coco" if rs.name == "coco" else "flickr"
+        img = embed_images(model, rs.images, cfg, device, bs, autocast)
+        txt = embed_texts(model, rs.tokens, pad_id, device, bs, autocast)
+        for k, v in retrieval_recalls(img, txt, rs.text_to_image, chunk).items():
+            metrics[f"{name}_{k}"] = v
+    model.train(was_training)
+    return metrics
+
+
+def chance_levels(retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet) -> dict:
+    """What a model that ranks at random would score (percent), to print beside the measured numbers."""
+    C = len(zero_shot.classnames)
+    out = {"imagenet_top1": 100 / C, "imagenet_top5": 100 * min(5, C) / C}
+    for rs in retrieval_sets:
+        name = "coco" if rs.name == "coco" else "flickr"
+        n_img, n_txt = int(rs.text_to_image.max()) + 1, len(rs.text_to_image)
+        per_image = n_txt / n_img
+        tr = [100 * (1 - _none_in_top(n_txt, per_image, k)) for k in (1, 5, 10)]
+        ir = [100 * k / n_img for k in (1, 5, 10)]
+        out[f"{name}_mean"] = (sum(tr) + sum(ir)) / 6
+    return out
+
+
+def _none_in_top(n: int, good: float, k: int) -> float:
+    """P(no relevant item among the first k of a random ranking of n items with ``good`` relevant ones)."""
+    p = 1.0
+    for i in range(k):
+        p *= max(0.0, (n - good - i) / (n - i))
+    return p
