@@ -6,8 +6,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import tempfile
+
 os.environ.setdefault("THESIS_SCALE", "smoke")   # notebooks under nbval run at the smoke scale
-os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("THESIS_PROGRESS", "0")
+os.environ.setdefault("THESIS_DATA", tempfile.mkdtemp(prefix="thesis-data-"))   # worlds, pretraining, caches
 
 
 def pytest_collectstart(collector):

@@ -1,10 +1,21 @@
-"""thesis_lib: the executable reproduction of the thesis chapter on token-type embeddings (EMKUM)."""
-from .config import PRESETS, VARIANTS, ExperimentConfig, get_config
-from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError, OutputDirError,
-                     ResultConflictError, ThesisError, TokenizerError)
+"""thesis_lib: the executable reproduction of the thesis chapter on token-type embeddings (EMKUM).
+
+Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_split``, ``retrieval_recalls``,
+``zero_shot_accuracy``, ``run_experiment``.
+"""
+__version__ = "0.1.0"
+
+from .config import PRESETS, VARIANTS, ExperimentConfig, get_config  # noqa: E402
+from .datasets import load_karpathy_split  # noqa: E402
+from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError,  # noqa: E402
+                     OutputDirError, ResultConflictError, ThesisError, TokenizerError)
+from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
+from .model import build_model  # noqa: E402
+from .train import run_experiment  # noqa: E402
 
 __all__ = [
-    "PRESETS", "VARIANTS", "ExperimentConfig", "get_config",
+    "PRESETS", "VARIANTS", "ExperimentConfig", "get_config", "build_model", "load_karpathy_split",
+    "retrieval_recalls", "zero_shot_accuracy", "run_experiment",
     "ThesisError", "ConfigError", "DataError", "CheckpointError", "TokenizerError", "ResultConflictError",
     "NonFiniteLossError", "DeviceError", "OutputDirError",
 ]

@@ -236,7 +236,7 @@ def save_beitv2(teacher: Teacher, path) -> None:
 
 # ------------------------------------------------------------------------------- one call per run
 
-def _part_source(cfg: ExperimentConfig, part: str) -> str:
+def part_source(cfg: ExperimentConfig, part: str) -> str:
     w = cfg.weights
     chosen = getattr(w, part)
     if chosen:
@@ -259,7 +259,7 @@ def load_encoders(cfg: ExperimentConfig) -> tuple[nn.Module | None, nn.Module | 
     m = cfg.model
     encoders = []
     for part, modality, depth in (("image", "image", m.image_depth), ("text", "text", m.text_depth)):
-        src = _part_source(cfg, part)
+        src = part_source(cfg, part)
         if not src:
             encoders.append(None)
         elif src.startswith("hf:"):
@@ -272,7 +272,7 @@ def load_encoders(cfg: ExperimentConfig) -> tuple[nn.Module | None, nn.Module | 
 
 
 def load_teacher(cfg: ExperimentConfig) -> Teacher:
-    src = _part_source(cfg, "teacher")
+    src = part_source(cfg, "teacher")
     img_size = cfg.model.image.img_size
     if not src:
         return Teacher(build_beit(cfg.teacher, img_size), cfg.teacher.final_norm)

@@ -122,6 +122,7 @@ class DataConfig:
     mean: tuple = (0.485, 0.456, 0.406)  # ImageNet normalisation (student and teacher in the thesis)
     std: tuple = (0.229, 0.224, 0.225)
     num_workers: int = 8
+    in_memory: bool = False      # decode every image once into a uint8 tensor (the demo); else a DataLoader
     zeroshot_templates: str = "openai"  # "openai" (80) | "world" (the embedded world's own)
 
 
@@ -149,9 +150,9 @@ class TrainConfig:
 @dataclass(frozen=True)
 class PretrainConfig:
     """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.pretrain); unused at the thesis scale."""
-    image_steps: int = 400       # masked-patch regression of the image encoder (SimMIM-style)
-    text_steps: int = 400        # masked language modelling of the text encoder
-    teacher_steps: int = 400     # supervised multi-label scene attributes (the teacher never sees captions)
+    image_steps: int = 300       # masked-patch regression of the image encoder (SimMIM-style)
+    text_steps: int = 300        # masked language modelling of the text encoder
+    teacher_steps: int = 300     # supervised multi-label scene attributes (the teacher never sees captions)
     batch_size: int = 128
     lr: float = 1e-3
     mask_ratio: float = 0.5      # image: share of patches replaced by the mask token
@@ -196,15 +197,15 @@ def _thesis() -> ExperimentConfig:
 
 def _demo() -> ExperimentConfig:
     world = WorldConfig()
-    image = ImageConfig(img_size=world.img_size, patch_size=4)
+    image = ImageConfig(img_size=world.img_size, patch_size=8)                  # 4 × 4 patches + I_CLS
     text = TextConfig(vocab_size=512, max_len=48, max_positions=64, mask_id=4)
     return ExperimentConfig(
         preset="demo",
-        model=ModelConfig(image=image, text=text, dim=128, num_heads=4, image_depth=3, text_depth=3),
-        teacher=TeacherConfig(dim=128, depth=4, num_heads=4, patch_size=4),
-        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0,
+        model=ModelConfig(image=image, text=text, dim=96, num_heads=4, image_depth=2, text_depth=2),
+        teacher=TeacherConfig(dim=96, depth=4, num_heads=4, patch_size=8),
+        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
-        train=TrainConfig(batch_size=128, steps=600, base_lr=1e-3, log_every=25, ckpt_every=100),
+        train=TrainConfig(batch_size=128, steps=300, base_lr=4e-3, log_every=25, ckpt_every=100),
         weights=WeightsConfig(source="demo"),
     )
 
@@ -212,13 +213,13 @@ def _demo() -> ExperimentConfig:
 def _smoke() -> ExperimentConfig:
     world = WorldConfig(img_size=16, n_train=96, n_val=16, n_coco_test=40, n_flickr_test=24,
                         n_zeroshot_per_class=2, n_image_corpus=96, n_text_corpus=200)
-    image = ImageConfig(img_size=16, patch_size=4)
+    image = ImageConfig(img_size=16, patch_size=8)
     text = TextConfig(vocab_size=320, max_len=48, max_positions=64, mask_id=4)
     return ExperimentConfig(
         preset="smoke",
         model=ModelConfig(image=image, text=text, dim=32, num_heads=2, image_depth=1, text_depth=1),
-        teacher=TeacherConfig(dim=32, depth=1, num_heads=2, patch_size=4),
-        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0,
+        teacher=TeacherConfig(dim=32, depth=1, num_heads=2, patch_size=8),
+        data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
         train=TrainConfig(batch_size=16, steps=6, base_lr=1e-3, log_every=2, ckpt_every=3),
         pretrain=PretrainConfig(image_steps=4, text_steps=4, teacher_steps=4, batch_size=16),

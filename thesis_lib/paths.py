@@ -41,3 +41,8 @@ def figures_dir(scale: str = "demo", output_dir: str | os.PathLike | None = None
     else:
         base = Path(os.environ.get("THESIS_FIGURES", ROOT / "figures"))
     return base if scale == "demo" else base / scale
+
+
+def show_progress() -> bool:
+    """Progress bars on, unless ``THESIS_PROGRESS=0`` (tests and CI set it)."""
+    return os.environ.get("THESIS_PROGRESS", "1") != "0"

@@ -26,7 +26,7 @@ COLOURS = {
     "red": (215, 40, 40), "green": (40, 165, 60), "blue": (45, 85, 220), "yellow": (235, 210, 45),
     "purple": (145, 60, 185), "orange": (240, 140, 35), "white": (240, 240, 240), "black": (25, 25, 25),
 }
-SIZES = {"small": (0.10, 0.15), "large": (0.20, 0.28)}  # radius as a fraction of the image side
+SIZES = {"small": (0.13, 0.18), "large": (0.24, 0.32)}  # radius as a fraction of the image side
 SIZE_WORDS = {"small": ("small", "little", "tiny"), "large": ("large", "big", "huge")}
 BACKGROUNDS = {"grey": (128, 128, 128), "sand": (190, 175, 130), "dark": (55, 55, 65),
                "sky": (135, 180, 225), "grass": (105, 155, 90)}
@@ -52,7 +52,7 @@ class Thing:
     x: float      # centre, fraction of the side (0 = left)
     y: float      # centre, fraction of the side (0 = top)
     r: float      # radius, fraction of the side
-    angle: float  # rotation in degrees
+    angle: float  # rotation in degrees (±20°: a square turned by 45° would be a diamond)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def sample_scene(rng: np.random.Generator, style: str = "coco", n_things: int | 
             x, y = rng.uniform(r, 1 - r, size=2)
             if all((x - t.x) ** 2 + (y - t.y) ** 2 > (0.8 * (r + t.r)) ** 2 for t in placed):
                 break
-        placed.append(Thing(str(shape), str(colour), str(size), float(x), float(y), r, float(rng.uniform(0, 360))))
+        placed.append(Thing(str(shape), str(colour), str(size), float(x), float(y), r, float(rng.uniform(-20, 20))))
     return Scene(tuple(placed), _pick(rng, STYLE_BACKGROUNDS[style]), style)
 
 

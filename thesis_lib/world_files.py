@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from . import world
 from .config import WorldConfig
-from .paths import data_dir
+from .paths import data_dir, show_progress
 
 JPEG_QUALITY = 90
 _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "corpus_text": 5}
@@ -35,7 +35,7 @@ def fingerprint(obj) -> str:
     return hashlib.sha1(blob.encode()).hexdigest()[:10]
 
 
-def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool = True) -> Path:
+def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
     """The world's folder, generated on first use. Safe against concurrent callers and interrupted writes:
     it is written to a temporary folder under a lock and renamed into place when complete."""
     root = Path(root) if root else data_dir() / f"world-{fingerprint(cfg)}"
@@ -47,7 +47,7 @@ def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progre
             return root
         tmp = root.with_name(root.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
-        write_world(cfg, tmp, progress)
+        write_world(cfg, tmp, show_progress() if progress is None else progress)
         (tmp / "DONE").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
         shutil.rmtree(root, ignore_errors=True)
         os.replace(tmp, root)

@@ -1,0 +1,99 @@
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from thesis_lib import ConfigError, ResultConflictError, get_config, run_experiment
+from thesis_lib.engine import compute_loss, make_optimizer, param_groups
+from thesis_lib.losses import SINGLE
+from thesis_lib.model import build_model
+from thesis_lib.teacher import build_teacher
+from thesis_lib.train import main
+
+
+@pytest.fixture(scope="module")
+def smoke_ls(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    return out, run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False)
+
+
+def test_end_to_end_result_file(smoke_ls):
+    out, result = smoke_ls
+    path = out / "results" / "smoke" / "tte_after_ls" / "seed0.json"
+    stored = json.loads(path.read_text())
+    assert stored["metrics"] == result["metrics"] and stored["config"]["model"]["variant"] == "tte_after_ls"
+    keys = {"imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean"} | {
+        f"{d}_{k}" for d in ("coco", "flickr") for k in ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")}
+    assert keys <= set(result["metrics"]) and all(math.isfinite(v) for v in result["metrics"].values())
+    ls = result["layerscale"]
+    gamma = __import__("numpy").load(path.parent / ls["values_file"])
+    assert gamma.shape == (get_config("smoke").model.dim,) and abs(gamma.mean() - ls["mean"]) < 1e-7
+    assert ls["init"] == 1e-5 and set(result["tte_contribution"]) == {"image", "text"}
+    rows = [json.loads(line) for line in (path.parent / "seed0" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows][-1] == get_config("smoke").train.steps
+    assert all(r["layerscale"]["max"] >= r["layerscale"]["min"] for r in rows)
+    assert all(0 <= math.log(r["logit_scale"]) <= math.log(100) + 1e-6 for r in rows)
+
+
+def test_finished_result_is_reused_and_never_overwritten_by_another_config(smoke_ls):
+    out, result = smoke_ls
+    path = out / "results" / "smoke" / "tte_after_ls" / "seed0.json"
+    stamp = path.stat().st_mtime_ns
+    assert run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False) == result
+    assert path.stat().st_mtime_ns == stamp
+    with pytest.raises(ResultConflictError, match="another config.*train.steps: 6 -> 7"):
+        run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False, overrides={"train.steps": 7})
+    assert path.stat().st_mtime_ns == stamp
+
+
+def test_no_weight_decay_on_embeddings_norms_tte_and_layerscale():
+    model = build_model("smoke", "tte_after_ls")
+    decay, no_decay = param_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    skipped = {names[id(p)] for p in no_decay["params"]}
+    assert {"token_type_embeddings.weight", "tte_scale.gamma", "logit_scale", "shared.0.ls1.gamma",
+            "text_encoder.embed.embed_tokens.weight", "image_encoder.embed.cls_token"} <= skipped
+    assert all(p.ndim >= 2 for p in decay["params"]) and decay["weight_decay"] == 0.01
+
+
+def test_learning_rate_scales_with_the_global_batch():
+    cfg = get_config("thesis")
+    model = torch.nn.Linear(2, 2)
+    opt, _ = make_optimizer(model, cfg, world_size=2)
+    assert opt.param_groups[0]["initial_lr"] == pytest.approx(2e-4)      # 1e-4 × 512 / 256
+    assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-6
+
+
+def test_thesis_preset_trains_a_few_steps_on_cpu():
+    cfg = get_config("thesis", "tte_after_ls", overrides={"train.batch_size": 2, "train.steps": 2})
+    torch.manual_seed(0)
+    model, teacher = build_model(cfg), build_teacher(cfg.teacher, 224)
+    opt, sched = make_optimizer(model, cfg, 1)
+    batch = {"images": torch.randn(2, 3, 224, 224), "teacher_images": torch.randn(2, 3, 224, 224),
+             "tokens": torch.randint(4, 50000, (2, 64))}
+    for _ in range(2):
+        loss, parts = compute_loss(model, model, batch, teacher, cfg, SINGLE, torch.autocast("cpu", enabled=False))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        assert torch.isfinite(loss) and set(parts) == {"kd", "kd_image", "kd_text", "itc"}
+
+
+def test_cli_errors_are_one_line(capsys):
+    assert main(["--preset", "huge"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: unknown preset 'huge'; choose one of thesis, demo, smoke"]
+    with pytest.raises(ConfigError):
+        main(["--preset", "huge", "--debug"])
+
+
+def test_cli_runs_as_a_module(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "thesis_lib.train", "--preset", "smoke", "--variant", "tte_before",
+                           "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("tte_before seed 0: ImageNet top-1")
+    assert (tmp_path / "results" / "smoke" / "tte_before" / "seed0.json").exists()

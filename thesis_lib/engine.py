@@ -1,0 +1,172 @@
+"""The training step and loop: AdamW, cosine schedule with warmup, KD + ITC, logging, atomic checkpoints.
+
+Optimiser as the thesis (thesis_facts.md §3): AdamW β = (0.9, 0.98), ε = 1e-6, weight decay 0.01 except on biases,
+norms, embeddings (tokens, positions, I_CLS, TTE) and LayerScale vectors; LR = base_lr × global batch / 256; HF's
+cosine schedule with 10 % warmup, stepped every step. Host syncs happen only every ``log_every`` steps: losses are
+summed on the device and read then (that is also when a non-finite loss is detected, before any checkpoint).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .config import ExperimentConfig
+from .distributed import DistInfo
+from .errors import CheckpointError, NonFiniteLossError
+from .losses import clip_loss, kd_contrastive, kd_mse
+from .results import RunPaths, append_jsonl, differences, read_jsonl
+
+NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or any(k in name for k in NO_DECAY) else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def make_optimizer(model: torch.nn.Module, cfg: ExperimentConfig, world_size: int):
+    from transformers import get_cosine_schedule_with_warmup
+    t = cfg.train
+    lr = t.base_lr * t.batch_size * world_size / 256                       # linear scaling rule
+    opt = torch.optim.AdamW(param_groups(model, t.weight_decay), lr=lr, betas=t.betas, eps=t.eps,
+                            fused=next(model.parameters()).is_cuda or None)
+    sched = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps)
+    return opt, sched
+
+
+def autocast(cfg: ExperimentConfig, device: torch.device):
+    precision = cfg.train.precision
+    if precision == "auto":
+        precision = "bf16" if device.type == "cuda" else "fp32"
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+def compute_loss(model, raw, batch: dict, teacher, cfg: ExperimentConfig, info: DistInfo, amp):
+    """L = L_KD + L_ITC for one batch; returns the loss and its parts (device tensors)."""
+    with amp:
+        image, text = model(batch["images"], batch["tokens"])
+        target = batch["targets"] if "targets" in batch else teacher(batch["teacher_images"])
+        kd_fn = kd_mse if cfg.train.kd_loss == "mse" else kd_contrastive
+        kd, kd_image, kd_text = kd_fn(image.kd, text.kd, target)
+        scale = raw.logit_scale.exp()
+        itc = clip_loss(image.x.float(), text.x.float(), scale[0], info)
+        if image.x_fc1 is not None:                          # the thesis code's second tap, averaged
+            itc = (itc + clip_loss(image.x_fc1.float(), text.x_fc1.float(), scale[1], info)) / 2
+    return kd + itc, {"kd": kd, "kd_image": kd_image, "kd_text": kd_text, "itc": itc}
+
+
+def layerscale_stats(raw) -> dict | None:
+    """Statistics of the TTE LayerScale γ (tte_after_ls only), the quantities the chapter reports."""
+    if not hasattr(raw.tte_scale, "gamma"):
+        return None
+    g = raw.tte_scale.gamma.detach().float().cpu()
+    a = g.abs()
+    return {"mean": g.mean().item(), "std": g.std().item(), "min": g.min().item(), "max": g.max().item(),
+            "abs_mean": a.mean().item(), "abs_max": a.max().item(),
+            "abs_q50": a.quantile(0.5).item(), "abs_q90": a.quantile(0.9).item(), "abs_q99": a.quantile(0.99).item()}
+
+
+def save_checkpoint(paths: RunPaths, raw, opt, sched, step: int, cfg: ExperimentConfig, world_size: int) -> None:
+    state = {"model": raw.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+             "step": step, "config": asdict(cfg), "world_size": world_size, "rng": torch.get_rng_state(),
+             "numpy_rng": np.random.get_state()}
+    tmp = paths.checkpoint.with_name(f".checkpoint.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, paths.checkpoint)                        # a kill leaves the previous checkpoint intact
+
+
+def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig) -> int:
+    """Restore a run; refuses a checkpoint of another variant, seed or config. Returns the step to continue from."""
+    from .checkpoints import torch_load
+    state = torch_load(path)
+    if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
+        raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")
+    diffs = differences(state["config"], asdict(cfg))
+    if diffs:
+        raise CheckpointError(f"cannot resume from {path}: it belongs to another run ({'; '.join(diffs[:4])})")
+    raw.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    np.random.set_state(state["numpy_rng"])
+    return int(state["step"])
+
+
+def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentConfig, info: DistInfo,
+               device: torch.device, paths: RunPaths, start_step: int = 0, progress: bool = True) -> dict:
+    """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0."""
+    t = cfg.train
+    amp = autocast(cfg, device)
+    if info.is_main:
+        rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]   # drop lines of a killed run
+        paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sums, bad_step = None, torch.full((), -1, device=device)
+    window_start, t0, steps_done = start_step, time.perf_counter(), 0
+    bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
+               disable=not (progress and info.is_main), dynamic_ncols=True)
+    model.train()
+    for step, batch in enumerate(pairs.batches(start_step, t.steps, targets), start=start_step):
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        loss, parts = compute_loss(model, raw, batch, teacher, cfg, info, amp)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if t.grad_clip:
+            torch.nn.utils.clip_grad_norm_(raw.parameters(), t.grad_clip)
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            raw.logit_scale.clamp_(0, t.logit_scale_max)
+            values = torch.stack([loss.detach().float()] + [v.detach().float() for v in parts.values()])
+            sums = values if sums is None else sums + values
+            bad_step = torch.where((bad_step < 0) & ~torch.isfinite(values[0]), step + 1, bad_step)
+        steps_done += 1
+        done = step + 1
+        if done % t.log_every == 0 or done % t.ckpt_every == 0 or done == t.steps:
+            if int(bad_step) >= 0:
+                raise NonFiniteLossError(f"the loss became non-finite at step {int(bad_step)}; the last good "
+                                         f"checkpoint ({paths.checkpoint}) is kept; lower the learning rate")
+            mean = (sums / (done - window_start)).tolist()
+            row = {"step": done, **dict(zip(["loss", *parts], mean)), "lr": sched.get_last_lr()[0],
+                   "logit_scale": raw.logit_scale.exp()[0].item(), "layerscale": layerscale_stats(raw)}
+            if info.is_main:
+                append_jsonl(paths.metrics, row)
+                if done % t.ckpt_every == 0 or done == t.steps:
+                    save_checkpoint(paths, raw, opt, sched, done, cfg, info.world_size)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
+            sums, window_start = None, done
+        bar.update()
+    bar.close()
+    seconds = time.perf_counter() - t0
+    return {"steps": t.steps, "resumed_from": start_step, "time_s": seconds,
+            "pairs_per_s": steps_done * t.batch_size * info.world_size / max(seconds, 1e-9)}
+
+
+@torch.no_grad()
+def tte_contribution(raw, eval_images, eval_tokens) -> dict | None:
+    """‖γ ⊙ t_type‖ / ‖H_L‖ averaged over tokens, per modality: how much the TTE moves the encoder output."""
+    if raw.cfg.variant not in ("tte_after", "tte_after_ls"):
+        return None
+    raw.eval()
+    out = {}
+    for name, inputs, modality in (("image", eval_images, 1), ("text", eval_tokens, 0)):
+        encoder = raw.image_encoder if modality == 1 else raw.text_encoder
+        h, pad = encoder(inputs)
+        added = raw.tte_scale(raw.type_vector(modality)).norm()
+        ratio = added / h.norm(dim=-1)                       # (B, T)
+        if pad is not None:
+            ratio = ratio[~pad]
+        out[name] = ratio.mean().item()
+    return out

@@ -1,0 +1,211 @@
+"""The demo's pretrained parts, made once and cached: stand-ins for Data2Vec2 (image, text) and BEiT v2.
+
+The thesis starts from encoders pretrained on one modality each and distils from a frozen image teacher. At the
+demo scale these are trained here, on the world's unimodal corpora, with the same classes as at the thesis scale:
+
+* image encoder (Data2Vec2 image class, 2 × the kept depth): masked-patch prediction (SimMIM-style: half of the
+  patch embeddings replaced by a learned mask token, the normalised pixels of those patches regressed);
+* text encoder (Data2Vec2 text class, 2 × the kept depth): masked language modelling (15 %, BERT's 80/10/10);
+* teacher (timm BEiT with the pretraining layout): multi-label classification of the colour-shape pairs in the
+  picture, from images only (it never sees a caption), standing in for BEiT v2's semantic CLS.
+
+They are written in the original files' layouts (``base_imagenet.pt``, ``nlp_base.pt``, the BEiT v2 ``.pth``), so
+every demo run loads them through ``thesis_lib.checkpoints`` exactly as the thesis scale loads the real files;
+the student keeps the first half of each encoder's blocks, as the thesis keeps 6 of 12.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from filelock import FileLock
+from torch import nn
+from torch.nn import functional as F
+from tqdm.auto import tqdm
+
+from . import world
+from .checkpoints import save_beitv2, save_data2vec2_image, save_data2vec2_text
+from .config import ExperimentConfig
+from .datasets import load_uint8
+from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
+from .paths import data_dir, show_progress
+from .pipeline import data_root, mix, tokenize, trim
+from .representations import patchify
+from .teacher import Teacher, build_beit
+from .tokenizer import demo_tokenizer
+from .transforms import BatchAugment
+from .world_files import fingerprint
+
+FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
+
+
+def _key(cfg: ExperimentConfig) -> dict:
+    m = cfg.model
+    return {"world": dataclasses.asdict(cfg.data.world), "image": dataclasses.asdict(m.image),
+            "text": dataclasses.asdict(m.text), "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth,
+                                                        m.image_norm_eps, m.text_norm_eps],
+            "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),
+            "views": [cfg.data.crop_scale, cfg.data.mean, cfg.data.std]}
+
+
+def demo_weights(cfg: ExperimentConfig, progress: bool | None = None) -> dict[str, Path]:
+    """Paths of the demo's pretrained image encoder, text encoder and teacher (pretrained on first use)."""
+    folder = data_dir() / f"pretrained-{cfg.preset}-{fingerprint(_key(cfg))}"
+    files = {part: folder / name for part, name in FILES.items()}
+    if (folder / "DONE").exists():
+        return files
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / "DONE").exists():
+            report = pretrain_all(cfg, folder, show_progress() if progress is None else progress)
+            (folder / "pretrain.json").write_text(json.dumps({"config": _key(cfg), "report": report}, indent=1))
+            (folder / "DONE").write_text("")
+    return files
+
+
+def pretrain_report(cfg: ExperimentConfig) -> dict:
+    """What the demo pretraining reached (held-out scores), for the notebooks."""
+    folder = demo_weights(cfg)["image"].parent
+    return json.loads((folder / "pretrain.json").read_text())["report"]
+
+
+def _fit(params, steps: int, lr: float, loss_fn, desc: str, progress: bool) -> float:
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05, betas=(0.9, 0.98))
+    warmup = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + np.cos(np.pi * min(s, steps) / steps)))
+    last = float("nan")
+    for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        loss = loss_fn(step)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        last = loss.item() if step % 20 == 0 or step == steps - 1 else last
+    return last
+
+
+def pretrain_all(cfg: ExperimentConfig, folder: Path, progress: bool = True) -> dict:
+    root = data_root(cfg)
+    labels = json.loads((root / "corpus" / "labels.json").read_text())
+    images = load_uint8([str(root / "corpus" / e["file"]) for e in labels["images"]], cfg.model.image.img_size)
+    multi_hot = torch.zeros(len(images), len(labels["classes"]))
+    for i, e in enumerate(labels["images"]):
+        multi_hot[i, e["labels"]] = 1
+    lines = (root / "corpus" / "captions.txt").read_text().splitlines()
+    tok = demo_tokenizer(root, cfg.model.text)
+    report = {"teacher": pretrain_teacher(cfg, images, multi_hot, folder, progress),
+              "image": pretrain_image(cfg, images, folder, progress),
+              "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder, progress)}
+    return report
+
+
+def _split(n: int) -> tuple[int, torch.Tensor]:
+    held = max(1, n // 10)                                   # the last 10 % is held out for the report
+    return n - held, torch.arange(n - held, n)
+
+
+def _auc(scores: torch.Tensor, truth: torch.Tensor) -> float:
+    """Mean over labels of P(score of a positive > score of a negative) (ROC AUC; labels without both skipped)."""
+    aucs = []
+    for s, t in zip(scores.T, truth.T.bool()):
+        if 0 < t.sum() < len(t):
+            ranks = s.argsort().argsort().float() + 1
+            n_pos = t.sum()
+            aucs.append(((ranks[t].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * (len(t) - n_pos))).item())
+    return sum(aucs) / len(aucs)
+
+
+def pretrain_teacher(cfg, images, multi_hot, folder, progress) -> dict:
+    """Targets: which colour-shape pairs are present (48), and which colours (8) and shapes (6) are."""
+    torch.manual_seed(cfg.data.world.seed)
+    p = cfg.pretrain
+    beit = build_beit(cfg.teacher, cfg.model.image.img_size)
+    n_colours, n_shapes = len(world.COLOURS), len(world.SHAPES)
+    labels = torch.cat([multi_hot, multi_hot.view(-1, n_colours, n_shapes).amax(2),
+                        multi_hot.view(-1, n_colours, n_shapes).amax(1)], dim=1)
+    head = nn.Linear(cfg.teacher.dim, labels.shape[1])
+    aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+    n_train, held = _split(len(images))
+
+    def loss_fn(step):
+        g = torch.Generator().manual_seed(mix(1, step))
+        idx = torch.randint(n_train, (p.batch_size,), generator=g)
+        logits = head(beit.forward_features(aug(images[idx], g))[:, 0])
+        return F.binary_cross_entropy_with_logits(logits, labels[idx]) * 3
+
+    loss = _fit(list(beit.parameters()) + list(head.parameters()), p.teacher_steps, p.lr, loss_fn,
+                "pretraining the demo teacher", progress)
+    with torch.no_grad():
+        x = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)(images[held], torch.Generator())
+        scores = head(beit.forward_features(x)[:, 0])
+    save_beitv2(Teacher(beit, cfg.teacher.final_norm), folder / FILES["teacher"])
+    n = multi_hot.shape[1]
+    return {"steps": p.teacher_steps, "final_loss": loss,
+            "held_out_auc_colour_shape": _auc(scores[:, :n], labels[held, :n]),
+            "held_out_auc_colour": _auc(scores[:, n:n + n_colours], labels[held, n:n + n_colours]),
+            "held_out_auc_shape": _auc(scores[:, n + n_colours:], labels[held, n + n_colours:])}
+
+
+def pretrain_image(cfg, images, folder, progress) -> dict:
+    torch.manual_seed(cfg.data.world.seed + 1)
+    m, p = cfg.model, cfg.pretrain
+    enc = Data2Vec2ImageEncoder(m.image, m.dim, m.image_depth * p.depth_factor, m.num_heads, m.mlp_ratio,
+                                m.image_norm_eps)
+    mask_token = nn.Parameter(torch.zeros(1, 1, m.dim))
+    head = nn.Linear(m.dim, m.image.patch_dim)
+    aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
+    n_train, held = _split(len(images))
+
+    def masked_loss(x, g):
+        target = patchify(x, m.image.patch_size)                                   # (B, N, C·P²)
+        target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
+        patches = enc.embed.patch_embed(x)
+        mask = torch.rand(patches.shape[:2], generator=g) < p.mask_ratio
+        patches = torch.where(mask[..., None], mask_token.to(patches.dtype), patches) + enc.embed.pos_embed
+        h = torch.cat([enc.embed.cls_token.expand(len(x), -1, -1), patches], 1)
+        out = head(enc.blocks(enc.norm(h))[:, 1:])
+        return ((out - target) ** 2).mean(-1)[mask].mean()
+
+    def loss_fn(step):
+        g = torch.Generator().manual_seed(mix(2, step))
+        return masked_loss(aug(images[torch.randint(n_train, (p.batch_size,), generator=g)], g), g)
+
+    loss = _fit(list(enc.parameters()) + [mask_token] + list(head.parameters()), p.image_steps, p.lr, loss_fn,
+                "pretraining the demo image encoder", progress)
+    with torch.no_grad():
+        held_loss = masked_loss(aug(images[held], torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0))
+    save_data2vec2_image(enc, folder / FILES["image"], m.num_heads)
+    return {"steps": p.image_steps, "final_loss": loss, "held_out_masked_mse": held_loss.item()}
+
+
+def pretrain_text(cfg, tokens, mask_id, folder, progress) -> dict:
+    torch.manual_seed(cfg.data.world.seed + 2)
+    m, p, t = cfg.model, cfg.pretrain, cfg.model.text
+    enc = Data2Vec2TextEncoder(t, m.dim, m.text_depth * p.depth_factor, m.num_heads, m.mlp_ratio, m.text_norm_eps)
+    head = nn.Sequential(nn.Linear(m.dim, m.dim), nn.GELU(), nn.LayerNorm(m.dim), nn.Linear(m.dim, t.vocab_size))
+    n_train, held = _split(len(tokens))
+
+    def mlm_loss(ids, g):
+        ids = trim(ids, t.pad_id)
+        special = (ids == t.pad_id) | (ids == t.bos_id) | (ids == t.eos_id)
+        chosen = (torch.rand(ids.shape, generator=g) < p.mlm_prob) & ~special
+        u = torch.rand(ids.shape, generator=g)
+        noisy = torch.where(chosen & (u < 0.8), mask_id, ids)
+        noisy = torch.where(chosen & (u >= 0.8) & (u < 0.9), torch.randint(5, t.vocab_size, ids.shape, generator=g), noisy)
+        logits = head(enc(noisy)[0])
+        return F.cross_entropy(logits[chosen], ids[chosen]), (logits[chosen].argmax(-1) == ids[chosen]).float().mean()
+
+    def loss_fn(step):
+        g = torch.Generator().manual_seed(mix(3, step))
+        return mlm_loss(tokens[torch.randint(n_train, (p.batch_size,), generator=g)], g)[0]
+
+    loss = _fit(list(enc.parameters()) + list(head.parameters()), p.text_steps, p.lr, loss_fn,
+                "pretraining the demo text encoder", progress)
+    with torch.no_grad():
+        _, acc = mlm_loss(tokens[held], torch.Generator().manual_seed(0))
+    save_data2vec2_text(enc, folder / FILES["text"], m.num_heads)
+    return {"steps": p.text_steps, "final_loss": loss, "held_out_mlm_accuracy": acc.item()}

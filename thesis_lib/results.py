@@ -1,0 +1,119 @@
+"""Result files: one JSON per run at ``results/<preset>/<variant>/seed<N>.json`` (with the resolved config, the
+metrics, the training time and, for ``tte_after_ls``, the LayerScale statistics), beside a run folder
+``seed<N>/`` holding ``metrics.jsonl`` (the training curve), ``layerscale.npy`` (the final γ) and the resumable
+``checkpoint.pt``. Every file is written to a temporary name and renamed, so a killed run never leaves a torn file;
+a lock file keeps two processes from training the same run at once.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from filelock import FileLock
+
+from .config import config_diff
+from .errors import OutputDirError, ResultConflictError
+
+# fields that change how a run is executed or logged, not what it computes
+OPERATIONAL = ("train.log_every", "train.ckpt_every", "data.num_workers", "eval.batch_size", "eval.retrieval_chunk")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+    preset: str
+    variant: str
+    seed: int
+
+    @property
+    def result(self) -> Path:
+        return self.root / self.preset / self.variant / f"seed{self.seed}.json"
+
+    @property
+    def dir(self) -> Path:
+        return self.root / self.preset / self.variant / f"seed{self.seed}"
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.dir / "checkpoint.pt"
+
+    @property
+    def metrics(self) -> Path:
+        return self.dir / "metrics.jsonl"
+
+    @property
+    def layerscale(self) -> Path:
+        return self.dir / "layerscale.npy"
+
+    def lock(self, timeout: float = -1) -> FileLock:
+        return FileLock(str(self.result.with_suffix(".lock")), timeout=timeout)
+
+
+def differences(stored: dict, wanted: dict) -> list[str]:
+    """Config differences that matter for a result (operational fields ignored)."""
+    return [d for d in config_diff(stored, wanted) if not d.split(":")[0].startswith(OPERATIONAL)]
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=False))
+    os.replace(tmp, path)
+
+
+def read_result(path: Path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise ResultConflictError(f"result file {path} is corrupt ({err.msg}); delete it to recompute the run") from None
+
+
+def existing_result(paths: RunPaths, config: dict, overwrite: bool) -> dict | None:
+    """The stored result of this run if it was made with the same config; None if there is none (or ``overwrite``);
+    a result of another config raises, so nothing is silently replaced."""
+    if not paths.result.exists() or overwrite:
+        return None
+    stored = read_result(paths.result)
+    diffs = differences(stored.get("config", {}), config)
+    if diffs:
+        raise ResultConflictError(f"{paths.result} holds a result of another config ({'; '.join(diffs[:4])}); "
+                                  "pass overwrite=True (--overwrite) to replace it, or another output folder")
+    return stored
+
+
+def check_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        raise OutputDirError(f"cannot write to output folder {folder}: {err.strerror or err}; "
+                             "choose another --out / output_dir") from None
+
+
+def load_results(results_root: Path, preset: str) -> list[dict]:
+    """Every finished result of a preset (any variant, seed), sorted by variant and seed."""
+    files = sorted((Path(results_root) / preset).glob("*/seed*.json"))
+    return [read_result(f) for f in files]
+
+
+def append_jsonl(path: Path, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    if not Path(path).exists():
+        return []
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:  # a line torn by a kill; the resumed run rewrites it
+            break
+    return rows

@@ -1,0 +1,211 @@
+"""Train and evaluate one run: the one entry point of the CLI, the notebooks and the tests.
+
+    python -m thesis_lib.train --preset demo --variant tte_after_ls --seed 0 --out . [--resume]
+    torchrun --nproc_per_node 2 -m thesis_lib.train --preset thesis --variant baseline --device cuda \\
+        --data-root /data --checkpoints /ckpt                 # DDP; on CPU the same code runs with gloo
+
+``run_experiment(...)`` returns the result dict that is also written to ``results/<preset>/<variant>/seed<N>.json``.
+A finished run with the same config is reused; an unfinished one continues with ``resume=True``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__
+from .checkpoints import load_teacher, part_source
+from .config import ExperimentConfig, PRESETS, VARIANTS, get_config
+from .distributed import barrier, init_distributed
+from .engine import layerscale_stats, load_checkpoint, make_optimizer, save_checkpoint, tte_contribution, train_loop
+from .errors import DeviceError, ThesisError
+from .evaluate import chance_levels, evaluate
+from .model import build_model
+from .paths import data_dir, results_dir
+from .pipeline import TrainPairs, build_eval_sets, data_root, seed_everything, trim
+from .results import RunPaths, check_writable, existing_result, read_result, write_json_atomic
+from .tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
+from .world_files import fingerprint
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise DeviceError(f"device {name!r} was requested but no CUDA GPU is visible (torch {torch.__version__}); "
+                          "use device='cpu' or 'auto'")
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise DeviceError(f"unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
+
+
+def load_tokenizer(cfg: ExperimentConfig, root: Path):
+    src, text = cfg.weights.tokenizer, cfg.model.text
+    if not src and cfg.weights.source in ("demo", "random") and cfg.data.source == "world":
+        tok = demo_tokenizer(root, text)
+    elif src.startswith("hf:") or (not src and cfg.model.text_encoder == "bert"):
+        tok = hf_tokenizer(src[3:] if src else "bert-base-uncased", text.max_len)
+    else:
+        tok = gpt2_fairseq_tokenizer(src or cfg.weights.checkpoint_dir, text.max_len)
+    check_tokenizer(tok, text)
+    return tok
+
+
+@torch.no_grad()
+def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, info) -> torch.Tensor | None:
+    """The teacher's CLS of every training image, computed once and cached on disk. Exact only when the teacher
+    sees a fixed view (``data.teacher_view="fixed"``); with augmented views the teacher runs every step."""
+    if cfg.data.teacher_view != "fixed" or not cfg.train.cache_teacher:
+        return None
+    key = fingerprint({"teacher": asdict(cfg.teacher), "weights": _teacher_identity(cfg), "views": asdict(cfg.data),
+                       "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0])})
+    path = data_dir() / "teacher-targets" / f"{cfg.preset}-{key}.pt"
+    if info.is_main and not path.exists():
+        out = [teacher(x.to(device)).float().cpu() for x in pairs.teacher_view_images(cfg.eval.batch_size)]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(torch.cat(out), f"{path}.tmp")
+        Path(f"{path}.tmp").replace(path)
+    barrier(info)
+    return torch.load(path)
+
+
+def _teacher_identity(cfg: ExperimentConfig) -> str:
+    src = part_source(cfg, "teacher")
+    p = Path(src) if src and not src.startswith(("hf:", "timm:")) else None
+    return f"{src}:{p.stat().st_size}:{p.stat().st_mtime_ns}" if p and p.exists() else src
+
+
+def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 0, out_dir=None, device: str = "cpu",
+                   resume=False, overwrite: bool = False, progress: bool = True, overrides: dict | None = None,
+                   config: ExperimentConfig | None = None) -> dict:
+    """Train one (preset, variant, seed) and evaluate it; returns the result (also written to disk)."""
+    cfg = config or get_config(preset, variant, seed, overrides)
+    dev = resolve_device(device)
+    info = init_distributed(dev)
+    paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
+    if info.is_main:
+        check_writable(paths.dir)
+    lock = paths.lock() if info.world_size == 1 else None
+    if lock:
+        lock.acquire()
+    try:
+        found = existing_result(paths, asdict(cfg), overwrite)
+        return found if found is not None else _train_and_evaluate(cfg, dev, info, paths, resume, progress)
+    finally:
+        if lock:
+            lock.release()
+
+
+def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) -> dict:
+    seed_everything(cfg.seed)
+    root = data_root(cfg)
+    tokenizer = load_tokenizer(cfg, root)
+    eval_sets = build_eval_sets(cfg, tokenizer, root) if info.is_main else None   # fail early on bad eval data
+    raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(device)
+    teacher = load_teacher(cfg).to(device)
+    pairs = TrainPairs(cfg, tokenizer, root, info.rank, info.world_size)
+    targets = teacher_targets(cfg, teacher, pairs, device, info)
+    model = raw
+    if info.world_size > 1:
+        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
+    if cfg.train.compile:
+        model = torch.compile(model)
+    opt, sched = make_optimizer(raw, cfg, info.world_size)
+    start = 0
+    ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
+    if resume and ckpt.exists():
+        start = load_checkpoint(ckpt, raw, opt, sched, cfg)
+    elif resume and isinstance(resume, (str, Path)):
+        raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
+    stats = train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg, info, device, paths, start, progress)
+    if not info.is_main:
+        barrier(info)
+        return {}
+    if start == cfg.train.steps:     # resumed from the final checkpoint: nothing was trained in this process
+        save_checkpoint(paths, raw, opt, sched, start, cfg, info.world_size)
+    result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats)
+    write_json_atomic(paths.result, result)
+    barrier(info)
+    return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
+
+
+def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict) -> dict:
+    from .engine import autocast
+    retrieval, zero_shot = eval_sets
+    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, autocast(cfg, device))
+    result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": metrics,
+              "chance": chance_levels(retrieval, zero_shot), "train": {**stats, "device": str(device)},
+              "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
+              "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
+    ls = layerscale_stats(raw)
+    if ls is not None:
+        np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
+        result["layerscale"] = {**ls, "init": cfg.model.tte_layer_scale,
+                                "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
+    coco = retrieval[0]
+    n = min(256, len(coco.tokens))
+    images = coco.images[:n] if isinstance(coco.images, torch.Tensor) else None
+    if images is not None:
+        from .transforms import normalise_uint8
+        ratio = tte_contribution(raw, normalise_uint8(images, cfg.data.mean, cfg.data.std).to(device),
+                                 trim(coco.tokens[:n], tokenizer.pad_id).to(device))
+        if ratio is not None:
+            result["tte_contribution"] = ratio
+    return result
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.train", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="demo", help=f"one of {', '.join(PRESETS)}")
+    p.add_argument("--variant", default="baseline", help=f"one of {', '.join(VARIANTS)}")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="output folder (results go to OUT/results); default: the repo's results/")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
+    p.add_argument("--resume", nargs="?", const=True, default=False,
+                   help="continue the run from its last checkpoint (or from the given checkpoint file)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing result of this run")
+    p.add_argument("--data-root", default=None, help="real data: folder with coco/, flickr30k/, imagenet/val/")
+    p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set train.steps=100 (repeatable)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        overrides = {}
+        for item in args.set:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ThesisError(f"--set expects KEY=VALUE, got {item!r}")
+            overrides[key] = value
+        if args.data_root:
+            overrides.update({"data.root": args.data_root})
+        if args.checkpoints:
+            overrides.update({"weights.checkpoint_dir": args.checkpoints})
+        result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
+                                args.overwrite, not args.no_progress, overrides)
+    except ThesisError as err:
+        if args.debug:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if result:
+        m = result["metrics"]
+        print(f"{result['variant']} seed {result['seed']}: ImageNet top-1 {m['imagenet_top1']:.2f}  "
+              f"top-5 {m['imagenet_top5']:.2f}  COCO {m['coco_mean']:.2f}  Flickr {m['flickr_mean']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
