@@ -21,6 +21,7 @@ from .config import ExperimentConfig
 from .distributed import DistInfo
 from .errors import CheckpointError, NonFiniteLossError
 from .losses import clip_loss, kd_contrastive, kd_mse
+from .paths import show_progress
 from .results import RunPaths, append_jsonl, differences, read_jsonl
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
@@ -40,7 +41,7 @@ def make_optimizer(model: torch.nn.Module, cfg: ExperimentConfig, world_size: in
     t = cfg.train
     lr = t.base_lr * t.batch_size * world_size / 256                       # linear scaling rule
     opt = torch.optim.AdamW(param_groups(model, t.weight_decay), lr=lr, betas=t.betas, eps=t.eps,
-                            fused=next(model.parameters()).is_cuda or None)
+                            fused=True)
     sched = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps)
     return opt, sched
 
@@ -116,7 +117,7 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
     sums, bad_step = None, torch.full((), -1, device=device)
     window_start, t0, steps_done = start_step, time.perf_counter(), 0
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
-               disable=not (progress and info.is_main), dynamic_ncols=True)
+               disable=not (progress and show_progress() and info.is_main), dynamic_ncols=True)
     model.train()
     for step, batch in enumerate(pairs.batches(start_step, t.steps, targets), start=start_step):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}

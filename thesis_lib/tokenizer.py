@@ -27,8 +27,8 @@ DEMO_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, fairseq
 
 class CaptionTokenizer:
     def __init__(self, encode: Callable[[list[str]], list[list[int]]], vocab_size: int, bos_id: int, eos_id: int,
-                 pad_id: int, mask_id: int, max_len: int, name: str):
-        self.encode, self.vocab_size, self.name = encode, vocab_size, name
+                 pad_id: int, mask_id: int, max_len: int, name: str, id_to_token: Callable[[int], str] | None = None):
+        self.encode, self.vocab_size, self.name, self.id_to_token = encode, vocab_size, name, id_to_token
         self.bos_id, self.eos_id, self.pad_id, self.mask_id, self.max_len = bos_id, eos_id, pad_id, mask_id, max_len
 
     def __call__(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -123,6 +123,6 @@ def demo_tokenizer(world_root: str | os.PathLike, cfg: TextConfig) -> CaptionTok
     def encode(captions):
         return [e.ids for e in bpe.encode_batch(list(captions))]
     tok = CaptionTokenizer(encode, bpe.get_vocab_size(), 0, 2, 1, DEMO_SPECIALS.index("<mask>"), cfg.max_len,
-                           f"demo-bpe:{path.name}")
+                           f"demo-bpe:{path.name}", bpe.id_to_token)
     check_tokenizer(tok, cfg)
     return tok

@@ -1,0 +1,36 @@
+# Every target sets up .venv on first use (Python ≥ 3.10 with pip; torch comes from PyPI or the local wheel cache).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+SCALE ?= demo
+NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights
+PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
+
+.PHONY: setup demo test reproduce figures lab clean-results
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+setup: $(BIN)/.installed
+
+# The main job: notebook 03 (Table 2) at the embedded default, trained from scratch into build/demo/.
+demo: setup
+	$(PAPERMILL) notebooks/03_tte_layerscale.ipynb build/demo/03_tte_layerscale.ipynb -p output_dir build/demo
+
+test: setup
+	$(BIN)/python -m pytest
+
+# Rerun every notebook at SCALE (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
+reproduce: setup
+	rm -rf results/$(SCALE) results/_ablations
+	export THESIS_PROGRESS=0; for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb -p scale $(SCALE) || exit 1; done
+
+# Redraw every figure from the stored results (no training).
+figures: setup
+	$(BIN)/python -m thesis_lib.figures --scale $(SCALE)
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/

@@ -1,0 +1,118 @@
+"""Every figure by name: ``draw(name, params)`` builds it from code (notation figures) or from the stored results
+(the study figures), saves PNG + PDF and returns it. The notebooks call ``draw``; so does
+
+    python -m thesis_lib.figures [--scale demo] [--output-dir DIR]      (make figures)
+
+which redraws every figure from ``results/`` alone, without training.
+"""
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+import numpy as np
+import torch
+
+from . import plotting, study, world
+from .config import get_config
+from .representations import PostLNBlock, pre_ln_block, sincos_2d
+
+TABLE1 = ("baseline", "tte_before")
+TABLE2 = ("baseline", "tte_before", "tte_after", "tte_after_ls")
+
+
+def _notation_image(params) -> np.ndarray:
+    img = get_config(params.scale).model.image
+    size = 224 if params.scale == "thesis" else max(img.img_size, 64)
+    rng = np.random.default_rng(7)
+    return np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), size, rng))
+
+
+def fig_patch_grid(params):
+    img = get_config(params.scale).model.image
+    image = _notation_image(params)
+    return plotting.patch_grid(image, img.patch_size * image.shape[0] // img.img_size)
+
+
+def fig_positional_similarity(params):
+    return plotting.positional_similarity(sincos_2d(768, 14), 14)
+
+
+def pre_post_ln_norms(scale: str, depth: int = 12) -> dict:
+    m = get_config(scale).model
+    return {"pre-LN (Eqs. 9-10)": plotting.gradient_norms_at_init(
+                partial(pre_ln_block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
+            "post-LN (Vaswani et al.)": plotting.gradient_norms_at_init(
+                partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
+
+
+def fig_pre_vs_post_ln(params):
+    return plotting.pre_vs_post_ln(pre_post_ln_norms("smoke" if params.scale == "smoke" else "demo"))
+
+
+def _bars(params, variants):
+    df = study.results_frame(params, variants)
+    return plotting.results_bars(df, [v for v in variants if v in set(df.variant)], study.METRIC_LABELS)
+
+
+def fig_baseline_curves(params):
+    return plotting.loss_curves(study.curves(params, "baseline"))
+
+
+def fig_loss_curves(params):
+    import pandas as pd
+    return plotting.loss_curves(pd.concat([study.curves(params, v) for v in TABLE2]))
+
+
+def gammas(params) -> dict:
+    out = {}
+    for seed in params.seeds:
+        path = params.results_root / params.scale / "tte_after_ls" / f"seed{seed}" / "layerscale.npy"
+        if path.exists():
+            out[seed] = np.load(path)
+    return out
+
+
+def fig_tte_contribution(params):
+    return plotting.tte_contribution(study.results_frame(params, ("tte_after", "tte_after_ls")))
+
+
+FIGURES = {
+    "00_patch_grid": fig_patch_grid,
+    "00_positional_similarity": fig_positional_similarity,
+    "00_pre_vs_post_ln": fig_pre_vs_post_ln,
+    "01_baseline_curves": fig_baseline_curves,
+    "02_table1_bars": lambda p: _bars(p, TABLE1),
+    "03_table2_bars": lambda p: _bars(p, TABLE2),
+    "03_loss_curves": fig_loss_curves,
+    "04_gamma_histogram": lambda p: plotting.gamma_histogram(gammas(p)),
+    "04_gamma_per_channel": lambda p: plotting.gamma_per_channel(gammas(p)),
+    "04_gamma_evolution": lambda p: plotting.gamma_evolution(study.curves(p, "tte_after_ls")),
+    "04_tte_contribution": fig_tte_contribution,
+}
+
+
+def draw(name: str, params):
+    """Build figure ``name``, save it under the scale's figures folder (PNG + PDF), return it."""
+    fig = FIGURES[name](params)
+    plotting.save(fig, params.figures, name)
+    return fig
+
+
+def main(argv=None) -> int:
+    import matplotlib.pyplot as plt
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.figures", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", default="demo")
+    p.add_argument("--seeds", default="[0, 1, 2]")
+    p.add_argument("--output-dir", default=None)
+    args = p.parse_args(argv)
+    params = study.study_params(args.scale, args.seeds, "cpu", args.output_dir)
+    torch.manual_seed(0)
+    for name in FIGURES:
+        plt.close(draw(name, params))
+        print(f"{params.figures / name}.png/.pdf")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
+variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.figures`` redraws them all)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+
+from .config import VARIANT_LABELS, VARIANTS
+from .reference import LAYERSCALE
+from .stats import mean_ci
+
+sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
+COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
+SHORT = {"baseline": "baseline", "tte_before": "TTE before", "tte_after": "TTE after",
+         "tte_after_ls": "TTE after + LS"}
+
+
+def save(fig, folder: Path, name: str) -> list[Path]:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None, "Producer": None, "Creator": None})
+    return paths
+
+
+# ------------------------------------------------------------------------------------------ notation chapter
+
+def patch_grid(image: np.ndarray, patch: int, n_show: int = 6):
+    """The image cut into its grid of P × P patches, and the first patches flattened into C·P² vectors."""
+    H = image.shape[0]
+    n_show = min(n_show, H // patch)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
+    a.imshow(image)
+    for k in range(0, H + 1, patch):
+        a.axhline(k - 0.5, color="white", lw=0.8)
+        a.axvline(k - 0.5, color="white", lw=0.8)
+    a.set_title(f"{H}×{H} image, {H // patch}×{H // patch} patches of {patch}×{patch}")
+    a.axis("off")
+    flat = [image[:patch, i * patch:(i + 1) * patch].transpose(2, 0, 1).reshape(-1) for i in range(n_show)]
+    b.imshow(np.stack(flat), aspect="auto", cmap="gray", interpolation="nearest")
+    b.set_yticks(range(n_show), [f"patch {i + 1}" for i in range(n_show)])
+    b.set_xlabel(f"flattened patch: C·P² = {flat[0].size} values (R, G, B planes)")
+    b.set_title("first patches of the top row, flattened")
+    b.grid(False)
+    fig.tight_layout()
+    return fig
+
+
+def positional_similarity(table: torch.Tensor, grid: int, positions=None):
+    """Cosine similarity of a few positions' encodings to all N positions, drawn on the patch grid."""
+    positions = positions or [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid, grid * grid - 1]
+    t = torch.nn.functional.normalize(table.float(), dim=-1)
+    fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions), 2.6))
+    for ax, p in zip(axes, positions):
+        ax.imshow((t @ t[p]).view(grid, grid).numpy(), cmap="viridis", vmin=-1, vmax=1)
+        ax.set_title(f"position ({p // grid}, {p % grid})", fontsize=9)
+        ax.axis("off")
+    fig.suptitle(f"cosine similarity of t_pos_i to all {grid * grid} positions (2-D sin-cos)", y=1.02)
+    return fig
+
+
+def gradient_norms_at_init(make_block, depth: int, dim: int, tokens: int = 50, seed: int = 0) -> np.ndarray:
+    """‖∂L/∂W‖ of each block's weights at initialisation (L = mean square of the stack's output): the quantity
+    Xiong et al. use to show why pre-LN trains without warm-up and post-LN does not."""
+    torch.manual_seed(seed)
+    blocks = torch.nn.ModuleList(make_block() for _ in range(depth))
+    x = torch.randn(8, tokens, dim)
+    for b in blocks:
+        x = b(x)
+    (x ** 2).mean().backward()
+    return np.array([torch.cat([p.grad.flatten() for p in b.parameters() if p.grad is not None]).norm().item()
+                     for b in blocks])
+
+
+def pre_vs_post_ln(norms: dict):
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, values in norms.items():
+        ax.plot(np.arange(1, len(values) + 1), values, marker="o", label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("block l")
+    ax.set_ylabel("gradient norm of the block's weights")
+    ax.set_title("at initialisation: post-LN gradients grow towards the output")
+    ax.legend()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ results
+
+def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | None = None):
+    """Grouped bars: mean over seeds with 95 % CI, one panel per metric; thesis values as hollow markers."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False)
+    for ax, (m, label) in zip(axes[0], metrics.items()):
+        for i, v in enumerate(variants):
+            mean, half = mean_ci(df[df.variant == v][m])
+            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4)
+            ax.scatter(np.full(sum(df.variant == v), i), df[df.variant == v][m], color="black", s=8, zorder=3)
+        ax.set_xticks(range(len(variants)), [SHORT[v] for v in variants], rotation=25, ha="right")
+        ax.set_title(label)
+    axes[0][0].set_ylabel("percent (mean ± 95 % CI over seeds; dots: seeds)")
+    fig.tight_layout()
+    return fig
+
+
+def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd")):
+    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.4))
+    for ax, col in zip(axes, columns):
+        for v, sub in curves.groupby("variant", sort=False):
+            g = sub.groupby("step")[col]
+            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], label=SHORT[v])
+            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.2)
+        ax.set_title({"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}.get(col, col))
+        ax.set_xlabel("step")
+    axes[0].legend()
+    fig.tight_layout()
+    return fig
+
+
+def gamma_histogram(gammas: dict):
+    """|γ| of the TTE LayerScale per seed on a log axis, with its initial value and the thesis's statistics."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    values = np.concatenate([np.abs(g) for g in gammas.values()])
+    bins = np.logspace(np.log10(max(values.min(), 1e-8)), np.log10(max(values.max(), 1e-4)), 40)
+    for seed, g in gammas.items():
+        ax.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, label=f"seed {seed}")
+    ax.set_xscale("log")
+    for x, style, name in ((LAYERSCALE["init"], ":", "init 1e-5"), (LAYERSCALE["aug"]["mean"], "--", "thesis mean 7.2e-4"),
+                           (LAYERSCALE["aug"]["max"], "-.", "thesis max 0.3")):
+        ax.axvline(x, color="gray", ls=style, label=name)
+    ax.set_xlabel("|γ_d| (TTE LayerScale, per channel)")
+    ax.set_ylabel("channels")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def gamma_per_channel(gammas: dict):
+    fig, ax = plt.subplots(figsize=(8, 3.2))
+    for seed, g in gammas.items():
+        ax.plot(g, lw=0.8, label=f"seed {seed}")
+    ax.axhline(LAYERSCALE["init"], color="gray", ls=":", label="init 1e-5")
+    ax.set_xlabel("channel d")
+    ax.set_ylabel("γ_d")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def gamma_evolution(curves: pd.DataFrame):
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
+    for ax, col, title in zip(axes, ("gamma_mean", "gamma_std", "gamma_abs_max"), ("mean γ", "std γ", "max |γ|")):
+        for seed, sub in curves.groupby("seed"):
+            ax.plot(sub.step, sub[col], label=f"seed {seed}")
+        ax.axhline(LAYERSCALE["init"] if col != "gamma_std" else 0, color="gray", ls=":")
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def tte_contribution(df: pd.DataFrame):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant (the share of the shared block's input that is TTE)."""
+    long = df.melt(id_vars=["variant", "seed"], value_vars=["tte_ratio_image", "tte_ratio_text"],
+                   var_name="modality", value_name="ratio").dropna()
+    long["modality"] = long.modality.str.replace("tte_ratio_", "")
+    long["variant"] = long.variant.map(lambda v: VARIANT_LABELS[v])
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    sns.barplot(long, x="modality", y="ratio", hue="variant", errorbar=("ci", 95), ax=ax)
+    ax.set_yscale("log")
+    ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    return fig

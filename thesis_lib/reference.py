@@ -1,0 +1,65 @@
+"""The thesis's own numbers, for the reference columns only (never mixed into our results), and the notation
+chapter's errata computed against this code. Sources: thesis_facts.md §5 (both versions of the TTE chapter) and §6.
+
+Two versions exist: the seed chapter (Aug 2024, EMKUM = Data2Vec2 image + Data2Vec2 text; reports ImageNet top-1
+and top-5, no "TTE after without LayerScale" row) and the final text (S-SMKE = Data2Vec2 image + BERT text; no
+top-5, adds that row). Retrieval numbers are the mean of the six recalls R@1/5/10 both ways.
+"""
+from __future__ import annotations
+
+from .config import get_config
+
+THESIS_AUG = {  # seed chapter 000_ddae1de920476931.txt, Tables 1-2
+    "baseline": {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
+    "tte_before": {"imagenet_top1": 25.6, "imagenet_top5": 49.5, "coco_mean": 66.0, "flickr_mean": 77.36},
+    "tte_after_ls": {"imagenet_top1": 26.7, "imagenet_top5": 50.9, "coco_mean": 66.6, "flickr_mean": 78.09},
+}
+THESIS_FINAL = {  # final text tte.typ@HEAD, Tables 1-2 (BERT text encoder)
+    "baseline": {"imagenet_top1": 30.4, "coco_mean": 66.87, "flickr_mean": 77.1},
+    "tte_before": {"imagenet_top1": 29.6, "coco_mean": 66.0, "flickr_mean": 76.5},
+    "tte_after": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.08},
+    "tte_after_ls": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.29},
+}
+SOURCES = {"aug": "thesis, seed chapter (Aug 2024, Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
+LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training
+    "aug": {"mean": 7.2e-4, "std": 1.6e-2, "max": 0.3},
+    "final": {"mean": 2e-4, "max": 0.37},
+    "init": 1e-5,
+}
+CLAIMS = {  # the chapter's claims, as (variant, direction against the baseline)
+    "TTE before the encoders hurts": ("tte_before", -1),
+    "TTE after the encoders with LayerScale helps": ("tte_after_ls", +1),
+}
+
+
+def thesis_value(version: str, variant: str, metric: str):
+    table = THESIS_AUG if version == "aug" else THESIS_FINAL
+    return table.get(variant, {}).get(metric)
+
+
+def notation_errata() -> list[dict]:
+    """Each number the notation chapter states wrongly, beside the value this code computes (thesis_facts §6)."""
+    img = get_config("thesis").model.image
+    import torch
+    from .representations import TextEmbedding, patchify
+    flat = patchify(torch.zeros(1, 3, img.img_size, img.img_size), img.patch_size).shape[-1]
+    text = get_config("thesis").model.text
+    cls_pos = int(TextEmbedding(text, 8).positions(torch.tensor([[text.bos_id, 5, text.eos_id]]))[0, 0])
+    return [
+        {"chapter says": "v ∈ R^{3×244×244} for a 224×224 image", "stated": 244, "computed": img.img_size,
+         "how": "ImageConfig.img_size of the thesis preset"},
+        {"chapter says": "N = H·W/P² with P = 14 'patches per dimension'", "stated": "P = 14",
+         "computed": f"P = {img.patch_size} (patch side), {img.grid} patches per side",
+         "how": "N = 224²/16² only with P the patch size"},
+        {"chapter says": "N = 244·244/14² = 196", "stated": round(244 * 244 / 14 ** 2, 1), "computed": img.num_patches,
+         "how": "ImageConfig.num_patches = (224/16)²"},
+        {"chapter says": "each patch flattened into a 256-dim vector", "stated": 256, "computed": flat,
+         "how": "patchify(): C·P² = 3·16·16"},
+        {"chapter says": "E_w ends with [T_CLS] (second special token)", "stated": "[T_CLS]", "computed": "[T_SEP]",
+         "how": "tokenizer: bos_id=T_CLS first, eos_id=T_SEP last"},
+        {"chapter says": "T_CLS gets a zero positional encoding (Eq. 7)", "stated": "0",
+         "computed": f"position row {cls_pos} (learned) in Data2Vec2 text; 'zero' is an option",
+         "how": "TextEmbedding.positions, cls_position='learned'"},
+        {"chapter says": "FFN = LN(GELU(h W1ᵀ + b1)) W2ᵀ + b2 (inner LayerNorm)", "stated": "inner LN",
+         "computed": "no inner LN", "how": "timm Mlp in every block (BERT, ViT and the thesis code have none)"},
+    ]

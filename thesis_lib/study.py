@@ -1,0 +1,208 @@
+"""The chapter's study as functions the notebooks call: check the papermill parameters, train what is missing over
+variants × seeds (reusing finished runs), and turn result files into the tables (mean ± 95 % CI over seeds, paired
+differences to the baseline, a verdict per claim) with the thesis's numbers as labelled reference columns.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import reference
+from .config import PRESETS, VARIANTS, VARIANT_LABELS
+from .errors import ConfigError
+from .paths import figures_dir, results_dir
+from .results import load_results, read_jsonl
+from .stats import fmt, mean_ci, paired_difference, verdict
+from .train import resolve_device, run_experiment
+
+TABLE_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
+METRIC_LABELS = {"imagenet_top1": "ImageNet top-1", "imagenet_top5": "ImageNet top-5",
+                 "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval"}
+SMALL_GAMMA = 0.05   # "stays small": mean |γ| below this (a twentieth of a unit-scale type vector's weight)
+
+
+@dataclass(frozen=True)
+class StudyParams:
+    scale: str
+    seeds: tuple
+    device: str
+    output_dir: str | None
+    data_root: str | None
+    checkpoints: str | None
+    reuse: bool
+
+    @property
+    def results_root(self) -> Path:
+        return results_dir(self.output_dir)
+
+    @property
+    def figures(self) -> Path:
+        return figures_dir(self.scale, self.output_dir)
+
+    def overrides(self) -> dict:
+        out = {}
+        if self.data_root:
+            out["data.root"] = self.data_root
+        if self.checkpoints:
+            out["weights.checkpoint_dir"] = self.checkpoints
+        return out
+
+
+def default_scale() -> str:
+    """The notebooks' default scale: ``THESIS_SCALE`` when set (CI runs them at ``smoke``), else ``demo``."""
+    return os.environ.get("THESIS_SCALE", "demo")
+
+
+def study_params(scale="demo", seeds=(0, 1, 2), device="cpu", output_dir=None, data_root=None, checkpoints=None,
+                 reuse=True, need_data: bool = True) -> StudyParams:
+    """Validate the notebook parameters (papermill passes ``-p`` values as YAML: wrong types arrive as strings).
+    ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
+    if scale not in PRESETS:
+        raise ConfigError(f"parameter scale must be one of {', '.join(PRESETS)}, got {scale!r}")
+    if isinstance(seeds, str):
+        try:
+            seeds = ast.literal_eval(seeds)
+        except (ValueError, SyntaxError):
+            raise ConfigError(f"parameter seeds must be a list of integers, got the string {seeds!r}; "
+                              "pass e.g. -p seeds '[0, 1, 2]'") from None
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = [seeds]
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise ConfigError(f"parameter seeds must be a non-empty list of non-negative integers, got {seeds!r}")
+    if not isinstance(reuse, bool):
+        raise ConfigError(f"parameter reuse must be True or False, got {reuse!r}")
+    resolve_device(device)                                   # DeviceError when the device does not exist
+    if need_data and scale == "thesis" and not (data_root and checkpoints):
+        raise ConfigError("scale 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
+                          "(base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, tokenizer files)")
+    return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse)
+
+
+def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]:
+    """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
+    for v in variants:
+        if v not in VARIANTS:
+            raise ConfigError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    return [run_experiment(params.scale, v, s, params.output_dir, params.device, resume=True,
+                           overwrite=not params.reuse, progress=progress, overrides=params.overrides())
+            for v in variants for s in params.seeds]
+
+
+def results_frame(params: StudyParams, variants=VARIANTS) -> pd.DataFrame:
+    """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics."""
+    rows = []
+    for r in load_results(params.results_root, params.scale):
+        if r["variant"] in variants and r["seed"] in params.seeds:
+            ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
+            tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
+            rows.append({"variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc,
+                         "train_s": r["train"]["time_s"]})
+    return pd.DataFrame(rows)
+
+
+def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: str | None = None) -> pd.DataFrame:
+    """Mean ± 95 % CI per variant and metric, with the thesis's numbers as reference columns (both versions)."""
+    rows = []
+    for v in variants:
+        sub = df[df.variant == v]
+        row = {"variant": VARIANT_LABELS[v], "seeds": len(sub)}
+        for m in metrics:
+            row[f"{METRIC_LABELS[m]} (ours)"] = fmt(*mean_ci(sub[m]))
+            for ver in ([version] if version else ["aug", "final"]):
+                value = reference.thesis_value(ver, v, m)
+                if ver == "final" and m == "imagenet_top5":
+                    continue
+                row[f"{METRIC_LABELS[m]} ({reference.SOURCES[ver]})"] = "–" if value is None else f"{value:.2f}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def _by_seed(df, variant, metric) -> dict:
+    sub = df[df.variant == variant]
+    return dict(zip(sub.seed, sub[metric]))
+
+
+def difference_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS) -> pd.DataFrame:
+    """Paired (by seed) difference to the baseline, with its own 95 % CI, per variant and metric."""
+    rows = []
+    for v in variants:
+        if v == "baseline":
+            continue
+        row = {"variant": VARIANT_LABELS[v]}
+        for m in metrics:
+            mean, half, n = paired_difference(_by_seed(df, v, m), _by_seed(df, "baseline", m))
+            row[f"Δ {METRIC_LABELS[m]}"] = fmt(mean, half)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def claim_table(df: pd.DataFrame, metrics=("imagenet_top1", "coco_mean", "flickr_mean")) -> pd.DataFrame:
+    """A verdict per claim of the chapter and metric, from the paired intervals; plus the LayerScale claim."""
+    rows = []
+    for claim, (variant, direction) in reference.CLAIMS.items():
+        if variant not in set(df.variant) or "baseline" not in set(df.variant):
+            continue
+        for m in metrics:
+            mean, half, n = paired_difference(_by_seed(df, variant, m), _by_seed(df, "baseline", m))
+            rows.append({"claim": claim, "metric": METRIC_LABELS[m], "difference (95 % CI)": fmt(mean, half),
+                         "seeds": n, "verdict": verdict(mean, half, direction)})
+    if "gamma_abs_mean" in df and df.gamma_abs_mean.notna().any():
+        rows.append(layerscale_claim(df[df.variant == "tte_after_ls"]))
+    return pd.DataFrame(rows)
+
+
+def layerscale_claim(df: pd.DataFrame) -> dict:
+    """'LayerScale weights stay small but are used': mean |γ| above its init 1e-5 (used) and below SMALL_GAMMA."""
+    mean, half = mean_ci(df.gamma_abs_mean)
+    init = reference.LAYERSCALE["init"]
+    if math.isnan(half):
+        result = "inconclusive"
+    elif mean - half > init and mean + half < SMALL_GAMMA:
+        result = "reproduced"
+    elif mean + half <= init or mean - half >= SMALL_GAMMA:
+        result = "contradicted"
+    else:
+        result = "inconclusive"
+    return {"claim": "LayerScale weights stay small but are used", "metric": f"mean |γ| (init {init:g}, "
+            f"'small' < {SMALL_GAMMA})", "difference (95 % CI)": fmt(mean, half, 6), "seeds": len(df),
+            "verdict": result}
+
+
+def curves(params: StudyParams, variant: str) -> pd.DataFrame:
+    """Training curves (metrics.jsonl) of a variant, all seeds, one row per logged step."""
+    rows = []
+    for seed in params.seeds:
+        path = params.results_root / params.scale / variant / f"seed{seed}" / "metrics.jsonl"
+        for r in read_jsonl(path):
+            ls = r.pop("layerscale", None) or {}
+            rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()}, "seed": seed, "variant": variant})
+    return pd.DataFrame(rows)
+
+
+def run_random_init(params: StudyParams, progress: bool = True) -> list[dict]:
+    """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
+    Stored apart, under ``results/_ablations/random-init/``."""
+    from .checkpoints import part_source
+    from .config import get_config
+    teacher = part_source(get_config(params.scale, overrides=params.overrides()), "teacher")
+    overrides = {**params.overrides(), "weights.source": "random", "weights.teacher": teacher}
+    out = params.results_root / "_ablations" / "random-init"
+    return [run_experiment(params.scale, "baseline", s, out, params.device, resume=True, progress=progress,
+                           overrides=overrides) for s in params.seeds]
+
+
+def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b"),
+                      metrics=("imagenet_top1", "coco_mean", "flickr_mean")) -> pd.DataFrame:
+    """Two sets of runs of the same seeds side by side, with the paired difference a − b and its 95 % CI."""
+    rows = {}
+    for m in metrics:
+        diff = paired_difference(dict(zip(a.seed, a[m])), dict(zip(b.seed, b[m])))
+        rows[METRIC_LABELS[m]] = {labels[0]: fmt(*mean_ci(a[m])), labels[1]: fmt(*mean_ci(b[m])),
+                                  f"Δ {labels[0]} − {labels[1]}": fmt(diff[0], diff[1])}
+    return pd.DataFrame(rows).T
