@@ -1,5 +1,6 @@
 """Tiny random checkpoints with the original files' exact key layouts (checkpoint_layouts.md §4.1), and reference
 forward passes written directly from those raw tensors, independent of thesis_lib's modules."""
+import json
 import math
 
 import torch
@@ -182,3 +183,30 @@ def beitv2_reference(sd, images, H, L, patch, final_norm=True):
     if final_norm:
         x = F.layer_norm(x, (D,), sd["norm.weight"], sd["norm.bias"], 1e-6)
     return x[:, 0]
+
+
+def _bytes_to_unicode():  # GPT-2's reversible byte -> printable character map
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def gpt2_tokenizer_files(folder):
+    """A tiny GPT-2 BPE (256 byte symbols + 4 merges) and a fairseq dict.txt in frequency (not id) order (plus one
+    madeupword line, as the real file has). Returns the GPT-2 id of each dict line."""
+    alphabet = _bytes_to_unicode()
+    vocab = {alphabet[b]: b for b in range(256)}
+    merges = ["h e", "l l", "he ll", "Ġ w"]
+    for m in merges:
+        vocab[m.replace(" ", "")] = len(vocab)
+    (folder / "encoder.json").write_text(json.dumps(vocab))
+    (folder / "vocab.bpe").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    order = list(range(len(vocab)))[::-1]                     # line k holds GPT-2 id order[k]
+    (folder / "dict.txt").write_text("".join(f"{g} {1000 - k}\n" for k, g in enumerate(order)) + "madeupword0000 0\n")
+    return order

@@ -3,36 +3,15 @@ import json
 import pytest
 import torch
 
+from checkpoint_fixtures import gpt2_tokenizer_files
 from thesis_lib import TokenizerError, get_config
 from thesis_lib.config import TextConfig
 from thesis_lib.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
 
 
-def _bytes_to_unicode():  # GPT-2's reversible byte -> printable character map
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
 @pytest.fixture
 def gpt2_files(tmp_path):
-    """A tiny GPT-2 BPE (256 byte symbols + 4 merges) and a fairseq dict.txt in frequency (not id) order."""
-    alphabet = _bytes_to_unicode()
-    vocab = {alphabet[b]: b for b in range(256)}
-    merges = ["h e", "l l", "he ll", "Ġ w"]
-    for m in merges:
-        vocab[m.replace(" ", "")] = len(vocab)
-    (tmp_path / "encoder.json").write_text(json.dumps(vocab))
-    (tmp_path / "vocab.bpe").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
-    order = list(range(len(vocab)))[::-1]                     # line k holds GPT-2 id order[k]
-    (tmp_path / "dict.txt").write_text("".join(f"{g} {1000 - k}\n" for k, g in enumerate(order)) + "madeupword0000 0\n")
-    return tmp_path, order
+    return tmp_path, gpt2_tokenizer_files(tmp_path)
 
 
 def test_gpt2_ids_go_through_dict_txt(gpt2_files):

@@ -35,6 +35,7 @@ class StudyParams:
     data_root: str | None
     checkpoints: str | None
     reuse: bool
+    extra: tuple = ()        # further config overrides as (dotted field, value) pairs
 
     @property
     def results_root(self) -> Path:
@@ -50,7 +51,7 @@ class StudyParams:
             out["data.root"] = self.data_root
         if self.checkpoints:
             out["weights.checkpoint_dir"] = self.checkpoints
-        return out
+        return {**out, **dict(self.extra)}
 
 
 def default_scale() -> str:
@@ -59,7 +60,7 @@ def default_scale() -> str:
 
 
 def study_params(scale="demo", seeds=(0, 1, 2), device="cpu", output_dir=None, data_root=None, checkpoints=None,
-                 reuse=True, need_data: bool = True) -> StudyParams:
+                 reuse=True, need_data: bool = True, overrides: dict | None = None) -> StudyParams:
     """Validate the notebook parameters (papermill passes ``-p`` values as YAML: wrong types arrive as strings).
     ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
     if scale not in PRESETS:
@@ -81,7 +82,13 @@ def study_params(scale="demo", seeds=(0, 1, 2), device="cpu", output_dir=None, d
     if need_data and scale == "thesis" and not (data_root and checkpoints):
         raise ConfigError("scale 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
                           "(base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, tokenizer files)")
-    return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse)
+    if not isinstance(overrides or {}, dict):
+        raise ConfigError(f"parameter overrides must be a mapping of config fields, e.g. {{'train.steps': 100}}, "
+                          f"got {overrides!r}")
+    from .config import get_config
+    get_config(scale, overrides=overrides or {})           # unknown fields and wrong types fail here, early
+    return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
+                       tuple(sorted((overrides or {}).items())))
 
 
 def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]:

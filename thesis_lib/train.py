@@ -22,7 +22,7 @@ from . import __version__
 from .checkpoints import load_teacher, part_source
 from .config import ExperimentConfig, PRESETS, VARIANTS, get_config
 from .distributed import barrier, init_distributed
-from .engine import layerscale_stats, load_checkpoint, make_optimizer, save_checkpoint, tte_contribution, train_loop
+from .engine import layerscale_stats, load_checkpoint, make_optimizer, tte_contribution, train_loop
 from .errors import DeviceError, ThesisError
 from .evaluate import chance_levels, evaluate
 from .model import build_model
@@ -127,8 +127,6 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
     if not info.is_main:
         barrier(info)
         return {}
-    if start == cfg.train.steps:     # resumed from the final checkpoint: nothing was trained in this process
-        save_checkpoint(paths, raw, opt, sched, start, cfg, info.world_size)
     result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats)
     write_json_atomic(paths.result, result)
     barrier(info)

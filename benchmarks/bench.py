@@ -1,0 +1,293 @@
+"""Throughput of the training step and of evaluation, against the hardware's measured limit and a naive path.
+
+    python benchmarks/bench.py --preset demo                     # CPU, the embedded world (under 5 minutes)
+    python benchmarks/bench.py --preset thesis --device cuda     # GPU, synthetic 224 px batches, batch 256
+
+FLOPs are counted analytically from the shapes that actually run: forward hooks on every ``nn.Linear`` and
+``nn.Conv2d`` add 2 · (multiply-adds) of their call, every attention module adds 2 · 2 · B · heads · N² · d_head for
+QKᵀ and AV; a training step costs 3 × the student's forward (backward = 2 × forward) plus the teacher's forward when
+its targets are not cached. Achieved FLOP/s are divided by the peak matmul FLOP/s measured in the same run, same
+device and dtype (a large square matmul). Results are printed as Markdown tables (copy them into BENCHMARKS.md).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import platform
+import resource
+import time
+
+import torch
+from torch import nn
+
+from thesis_lib import get_config
+from thesis_lib.distributed import DistInfo
+from thesis_lib.engine import autocast, compute_loss, make_optimizer
+from thesis_lib.evaluate import retrieval_recalls
+
+SINGLE = DistInfo()
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def peak_matmul(device, dtype, n=None, seconds=2.0) -> float:
+    n = n or (8192 if device.type == "cuda" else 2048)
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    for _ in range(3):
+        a @ b
+    sync(device)
+    t, k = time.perf_counter(), 0
+    while time.perf_counter() - t < seconds:
+        a @ b
+        k += 1
+    sync(device)
+    return 2 * n ** 3 * k / (time.perf_counter() - t)
+
+
+class FlopCounter:
+    """Counts the matmul FLOPs of every Linear, Conv2d and attention call inside the ``with`` block."""
+
+    def __init__(self, *modules):
+        self.flops, self.handles = 0, []
+        for m in modules:
+            for sub in m.modules():
+                if isinstance(sub, (nn.Linear, nn.Conv2d)) or (hasattr(sub, "qkv") and hasattr(sub, "num_heads")):
+                    self.handles.append(sub.register_forward_hook(self._hook))
+
+    def _hook(self, module, args, output):
+        x = args[0]
+        if isinstance(module, nn.Linear):
+            self.flops += 2 * x.numel() // module.in_features * module.in_features * module.out_features
+        elif isinstance(module, nn.Conv2d):
+            k = module.kernel_size[0] * module.kernel_size[1] * module.in_channels // module.groups
+            self.flops += 2 * output.numel() * k
+        else:                                           # attention: QKᵀ and AV, full N² (pads are masked, not skipped)
+            B, N, C = x.shape
+            self.flops += 2 * 2 * B * N * N * C
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+class SyntheticPairs:
+    """Stands in for TrainPairs at the thesis preset (no data on the machine): random uint8 pictures at the model's
+    size, captions of 8-24 BPE tokens padded to 64, the same vectorised views and per-batch trimming."""
+
+    def __init__(self, cfg, n_images: int = 1024):
+        from thesis_lib.pipeline import TrainPairs
+        g = torch.Generator().manual_seed(0)
+        S, L = cfg.model.image.img_size, cfg.model.text.max_len
+        self.cfg, self.pad_id = cfg, cfg.model.text.pad_id
+        self.images = torch.randint(0, 256, (n_images, 3, S, S), generator=g, dtype=torch.uint8)
+        self.tokens = torch.full((n_images, L), self.pad_id, dtype=torch.int32)
+        for i, n in enumerate(torch.randint(10, 26, (n_images,), generator=g).tolist()):
+            self.tokens[i, :n] = torch.randint(4, cfg.model.text.vocab_size - 1, (n,), generator=g)
+        self.pair_image = torch.arange(n_images)
+        self.image_files = [f"synthetic-{i}" for i in range(n_images)]
+        self.rank, self.world_size, self.global_batch = 0, 1, cfg.train.batch_size
+        self.steps_per_epoch = n_images // cfg.train.batch_size
+        self._perm = (None, None)
+        for name in ("indices", "batch", "batches", "teacher_view_images"):
+            setattr(self, name, getattr(TrainPairs, name).__get__(self))
+        from thesis_lib.transforms import BatchAugment
+        self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
+        self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+
+
+def build(cfg, device, fused_attn=True, synthetic=False):
+    """Model, teacher, data and optimiser of a config, the way thesis_lib.train builds them."""
+    import timm.layers.config as timm_cfg
+    from thesis_lib.checkpoints import load_teacher
+    from thesis_lib.model import build_model
+    from thesis_lib.pipeline import TrainPairs, data_root
+    from thesis_lib.train import load_tokenizer, teacher_targets
+    old = timm_cfg._USE_FUSED_ATTN
+    timm_cfg.set_fused_attn(fused_attn)
+    try:
+        model = build_model(cfg, pretrained=cfg.weights.source != "random").to(device)
+        teacher = load_teacher(cfg).to(device)
+    finally:
+        timm_cfg._USE_FUSED_ATTN = old
+    if synthetic:
+        pairs = SyntheticPairs(cfg)
+        targets = None
+        if cfg.train.cache_teacher and cfg.data.teacher_view == "fixed":
+            with torch.no_grad():
+                targets = torch.cat([teacher(x.to(device)).float() for x in pairs.teacher_view_images(64)])
+    else:
+        root = data_root(cfg)
+        pairs = TrainPairs(cfg, load_tokenizer(cfg, root), root)
+        targets = teacher_targets(cfg, teacher, pairs, device, SINGLE)
+    opt, sched = make_optimizer(model, cfg, 1)
+    return model, teacher, pairs, targets, opt, sched
+
+
+def _forward_flops(module, *inputs) -> float:
+    counter = FlopCounter(module)
+    with torch.no_grad():
+        module(*inputs)
+    counter.close()
+    return counter.flops
+
+
+def train_step_rate(cfg, device, steps, fused_attn=True, compile_model=False, synthetic=False) -> dict:
+    model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
+    runner = torch.compile(model) if compile_model else model
+    amp = autocast(cfg, device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    for i, batch in enumerate(pairs.batches(0, steps + 3, targets)):
+        if i == 3:                                  # warm-up done (and compilation, if any)
+            sync(device)
+            t0 = time.perf_counter()
+        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        loss, _ = compute_loss(runner, model, batch, teacher, cfg, SINGLE, amp)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    sync(device)
+    step_s = (time.perf_counter() - t0) / steps
+    memory = torch.cuda.max_memory_allocated() if device.type == "cuda" else \
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    batch = {k: v.to(device) for k, v in batch.items()}
+    with amp:                                       # FLOPs of the last batch's shapes (captions trimmed as trained)
+        flops = 3 * _forward_flops(model, batch["images"], batch["tokens"])
+        teacher_s = 0.0
+        if "teacher_images" in batch:
+            flops += _forward_flops(teacher, batch["teacher_images"])
+            sync(device)
+            t = time.perf_counter()
+            for _ in range(3):
+                teacher(batch["teacher_images"])
+            sync(device)
+            teacher_s = (time.perf_counter() - t) / 3
+    return {"pairs/s": cfg.train.batch_size / step_s, "ms/step": 1000 * step_s, "FLOP/s": flops / step_s,
+            "teacher share": teacher_s / step_s, "peak memory": memory}
+
+
+def retrieval_rate(device, n_img=5000, n_txt=25010, dim=768) -> dict:
+    g = torch.Generator().manual_seed(0)
+    img = nn.functional.normalize(torch.randn(n_img, dim, generator=g), dim=-1).to(device)
+    txt = nn.functional.normalize(torch.randn(n_txt, dim, generator=g), dim=-1).to(device)
+    t2i = torch.arange(n_txt) % n_img
+    sync(device)
+    t = time.perf_counter()
+    retrieval_recalls(img, txt, t2i)
+    sync(device)
+    fast = time.perf_counter() - t
+    t = time.perf_counter()
+    _naive_recalls(img.cpu(), txt.cpu(), t2i)
+    return {"chunked top-k (ours)": fast, "naive: full matrix, full sort, per-image loop": time.perf_counter() - t}
+
+
+def _naive_recalls(img, txt, t2i):
+    sims = img @ txt.T                                            # 5,000 × 25,010 at once
+    ranks = sims.argsort(dim=1, descending=True)
+    hits = [any(int(t2i[j]) == i for j in ranks[i, :10]) for i in range(len(img))]
+    ranks_t = sims.T.argsort(dim=1, descending=True)[:, :10]
+    return sum(hits), (ranks_t == t2i[:, None]).any(1).sum()
+
+
+def classifier_rate(device, n_classes=20, n_templates=80, preset="thesis") -> dict:
+    """Building the zero-shot classifier at the thesis preset on a class subset; per prompt, batched vs per class."""
+    from thesis_lib.evaluate import embed_texts
+    from thesis_lib.model import build_model
+    cfg = get_config(preset)
+    model = build_model(cfg).to(device).eval()
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(8, 18, (n_classes * n_templates,), generator=g)
+    tokens = torch.full((len(lengths), cfg.model.text.max_len), cfg.model.text.pad_id, dtype=torch.int32)
+    for i, n in enumerate(lengths.tolist()):
+        tokens[i, :n] = torch.randint(4, 50000, (n,), generator=g)
+    amp = autocast(cfg, device)
+    counter = FlopCounter(model)
+    sync(device)
+    t = time.perf_counter()
+    embed_texts(model, tokens, cfg.model.text.pad_id, device, 256, amp)
+    sync(device)
+    batched = time.perf_counter() - t
+    counter.close()
+    t = time.perf_counter()
+    with torch.no_grad():
+        for c in range(n_classes):                                 # open_clip's legacy loop: one class at a time,
+            rows = tokens[c * n_templates:(c + 1) * n_templates].long().to(device)   # padded to the full 64
+            with amp:
+                model.encode_text(rows)
+    sync(device)
+    naive = time.perf_counter() - t
+    prompts = n_classes * n_templates
+    return {"prompts": prompts, "batched s": batched, "per-class s": naive, "FLOP/s batched": counter.flops / batched,
+            "1000 × 80 extrapolated s": batched / prompts * 80_000}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="demo")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch", type=int, default=None, help="batch size (default: the preset's)")
+    p.add_argument("--compile", action="store_true", help="also time the torch.compile'd step")
+    p.add_argument("--skip-eval", action="store_true")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    over = {"train.batch_size": args.batch} if args.batch else {}
+    synthetic = args.preset == "thesis"
+    if synthetic:                                   # random weights, synthetic pictures and captions
+        over.update({"weights.source": "random", "data.teacher_view": "fixed"})
+    cfg = get_config(args.preset, "tte_after_ls", overrides=over)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    peak = peak_matmul(device, dtype)
+    print(f"# {args.preset} preset on {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else platform.processor() or platform.machine()}, "
+          f"{torch.get_num_threads()} threads), torch {torch.__version__}, {datetime.date.today()}")
+    print(f"peak matmul {dtype}: {peak / 1e9:.1f} GFLOP/s\n")
+    naive = get_config(args.preset, "tte_after_ls", overrides={**over, "data.in_memory": False, "train.cache_teacher": False,
+                                                               "train.precision": "fp32", "data.num_workers": 0})
+    rows = {"optimised (ours)": train_step_rate(cfg, device, args.steps, synthetic=synthetic)}
+    rows["- teacher targets not cached"] = train_step_rate(
+        get_config(args.preset, "tte_after_ls", overrides={**over, "train.cache_teacher": False}), device, args.steps,
+        synthetic=synthetic)
+    rows["- no fused attention"] = train_step_rate(cfg, device, args.steps, fused_attn=False, synthetic=synthetic)
+    if not synthetic:
+        rows["- images decoded per step"] = train_step_rate(
+            get_config(args.preset, "tte_after_ls", overrides={**over, "data.in_memory": False, "data.num_workers": 0}),
+            device, args.steps)
+    if device.type == "cuda":
+        rows["- fp32 (no bf16 autocast)"] = train_step_rate(
+            get_config(args.preset, "tte_after_ls", overrides={**over, "train.precision": "fp32"}), device, args.steps,
+            synthetic=synthetic)
+    if args.compile:
+        rows["+ torch.compile"] = train_step_rate(cfg, device, args.steps, compile_model=True, synthetic=synthetic)
+    rows["naive (fp32, eager, no fused attention, uncached teacher" + ("" if synthetic else ", per-image decoding")
+         + ")"] = train_step_rate(naive, device, args.steps, fused_attn=False, synthetic=synthetic)
+    base = rows["optimised (ours)"]["pairs/s"]
+    print(f"## training step, batch {cfg.train.batch_size}\n")
+    print("| path | pairs/s | ms/step | GFLOP/s | % of peak | teacher share | peak memory | speed vs ours |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['pairs/s']:.0f} | {r['ms/step']:.1f} | {r['FLOP/s'] / 1e9:.1f} | "
+              f"{100 * r['FLOP/s'] / peak:.0f} % | {100 * r['teacher share']:.0f} % | {r['peak memory'] / 2**30:.2f} GiB | "
+              f"{r['pairs/s'] / base:.2f}× |")
+    if not args.skip_eval:
+        rr = retrieval_rate(device)
+        print("\n## retrieval scoring at COCO-5K size (5,000 × 25,010, D = 768)\n")
+        print("| path | seconds |\n|---|---|")
+        for k, v in rr.items():
+            print(f"| {k} | {v:.2f} |")
+        cr = classifier_rate(device)
+        print(f"\n## zero-shot classifier at the thesis preset ({cr['prompts']} prompts measured)\n")
+        print("| path | seconds | GFLOP/s | % of peak | 1,000 classes × 80 templates (extrapolated) |\n|---|---|---|---|---|")
+        print(f"| batched, sorted by length (ours) | {cr['batched s']:.2f} | {cr['FLOP/s batched'] / 1e9:.1f} | "
+              f"{100 * cr['FLOP/s batched'] / peak:.0f} % | {cr['1000 × 80 extrapolated s']:.0f} s |")
+        print(f"| per class, padded to 64 (naive) | {cr['per-class s']:.2f} | | | "
+              f"{cr['per-class s'] / cr['prompts'] * 80_000:.0f} s |")
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()

@@ -1,0 +1,84 @@
+"""The README's results block, written from the stored results (never by hand):
+
+    python -m thesis_lib.report [--scale demo] [--update-readme]
+
+prints Table 2 (ours: mean ± 95 % CI over seeds; the thesis's two versions as reference columns), the paired
+differences with the verdicts, and the LayerScale statistics; ``--update-readme`` replaces the block between the
+``<!-- results:start -->`` and ``<!-- results:end -->`` markers of README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+import pandas as pd
+
+from . import reference, study
+from .config import VARIANT_LABELS, VARIANTS
+from .paths import ROOT
+from .stats import fmt, mean_ci
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
+    sep = "|" + "---|" * (len(cols) + 1)
+    def cell(v):
+        return str(v).replace("|", "\\|")
+    rows = ["| " + " | ".join([cell(i)] + [cell(v) for v in r]) + " |" for i, r in zip(df.index, df.values)]
+    return "\n".join([head, sep, *rows])
+
+
+def results_markdown(params) -> str:
+    df = study.results_frame(params, VARIANTS)
+    if df.empty:
+        return f"_No results of the {params.scale} scale yet: run `make reproduce`._"
+    seeds = sorted(set(df.seed))
+    ours = {}
+    for v in VARIANTS:
+        sub = df[df.variant == v]
+        ours[VARIANT_LABELS[v]] = {study.METRIC_LABELS[m]: fmt(*mean_ci(sub[m])) for m in study.TABLE_METRICS}
+    thesis = {VARIANT_LABELS[v]: {study.METRIC_LABELS[m]: "/".join(
+        "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
+        for ver in ("aug", "final")) for m in study.TABLE_METRICS} for v in VARIANTS}
+    table = pd.DataFrame(ours).T
+    for m in study.TABLE_METRICS:
+        table[f"thesis: {study.METRIC_LABELS[m]}"] = [thesis[i][study.METRIC_LABELS[m]] for i in table.index]
+    table.index.name = "variant"
+    claims = study.claim_table(df).set_index("claim")
+    ls = df[df.variant == "tte_after_ls"]
+    gamma = (f"mean γ {fmt(*mean_ci(ls.gamma_mean), 6)}, std {fmt(*mean_ci(ls.gamma_std), 5)}, max "
+             f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
+             f"max 0.37; initial value 1e-5)") if len(ls) else ""
+    return "\n\n".join([
+        f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
+        "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
+        _markdown(table), "Paired differences to the baseline and the verdicts:", _markdown(claims),
+        f"Learned TTE LayerScale: {gamma}" if gamma else ""]).strip()
+
+
+def update_readme(text: str, path=ROOT / "README.md") -> None:
+    readme = path.read_text()
+    if START not in readme or END not in readme:
+        raise SystemExit(f"{path} has no {START} ... {END} block")
+    path.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{text}\n{END}",
+                           readme, flags=re.S))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scale", default="demo")
+    p.add_argument("--seeds", default="[0, 1, 2]")
+    p.add_argument("--update-readme", action="store_true")
+    args = p.parse_args(argv)
+    text = results_markdown(study.study_params(args.scale, args.seeds, "cpu", need_data=False))
+    if args.update_readme:
+        update_readme(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
