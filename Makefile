@@ -27,10 +27,12 @@ test: setup
 reproduce: setup
 	rm -rf results/$(SCALE) results/_ablations
 	export THESIS_PROGRESS=0; for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb -p scale $(SCALE) || exit 1; done
+	$(BIN)/python -m thesis_lib.report --scale $(SCALE) --update-readme > /dev/null
 
-# Redraw every figure from the stored results (no training).
+# Redraw every figure and the README's results block from the stored results (no training).
 figures: setup
 	$(BIN)/python -m thesis_lib.figures --scale $(SCALE)
+	$(BIN)/python -m thesis_lib.report --scale $(SCALE) --update-readme > /dev/null
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

@@ -11,7 +11,13 @@ from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFi
                      OutputDirError, ResultConflictError, ThesisError, TokenizerError)
 from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
 from .model import build_model  # noqa: E402
-from .train import run_experiment  # noqa: E402
+
+
+def __getattr__(name):  # run_experiment lazily, so `python -m thesis_lib.train` does not import its module twice
+    if name == "run_experiment":
+        from .train import run_experiment
+        return run_experiment
+    raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
 
 __all__ = [
     "PRESETS", "VARIANTS", "ExperimentConfig", "get_config", "build_model", "load_karpathy_split",

@@ -150,8 +150,8 @@ class TrainConfig:
 @dataclass(frozen=True)
 class PretrainConfig:
     """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.pretrain); unused at the thesis scale."""
-    image_steps: int = 300       # masked-patch regression of the image encoder (SimMIM-style)
-    text_steps: int = 300        # masked language modelling of the text encoder
+    image_steps: int = 600       # masked-patch regression of the image encoder (SimMIM-style)
+    text_steps: int = 600        # masked language modelling of the text encoder
     teacher_steps: int = 300     # supervised multi-label scene attributes (the teacher never sees captions)
     batch_size: int = 128
     lr: float = 1e-3
@@ -205,7 +205,7 @@ def _demo() -> ExperimentConfig:
         teacher=TeacherConfig(dim=96, depth=4, num_heads=4, patch_size=8),
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
-        train=TrainConfig(batch_size=128, steps=300, base_lr=4e-3, log_every=25, ckpt_every=100),
+        train=TrainConfig(batch_size=128, steps=300, base_lr=3e-3, log_every=25, ckpt_every=100),
         weights=WeightsConfig(source="demo"),
     )
 
@@ -252,18 +252,19 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
     return cfg
 
 
-def replace_path(cfg, dotted: str, value):
+def replace_path(cfg, dotted: str, value, _done: str = ""):
     """``dataclasses.replace`` on a nested field: ``replace_path(cfg, "train.steps", 10)``; type-checked."""
     head, _, rest = dotted.partition(".")
     names = {f.name for f in dataclasses.fields(cfg)}
+    full = _done + dotted
     if head not in names:
-        raise ConfigError(f"unknown config field {dotted!r}; {type(cfg).__name__} has: {', '.join(sorted(names))}")
+        raise ConfigError(f"unknown config field {full!r}; {type(cfg).__name__} has: {', '.join(sorted(names))}")
     current = getattr(cfg, head)
     if rest:
         if not dataclasses.is_dataclass(current):
-            raise ConfigError(f"config field {head!r} has no sub-field {rest!r}")
-        return dataclasses.replace(cfg, **{head: replace_path(current, rest, value)})
-    return dataclasses.replace(cfg, **{head: _coerce(dotted, current, value)})
+            raise ConfigError(f"config field {_done + head!r} has no sub-field {rest!r}")
+        return dataclasses.replace(cfg, **{head: replace_path(current, rest, value, f"{_done}{head}.")})
+    return dataclasses.replace(cfg, **{head: _coerce(full, current, value)})
 
 
 def _coerce(name, current, value):

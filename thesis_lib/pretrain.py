@@ -40,11 +40,12 @@ from .transforms import BatchAugment
 from .world_files import fingerprint
 
 FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
+VERSION = 2  # bump when the pretraining code changes, so cached parts are rebuilt
 
 
 def _key(cfg: ExperimentConfig) -> dict:
     m = cfg.model
-    return {"world": dataclasses.asdict(cfg.data.world), "image": dataclasses.asdict(m.image),
+    return {"version": VERSION, "world": dataclasses.asdict(cfg.data.world), "image": dataclasses.asdict(m.image),
             "text": dataclasses.asdict(m.text), "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth,
                                                         m.image_norm_eps, m.text_norm_eps],
             "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),
@@ -161,9 +162,8 @@ def pretrain_image(cfg, images, folder, progress) -> dict:
     n_train, held = _split(len(images))
 
     def masked_loss(x, g):
-        target = patchify(x, m.image.patch_size)                                   # (B, N, C·P²)
-        target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
-        patches = enc.embed.patch_embed(x)
+        target = patchify(x, m.image.patch_size)      # (B, N, C·P²); not normalised per patch (MAE's option),
+        patches = enc.embed.patch_embed(x)             # which would erase the colour of flat patches
         mask = torch.rand(patches.shape[:2], generator=g) < p.mask_ratio
         patches = torch.where(mask[..., None], mask_token.to(patches.dtype), patches) + enc.embed.pos_embed
         h = torch.cat([enc.embed.cls_token.expand(len(x), -1, -1), patches], 1)

@@ -10,6 +10,7 @@ Convention (the thesis's ``pad_text_sequence``): truncate to ``max_len - 2`` sub
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -33,10 +34,17 @@ class CaptionTokenizer:
 
     def __call__(self, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """(ids, padding_mask), both (B, max_len); padding_mask is True at pads."""
-        ids = torch.full((len(captions), self.max_len), self.pad_id, dtype=torch.long)
-        for row, pieces in enumerate(self.encode(list(captions))):
-            seq = [self.bos_id] + list(pieces)[: self.max_len - 2] + [self.eos_id]
-            ids[row, : len(seq)] = torch.tensor(seq)
+        pieces = self.encode(list(captions))
+        keep = self.max_len - 2
+        lengths = np.fromiter((min(len(p), keep) for p in pieces), dtype=np.int64, count=len(pieces))
+        flat = np.fromiter(itertools.chain.from_iterable(p[:keep] for p in pieces), dtype=np.int64,
+                           count=int(lengths.sum()))
+        ids = np.full((len(pieces), self.max_len), self.pad_id, dtype=np.int64)
+        ids[:, 0] = self.bos_id
+        cols = np.arange(self.max_len)
+        ids[(cols >= 1) & (cols <= lengths[:, None])] = flat        # row-major, the order of ``flat``
+        ids[np.arange(len(pieces)), lengths + 1] = self.eos_id
+        ids = torch.from_numpy(ids)
         return ids, ids.eq(self.pad_id)
 
 

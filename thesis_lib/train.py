@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -180,6 +181,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.no_progress:
+        os.environ["THESIS_PROGRESS"] = "0"
     try:
         overrides = {}
         for item in args.set:

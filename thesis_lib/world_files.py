@@ -67,7 +67,7 @@ def _save(img, path: Path) -> None:
     img.save(path, format="JPEG", quality=JPEG_QUALITY)
 
 
-def _karpathy(cfg, style, splits, root: Path, name_of, bar) -> dict:
+def _karpathy(cfg, style, splits, root: Path, name_of) -> dict:
     rng = _rng(cfg, style)
     images, sentid = [], 0
     for split, count in splits:
@@ -82,7 +82,6 @@ def _karpathy(cfg, style, splits, root: Path, name_of, bar) -> dict:
             images.append({**entry, "split": split, "imgid": imgid, "sentids": [s["sentid"] for s in sents],
                            "sentences": sents})
             sentid += len(caps)
-            bar.update()
     return images
 
 
@@ -96,43 +95,52 @@ def _flickr_entry(split, imgid):
     return {"filename": f"{1000000000 + 7919 * imgid}.jpg"}
 
 
-def write_world(cfg: WorldConfig, out: Path, progress: bool = True) -> None:
+def _write_coco(cfg: WorldConfig, out: Path) -> None:
     n_restval = cfg.n_train // 5
-    total = (cfg.n_train + cfg.n_val + cfg.n_coco_test + cfg.n_flickr_test
-             + cfg.n_zeroshot_per_class * len(world.CLASSES) + cfg.n_image_corpus)
-    with tqdm(total=total, desc="generating the embedded world", unit="img", disable=not progress) as bar:
-        coco = _karpathy(cfg, "coco", [("train", cfg.n_train - n_restval), ("restval", n_restval),
-                                       ("val", cfg.n_val), ("test", cfg.n_coco_test)],
-                         out / "coco" / "images", _coco_entry, bar)
-        _write_json(out / "coco" / "dataset_coco.json", {"images": coco, "dataset": "coco"})
-        flickr = _karpathy(cfg, "flickr", [("test", cfg.n_flickr_test)],
-                           out / "flickr30k" / "flickr30k-images", _flickr_entry, bar)
-        _write_json(out / "flickr30k" / "dataset_flickr30k.json", {"images": flickr, "dataset": "flickr30k"})
-        _write_zero_shot(cfg, out / "imagenet", bar)
-        _write_corpora(cfg, out / "corpus", bar)
+    coco = _karpathy(cfg, "coco", [("train", cfg.n_train - n_restval), ("restval", n_restval), ("val", cfg.n_val),
+                                   ("test", cfg.n_coco_test)], out / "coco" / "images", _coco_entry)
+    _write_json(out / "coco" / "dataset_coco.json", {"images": coco, "dataset": "coco"})
 
 
-def _write_zero_shot(cfg: WorldConfig, out: Path, bar) -> None:
+def _write_flickr(cfg: WorldConfig, out: Path) -> None:
+    flickr = _karpathy(cfg, "flickr", [("test", cfg.n_flickr_test)], out / "flickr30k" / "flickr30k-images",
+                       _flickr_entry)
+    _write_json(out / "flickr30k" / "dataset_flickr30k.json", {"images": flickr, "dataset": "flickr30k"})
+
+
+def write_world(cfg: WorldConfig, out: Path, progress: bool = True) -> None:
+    """Four independent parts, each from its own random stream (so the bytes do not depend on the order or the
+    number of processes that write them), written by up to two processes."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    parts = [_write_coco, _write_corpora, _write_flickr, _write_zero_shot]
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool, \
+            tqdm(total=len(parts), desc="generating the embedded world", unit="part", disable=not progress) as bar:
+        for done in as_completed([pool.submit(part, cfg, out) for part in parts]):
+            done.result()
+            bar.update()
+
+
+def _write_zero_shot(cfg: WorldConfig, out: Path) -> None:
+    out = out / "imagenet"
     rng = _rng(cfg, "imagenet")
     for label, _ in enumerate(world.CLASSES):
         for k in range(cfg.n_zeroshot_per_class):
             image_no = label * cfg.n_zeroshot_per_class + k + 1
             img = world.render(world.class_scene(rng, label), cfg.img_size, rng)
             _save(img, out / "val" / f"w{label:08d}" / f"WORLD_val_{image_no:08d}.JPEG")
-            bar.update()
     _write_json(out / "classnames.json", {"source": "thesis_lib.world.CLASSES", "classnames": world.CLASSES})
     _write_json(out / "templates.json", {"source": "thesis_lib.world.ZERO_SHOT_TEMPLATES",
                                          "templates": world.ZERO_SHOT_TEMPLATES})
 
 
-def _write_corpora(cfg: WorldConfig, out: Path, bar) -> None:
+def _write_corpora(cfg: WorldConfig, out: Path) -> None:
+    out = out / "corpus"
     rng = _rng(cfg, "corpus_images")
     labels = []
     for k in range(cfg.n_image_corpus):
         scene = world.sample_scene(rng, "coco" if k % 2 == 0 else "flickr")
         _save(world.render(scene, cfg.img_size, rng), out / "images" / f"{k:06d}.jpg")
         labels.append({"file": f"images/{k:06d}.jpg", "labels": np.flatnonzero(scene.labels()).tolist()})
-        bar.update()
     _write_json(out / "labels.json", {"classes": world.CLASSES, "images": labels})
     rng = _rng(cfg, "corpus_text")
     lines = []
