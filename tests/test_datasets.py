@@ -38,33 +38,11 @@ def test_missing_json_and_folder(tiny_coco):
         load_karpathy_split(tiny_coco / "dataset_coco.json", tiny_coco / "missing", "test")
 
 
-def test_truncated_json_is_named(tiny_coco):
-    path = tiny_coco / "dataset_coco.json"
-    path.write_text(path.read_text()[:500])
-    with pytest.raises(DataError, match="not valid JSON"):
-        load_karpathy_split(path, tiny_coco / "images", "test")
-
-
-def test_missing_field_is_named(tiny_coco):
-    path = tiny_coco / "dataset_coco.json"
-    data = json.loads(path.read_text())
-    del data["images"][7]["sentences"]
-    path.write_text(json.dumps(data))
-    with pytest.raises(DataError, match=r"images\[7\] has no field 'sentences'"):
-        load_karpathy_split(path, tiny_coco / "images", "test")
-
-
 def test_empty_split_and_unknown_split(tiny_flickr):
     with pytest.raises(DataError, match="has no images.*splits present: test, train"):
         load_karpathy_split(tiny_flickr / "dataset_flickr30k.json", tiny_flickr / "flickr30k-images", "val")
     with pytest.raises(DataError, match="unknown split"):
         load_karpathy_split(tiny_flickr / "dataset_flickr30k.json", tiny_flickr / "flickr30k-images", "dev")
-
-
-def test_missing_image_files_are_counted(tiny_flickr):
-    (tiny_flickr / "flickr30k-images" / "1003.jpg").unlink()
-    with pytest.raises(DataError, match="1 of 3 images of split 'test' are missing"):
-        load_karpathy_split(tiny_flickr / "dataset_flickr30k.json", tiny_flickr / "flickr30k-images", "test")
 
 
 def test_corrupt_and_truncated_images(tmp_path, tiny_flickr):

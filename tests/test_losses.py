@@ -1,7 +1,5 @@
 import math
-import os
 
-import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp

@@ -38,16 +38,16 @@ def fig_positional_similarity(params):
     return plotting.positional_similarity(sincos_2d(768, 14), 14)
 
 
-def pre_post_ln_norms(scale: str, depth: int = 12) -> dict:
+def pre_post_ln_scales(scale: str, depth: int = 24) -> dict:
     m = get_config(scale).model
-    return {"pre-LN (Eqs. 9-10)": plotting.gradient_norms_at_init(
+    return {"pre-LN (Eqs. 9-10)": plotting.activation_scale_at_init(
                 partial(pre_ln_block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
-            "post-LN (Vaswani et al.)": plotting.gradient_norms_at_init(
+            "post-LN (Vaswani et al.; Data2Vec2)": plotting.activation_scale_at_init(
                 partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
 
 
 def fig_pre_vs_post_ln(params):
-    return plotting.pre_vs_post_ln(pre_post_ln_norms("smoke" if params.scale == "smoke" else "demo"))
+    return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.scale == "smoke" else "demo"))
 
 
 def _bars(params, variants):

@@ -65,27 +65,26 @@ def positional_similarity(table: torch.Tensor, grid: int, positions=None):
     return fig
 
 
-def gradient_norms_at_init(make_block, depth: int, dim: int, tokens: int = 50, seed: int = 0) -> np.ndarray:
-    """‖∂L/∂W‖ of each block's weights at initialisation (L = mean square of the stack's output): the quantity
-    Xiong et al. use to show why pre-LN trains without warm-up and post-LN does not."""
+def activation_scale_at_init(make_block, depth: int, dim: int, tokens: int = 50, seed: int = 0) -> np.ndarray:
+    """RMS of H_l per block l at initialisation (H_0 ~ N(0, 1)): pre-LN adds each block's output to an
+    un-normalised residual stream, post-LN normalises the stream after every block."""
     torch.manual_seed(seed)
-    blocks = torch.nn.ModuleList(make_block() for _ in range(depth))
     x = torch.randn(8, tokens, dim)
-    for b in blocks:
-        x = b(x)
-    (x ** 2).mean().backward()
-    return np.array([torch.cat([p.grad.flatten() for p in b.parameters() if p.grad is not None]).norm().item()
-                     for b in blocks])
+    out = []
+    with torch.no_grad():
+        for _ in range(depth):
+            x = make_block()(x)
+            out.append(x.pow(2).mean().sqrt().item())
+    return np.array(out)
 
 
-def pre_vs_post_ln(norms: dict):
+def pre_vs_post_ln(scales: dict):
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    for name, values in norms.items():
+    for name, values in scales.items():
         ax.plot(np.arange(1, len(values) + 1), values, marker="o", label=name)
-    ax.set_yscale("log")
     ax.set_xlabel("block l")
-    ax.set_ylabel("gradient norm of the block's weights")
-    ax.set_title("at initialisation: post-LN gradients grow towards the output")
+    ax.set_ylabel("RMS of H_l")
+    ax.set_title("at initialisation: the pre-LN stream grows, post-LN re-normalises")
     ax.legend()
     return fig
 
