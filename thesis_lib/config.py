@@ -163,7 +163,7 @@ class PretrainConfig:
 @dataclass(frozen=True)
 class EvalConfig:
     batch_size: int = 256
-    retrieval_chunk: int = 1024  # rows of the similarity matrix scored at once
+    retrieval_chunk: int = 2048  # images per chunk of the similarity matrix (chunk × captions floats at once)
 
 
 @dataclass(frozen=True)
