@@ -50,3 +50,15 @@ def test_notebook_03_runs_at_the_thesis_scale_on_fixtures(thesis_fixtures, tmp_p
         assert result["train"]["steps"] == 1 and result["config"]["data"]["teacher_view"] == "augmented"
         assert result["config"]["weights"]["checkpoint_dir"] == str(ckpt)
     assert (tmp_path / "o" / "figures" / "thesis" / "03_table2_bars.png").exists()
+
+
+def test_committed_notebooks_take_their_scale_from_the_environment():
+    """A papermill ``injected-parameters`` cell left in a committed notebook would pin its scale, and nbval in CI
+    would then run it at that scale instead of THESIS_SCALE=smoke."""
+    from thesis_lib.paths import ROOT
+    notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert len(notebooks) >= 5
+    for path in notebooks:
+        tags = [c.get("metadata", {}).get("tags", []) for c in json.loads(path.read_text())["cells"]]
+        assert sum("parameters" in t for t in tags) == 1, f"{path.name}: needs exactly one 'parameters' cell"
+        assert not any("injected-parameters" in t for t in tags), f"{path.name}: strip the injected parameters"

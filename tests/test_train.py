@@ -97,3 +97,31 @@ def test_cli_runs_as_a_module(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tte_before seed 0: ImageNet top-1")
     assert (tmp_path / "results" / "smoke" / "tte_before" / "seed0.json").exists()
+
+
+def _strings(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        yield from (s for v in obj for s in _strings(v))
+    elif isinstance(obj, str):
+        yield obj
+
+
+def test_committed_results_hold_no_machine_specific_path():
+    from thesis_lib.paths import ROOT
+    files = sorted((ROOT / "results").rglob("*.json"))
+    assert files, "no committed results found"
+    for path in files:
+        config = json.loads(path.read_text()).get("config", {})
+        absolute = [s for s in _strings(config) if s.startswith(("/", "~")) or ":\\" in s]
+        assert not absolute, f"{path} stores machine-specific paths {absolute}: a fresh clone would not reuse it"
+
+
+def test_symbolic_demo_part_resolves_to_the_demo_pretraining_file():
+    from thesis_lib.checkpoints import part_source
+    cfg = get_config("smoke", overrides={"weights.source": "random", "weights.teacher": "demo"})
+    demo = get_config("smoke", overrides={"weights.source": "demo"})
+    assert part_source(cfg, "image") == "" and part_source(cfg, "teacher") == part_source(demo, "teacher")
+    assert part_source(cfg, "teacher").endswith(".pth")

@@ -239,9 +239,9 @@ def save_beitv2(teacher: Teacher, path) -> None:
 def part_source(cfg: ExperimentConfig, part: str) -> str:
     w = cfg.weights
     chosen = getattr(w, part)
-    if chosen:
+    if chosen and chosen != "demo":
         return chosen
-    if w.source == "demo":
+    if chosen == "demo" or w.source == "demo":
         from .pretrain import demo_weights
         return str(demo_weights(cfg)[part])
     if w.source == "thesis":

@@ -168,8 +168,9 @@ class EvalConfig:
 
 @dataclass(frozen=True)
 class WeightsConfig:
-    """Where the pretrained parts come from. Per part: "" = the source's default, a file path, or
-    "hf:<name or folder>" (transformers) / "timm:<file>" (timm's BEiTv2 loader)."""
+    """Where the pretrained parts come from. Per part: "" = the source's default, a file path,
+    "hf:<name or folder>" (transformers), "timm:<file>" (timm's BEiTv2 loader) or "demo" (the cached demo
+    pretraining's file; kept symbolic so that stored configs hold no machine-specific path)."""
     source: str = "thesis"       # "thesis" (original files) | "demo" (cached demo pretraining) | "random"
     checkpoint_dir: str = ""     # thesis defaults: base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth,
     image: str = ""              #   and the tokenizer files encoder.json, vocab.bpe, dict.txt

@@ -197,7 +197,8 @@ def run_random_init(params: StudyParams, progress: bool = True) -> list[dict]:
     Stored apart, under ``results/_ablations/random-init/``."""
     from .checkpoints import part_source
     from .config import get_config
-    teacher = part_source(get_config(params.scale, overrides=params.overrides()), "teacher")
+    cfg = get_config(params.scale, overrides=params.overrides())
+    teacher = "demo" if cfg.weights.source == "demo" and not cfg.weights.teacher else part_source(cfg, "teacher")
     overrides = {**params.overrides(), "weights.source": "random", "weights.teacher": teacher}
     out = params.results_root / "_ablations" / "random-init"
     return [run_experiment(params.scale, "baseline", s, out, params.device, resume=True, progress=progress,
