@@ -15,7 +15,7 @@ from dataclasses import asdict
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain bars: no ipywidgets needed, same look in a terminal and in Jupyter
 
 from .config import ExperimentConfig
 from .distributed import DistInfo
