@@ -125,3 +125,23 @@ def test_teacher_is_frozen_and_stays_in_eval():
     teacher.train()
     assert not teacher.training and not any(p.requires_grad for p in teacher.parameters())
     assert teacher(torch.randn(2, 3, 16, 16)).shape == (2, cfg.teacher.dim)
+
+
+@pytest.mark.parametrize("modality", [TEXT, IMAGE])
+def test_mome_routes_each_modality_only_through_its_own_expert(modality):
+    model = build_model("smoke", "mome")
+    block = model.shared[0]
+    inputs = PAIR["tokens"] if modality == TEXT else PAIR["images"]
+    model.encode(inputs, modality).x.sum().backward()
+    own, other = ((block.norm2, block.mlp), (block.norm2_image, block.mlp_image))[::1 if modality == TEXT else -1]
+    grads = lambda *ms: [p.grad for m in ms for p in m.parameters()]
+    assert all(g is not None and g.abs().sum() > 0 for g in grads(*own))
+    assert all(g is None for g in grads(*other))
+    assert all(g is not None and g.abs().sum() > 0 for g in grads(block.attn))  # attention is shared
+
+
+def test_mome_adds_one_feed_forward_expert():
+    m = get_config("smoke").model
+    extra = n_params(build_model("smoke", "mome")) - n_params(build_model("smoke", "baseline"))
+    hidden = int(m.dim * m.mlp_ratio)
+    assert extra == m.shared_depth * (2 * m.dim + m.dim * hidden + hidden + hidden * m.dim + m.dim)

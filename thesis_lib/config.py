@@ -16,13 +16,19 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")
+TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")
+MECHANISM_VARIANTS = ("mome", "fusion_joint", "switch", "switch_sib")   # notebook 05, beyond the chapter
+VARIANTS = TTE_VARIANTS + MECHANISM_VARIANTS
 PRESETS = ("thesis", "demo", "smoke")
 VARIANT_LABELS = {  # how the chapter's tables name the variants
     "baseline": "EMKUM (no TTE)",
     "tte_before": "EMKUM_TTE (before encoders)",
     "tte_after": "TTE after encoders, no LayerScale",
     "tte_after_ls": "EMKUM_TTE' (after encoders + LayerScale)",
+    "mome": "MoME shared block (VLMo experts)",
+    "fusion_joint": "+ fusion head, joint attention (VLMo VL expert)",
+    "switch": "+ fusion head, Switch-Attention (Switch-BERT)",
+    "switch_sib": "+ fusion head, Switch-Attention + Switch-Input",
 }
 
 
@@ -82,6 +88,12 @@ class ModelConfig:
     variant: str = "baseline"    # one of VARIANTS
     tte_layer_scale: float = 1e-5  # γ init of the TTE LayerScale (Eqs. 4-5)
     itc_fc1_tap: bool = False    # thesis code @3c2dfdd: a second ITC on the CLS of the shared block's fc1
+    fusion_depth: int = 2        # fusion_* / switch*: layers of the image-text matching head (SIB needs >= 2)
+    switch_tau: tuple = (1.0, 0.1)  # Gumbel-softmax temperature, annealed exponentially from [0] to [1]
+
+    @property
+    def fusion(self) -> str:     # "" (dual encoder only) | "joint" | "switch"
+        return {"fusion_joint": "joint", "switch": "switch", "switch_sib": "switch"}.get(self.variant, "")
 
 
 @dataclass(frozen=True)
@@ -139,6 +151,8 @@ class TrainConfig:
     logit_scale_init: float = math.log(1 / 0.07)
     logit_scale_max: float = math.log(100)  # clamp after each step (FLAVA / VLMo)
     kd_loss: str = "mse"         # "mse" (this chapter) | "contrastive" (later chapters)
+    itm_weight: float = 1.0      # fusion variants: weight of the image-text matching loss (VLMo: 1)
+    itm_batch: int = 0           # fusion variants: pairs per step that get ITM (+ 2 hard negatives each); 0 = all
     precision: str = "auto"      # "auto" (bf16 on CUDA, fp32 on CPU) | "fp32" | "bf16" | "fp16"
     compile: bool = False        # torch.compile the student
     cache_teacher: bool = True   # cache teacher CLS per image when the teacher view is fixed (exact)
@@ -164,6 +178,8 @@ class PretrainConfig:
 class EvalConfig:
     batch_size: int = 256
     retrieval_chunk: int = 2048  # images per chunk of the similarity matrix (chunk × captions floats at once)
+    rerank_k: int = 16           # fusion variants: candidates per query re-scored by the ITM head
+    rerank_sets: tuple = ("flickr",)  # retrieval sets re-ranked (COCO-5K's 25K captions cost 5× more)
 
 
 @dataclass(frozen=True)
@@ -206,7 +222,8 @@ def _demo() -> ExperimentConfig:
         teacher=TeacherConfig(dim=96, depth=4, num_heads=4, patch_size=8),
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
-        train=TrainConfig(batch_size=128, steps=300, base_lr=3e-3, log_every=25, ckpt_every=100),
+        train=TrainConfig(batch_size=128, steps=300, base_lr=3e-3, log_every=25, ckpt_every=100, itm_batch=32),
+        eval=EvalConfig(rerank_k=10),
         weights=WeightsConfig(source="demo"),
     )
 

@@ -15,11 +15,12 @@ from dataclasses import asdict
 
 import numpy as np
 import torch
-from tqdm import tqdm  # plain bars: no ipywidgets needed, same look in a terminal and in Jupyter
+from tqdm import tqdm
 
 from .config import ExperimentConfig
 from .distributed import DistInfo
 from .errors import CheckpointError, NonFiniteLossError
+from .fusion import anneal, itm_loss
 from .losses import clip_loss, kd_contrastive, kd_mse
 from .paths import show_progress
 from .results import RunPaths, append_jsonl, differences, read_jsonl
@@ -66,7 +67,11 @@ def compute_loss(model, raw, batch: dict, teacher, cfg: ExperimentConfig, info: 
         itc = clip_loss(image.x.float(), text.x.float(), scale[0], info)
         if image.x_fc1 is not None:                          # the thesis code's second tap, averaged
             itc = (itc + clip_loss(image.x_fc1.float(), text.x_fc1.float(), scale[1], info)) / 2
-    return kd + itc, {"kd": kd, "kd_image": kd_image, "kd_text": kd_text, "itc": itc}
+        parts = {"kd": kd, "kd_image": kd_image, "kd_text": kd_text, "itc": itc}
+        if raw.fusion is not None:                          # notebook 05: ITM on hard negatives
+            parts["itm"] = itm_loss(raw.fusion, image, text, scale[0].detach(), batch["image_index"],
+                                     cfg.train.itm_batch)
+    return kd + itc + cfg.train.itm_weight * parts.get("itm", 0.0), parts
 
 
 def layerscale_stats(raw) -> dict | None:
@@ -121,6 +126,8 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
     model.train()
     for step, batch in enumerate(pairs.batches(start_step, t.steps, targets), start=start_step):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        if raw.fusion is not None:
+            raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
         loss, parts = compute_loss(model, raw, batch, teacher, cfg, info, amp)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -10,6 +10,8 @@ Similarities are scored in chunks of image rows, so COCO-5K (5,000 × 25,010) ne
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 from .model import EMKUM
@@ -92,8 +94,10 @@ def zero_shot_classifier(model: EMKUM, zs: ZeroShotSet, pad_id: int, device, bat
 
 @torch.no_grad()
 def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet, cfg, device,
-             pad_id: int, autocast=None) -> dict:
-    """All metrics of the chapter's tables, flat: imagenet_top1/top5, coco_mean, coco_tr@1, ..., flickr_mean, ..."""
+             pad_id: int, autocast=None, extras: dict | None = None) -> dict:
+    """All metrics of the chapter's tables, flat: imagenet_top1/top5, coco_mean, coco_tr@1, ..., flickr_mean, ...
+    With a fusion head also <set>_itm_acc and <set>_rerank_* for the sets in cfg.eval.rerank_sets; the switches'
+    choices then go into ``extras``."""
     was_training = model.training
     model.eval()
     bs, chunk = cfg.eval.batch_size, cfg.eval.retrieval_chunk
@@ -107,6 +111,12 @@ def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroSh
         txt = embed_texts(model, rs.tokens, pad_id, device, bs, autocast)
         for k, v in retrieval_recalls(img, txt, rs.text_to_image, chunk).items():
             metrics[f"{name}_{k}"] = v
+        if getattr(model, "fusion", None) is not None and name in cfg.eval.rerank_sets:
+            from .fusion import fusion_metrics
+            fm = fusion_metrics(model, rs, img @ txt.t(), cfg, device, pad_id, autocast or contextlib.nullcontext())
+            metrics.update({f"{name}_{k}": v for k, v in fm["metrics"].items()})
+            if extras is not None:
+                extras[f"{name}_switch_choices"] = fm["choices"]
     model.train(was_training)
     return metrics
 

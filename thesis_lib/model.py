@@ -8,6 +8,11 @@ Variants (``ModelConfig.variant``):
   tte_before    H_0 = E + T_pos + T_type, TTE added to the encoders' block input (Eqs. 1-3, VLMo)
   tte_after     H'_L = H_L + T_type, on the encoder outputs, no LayerScale (Table 2, row 2)
   tte_after_ls  H'_L = H_L + LayerScale(T_type), one LayerScale γ ∈ R^D shared by both modalities (Eqs. 4-5)
+Beyond the chapter (notebook 05, seeds 002-004):
+  mome          the shared block's feed-forward split into a text and an image expert (VLMo MoME), attention
+                shared, routed by modality
+  fusion_joint, switch, switch_sib
+                the baseline + a fusion head for image-text matching (thesis_lib.fusion)
 Type ids: 0 = text, 1 = image, the same vector on every token of a sequence, special tokens and pads included.
 """
 from __future__ import annotations
@@ -21,8 +26,9 @@ from timm.models.vision_transformer import Block
 from torch import nn
 from torch.nn import functional as F
 
-from .config import ExperimentConfig, ModelConfig, get_config, replace_path
+from .config import TTE_VARIANTS, ExperimentConfig, ModelConfig, get_config, replace_path
 from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder, bert_encoder
+from .fusion import FusionHead
 from .representations import key_padding_mask
 
 TEXT, IMAGE = 0, 1
@@ -40,11 +46,29 @@ class SharedBlock(Block):
         super().__init__(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=init_values,
                          norm_layer=partial(nn.LayerNorm, eps=1e-6))
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None):
+    def ffn(self, modality: int) -> tuple[nn.Module, nn.Module]:
+        return self.norm2, self.mlp
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, modality: int = 0):
         x = x + self.ls1(self.attn(self.norm1(x), attn_mask=attn_mask))   # Eq. 9 (+ LayerScale)
-        h = self.mlp.fc1(self.norm2(x))                                    # (B, T, 4D)
-        x = x + self.ls2(self.mlp.fc2(self.mlp.act(h)))                    # Eq. 10 (+ LayerScale)
+        norm, mlp = self.ffn(modality)
+        h = mlp.fc1(norm(x))                                               # (B, T, 4D)
+        x = x + self.ls2(mlp.fc2(mlp.act(h)))                              # Eq. 10 (+ LayerScale)
         return x, h[:, 0]
+
+
+class MoMEBlock(SharedBlock):
+    """VLMo's Mixture-of-Modality-Experts block as the shared block: self-attention shared, one feed-forward
+    expert (its own pre-LN and MLP) per modality, routed by the modality of the input (not learned); the
+    parent's ``norm2``/``mlp`` are the text expert, ``norm2_image``/``mlp_image`` the image expert."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float, init_values: float):
+        super().__init__(dim, num_heads, mlp_ratio, init_values)
+        self.norm2_image = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp_image = type(self.mlp)(dim, int(dim * mlp_ratio))
+
+    def ffn(self, modality: int) -> tuple[nn.Module, nn.Module]:
+        return (self.norm2_image, self.mlp_image) if modality == IMAGE else (self.norm2, self.mlp)
 
 
 @dataclass
@@ -52,6 +76,8 @@ class Features:
     x: torch.Tensor            # L2-normalised CLS of the shared block: ITC, retrieval, zero-shot
     kd: torch.Tensor           # KD head output head(fc_norm(CLS)): regressed onto the teacher's CLS
     x_fc1: torch.Tensor | None  # L2-normalised CLS of the shared block's fc1 (optional second ITC)
+    tokens: torch.Tensor | None = None        # the shared part's output sequence (fusion head input)
+    padding_mask: torch.Tensor | None = None  # (B, T), True = pad
 
 
 def init_bert_params(module: nn.Module) -> None:
@@ -73,14 +99,17 @@ class EMKUM(nn.Module):
         self.text_encoder = text_encoder or (
             bert_encoder(cfg.text, cfg.text_depth) if cfg.text_encoder == "bert" else
             Data2Vec2TextEncoder(cfg.text, D, cfg.text_depth, cfg.num_heads, cfg.mlp_ratio, cfg.text_norm_eps))
-        self.token_type_embeddings = nn.Embedding(2, D) if cfg.variant != "baseline" else None
+        self.token_type_embeddings = nn.Embedding(2, D) if cfg.variant in TTE_VARIANTS[1:] else None
         self.tte_scale = LayerScale(D, cfg.tte_layer_scale) if cfg.variant == "tte_after_ls" else nn.Identity()
-        self.shared = nn.ModuleList(SharedBlock(D, cfg.num_heads, cfg.mlp_ratio, cfg.shared_layer_scale)
+        block = MoMEBlock if cfg.variant == "mome" else SharedBlock
+        self.shared = nn.ModuleList(block(D, cfg.num_heads, cfg.mlp_ratio, cfg.shared_layer_scale)
                                     for _ in range(cfg.shared_depth))
+        self.fusion = FusionHead(D, cfg.num_heads, cfg.mlp_ratio, cfg.fusion_depth, cfg.fusion,
+                                 cfg.variant == "switch_sib") if cfg.fusion else None
         self.fc_norm = nn.LayerNorm(D, eps=1e-6)
         self.head = nn.Linear(D, teacher_dim)                  # the KD "regression head", dropped after training
         self.logit_scale = nn.Parameter(torch.zeros(2 if cfg.itc_fc1_tap else 1))
-        for part in (self.token_type_embeddings, self.shared, self.fc_norm, self.head):
+        for part in (self.token_type_embeddings, self.shared, self.fc_norm, self.head, self.fusion):
             if part is not None:
                 part.apply(init_bert_params)
 
@@ -104,10 +133,13 @@ class EMKUM(nn.Module):
         h, padding_mask = self.encoder_outputs(inputs, modality)
         attn_mask = key_padding_mask(padding_mask)
         for block in self.shared:
-            h, fc1_cls = block(h, attn_mask)
+            h, fc1_cls = block(h, attn_mask, modality)
         cls = h[:, 0]                                          # I_CLS / T_CLS pooling
+        if padding_mask is None:
+            padding_mask = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
         return Features(x=F.normalize(cls, dim=-1), kd=self.head(self.fc_norm(cls)),
-                        x_fc1=F.normalize(fc1_cls, dim=-1) if self.cfg.itc_fc1_tap else None)
+                        x_fc1=F.normalize(fc1_cls, dim=-1) if self.cfg.itc_fc1_tap else None,
+                        tokens=h, padding_mask=padding_mask)
 
     def encode_image(self, images: torch.Tensor) -> Features:
         return self.encode(images, IMAGE)
@@ -148,7 +180,8 @@ def parameter_table(model: EMKUM, teacher: nn.Module | None = None) -> list[dict
     rows = [("image encoder", count(model.image_encoder)), ("text encoder", count(model.text_encoder)),
             ("shared block(s)", count(model.shared)), ("KD head (fc_norm + head)", count(model.fc_norm, model.head)),
             ("token-type embeddings", count(model.token_type_embeddings)), ("TTE LayerScale", count(model.tte_scale)),
-            ("logit scales", count(model.logit_scale)), ("shared part (all above)", count(*shared_parts)),
+            ("logit scales", count(model.logit_scale)), ("fusion head (ITM)", count(model.fusion)),
+            ("shared part (all above)", count(*shared_parts, model.fusion)),
             ("EMKUM student", count(model))]
     if teacher is not None:
         rows.append(("teacher (frozen)", count(teacher)))

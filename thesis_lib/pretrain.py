@@ -24,7 +24,7 @@ import torch
 from filelock import FileLock
 from torch import nn
 from torch.nn import functional as F
-from tqdm import tqdm  # plain bars: no ipywidgets needed, same look in a terminal and in Jupyter
+from tqdm import tqdm
 
 from . import world
 from .checkpoints import save_beitv2, save_data2vec2_image, save_data2vec2_text

@@ -51,9 +51,25 @@ class RunPaths:
         return FileLock(str(self.result.with_suffix(".lock")), timeout=timeout)
 
 
+# Fields added with notebook 05; they change nothing for the chapter's variants, the only ones stored before they
+# existed: a stored config without one is compared as if it held the wanted value.
+ADDED_FIELDS = ("model.fusion_depth", "model.switch_tau", "train.itm_weight", "train.itm_batch", "eval.rerank_k",
+                "eval.rerank_sets")
+
+
+def _with_added_fields(stored: dict, wanted: dict) -> dict:
+    stored = json.loads(json.dumps(stored))
+    for key in ADDED_FIELDS:
+        section, name = key.split(".")
+        if name in wanted.get(section, {}):
+            stored.setdefault(section, {}).setdefault(name, wanted[section][name])
+    return stored
+
+
 def differences(stored: dict, wanted: dict) -> list[str]:
     """Config differences that matter for a result (operational fields ignored)."""
-    return [d for d in config_diff(stored, wanted) if not d.split(":")[0].startswith(OPERATIONAL)]
+    return [d for d in config_diff(_with_added_fields(stored, wanted), wanted)
+            if not d.split(":")[0].startswith(OPERATIONAL)]
 
 
 def write_json_atomic(path: Path, obj) -> None:

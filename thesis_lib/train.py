@@ -137,11 +137,14 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict) -> dict:
     from .engine import autocast
     retrieval, zero_shot = eval_sets
-    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, autocast(cfg, device))
+    extras = {}
+    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, autocast(cfg, device), extras)
     result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": metrics,
               "chance": chance_levels(retrieval, zero_shot), "train": {**stats, "device": str(device)},
               "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
+    if extras:
+        result["fusion"] = extras                                # the switches' hard choices (notebook 05)
     ls = layerscale_stats(raw)
     if ls is not None:
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())

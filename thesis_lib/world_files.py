@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from filelock import FileLock
-from tqdm import tqdm  # plain bars: no ipywidgets needed, same look in a terminal and in Jupyter
+from tqdm import tqdm
 
 from . import world
 from .config import WorldConfig

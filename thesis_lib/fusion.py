@@ -1,0 +1,271 @@
+"""Beyond the chapter: a fusion head for image-text matching, with VLMo's joint attention or Switch-BERT's switches.
+
+Seeds ``002_fda41db7dfb22adc.txt`` (Switch-BERT) and ``003``/``004`` (VLMo); implementation_anchors.md §1.
+The head sees both token sequences of the shared part at once, ``X = [text; image]`` (text first, as VLMo/ViLT):
+
+  joint   every layer is a pre-LN block with joint attention over the whole sequence (VLMo's VL-expert layers)
+  switch  every layer's attention is a Switch-Attention Block (SAB): one set of attention weights, four
+          interaction modes M_0..M_3 of Switch-BERT Table 1 as attention masks, chosen per sample by a switcher
+          (Eq. 6: π = softmax(MLP(z_i ⊙ z_t)), z = average pooling) through Gumbel-softmax (Eq. 7): soft weighting in
+          training (Eq. 8, y_soft), hard selection at inference (y_hard). X = image, ¬X = text.
+  +SIB    the Switch-Input Block: layer l ≥ 2 takes its image part and its text part each from the output of
+          layer l-1 or l-2 (four candidates), chosen by a switcher of its own.
+
+The ITM objective samples one hard negative per image and per caption from the softmax of the ITC similarities
+(VLMo ``compute_itm_hardneg``; only within the local batch, and never a caption of the same image).
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+from timm.models.vision_transformer import Block
+from torch import nn
+from torch.nn import functional as F
+
+MODES = ("self-self", "self-cross", "cross-self", "joint")     # Switch-BERT Table 1, M_0..M_3 (X = image)
+INPUTS = ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")  # SIB candidates: (image from, text from)
+
+
+def mode_masks(n_text: int, n_image: int, device=None) -> torch.Tensor:
+    """(4, T, T) boolean, True = may attend, for the sequence [text; image]; row = query, column = key."""
+    T = n_text + n_image
+    is_img = torch.arange(T, device=device) >= n_text
+    q, k = is_img[:, None], is_img[None, :].expand(T, T)
+    return torch.stack([
+        q == k,                                  # M_0: image self-attention, text self-attention
+        k,                                       # M_1: image self (image keys), text cross (image keys)
+        ~k,                                      # M_2: image cross (text keys), text self (text keys)
+        torch.ones_like(k),                      # M_3: joint attention, both
+    ])
+
+
+def gumbel_weights(logits: torch.Tensor, tau: float, noise: torch.Tensor | None = None) -> torch.Tensor:
+    """Eq. 7: softmax((log π + g) / τ) with Gumbel noise g = -log(-log u); ``logits`` are log π."""
+    if noise is None:
+        u = torch.rand_like(logits).clamp_(1e-9, 1 - 1e-9)
+        noise = -torch.log(-torch.log(u))
+    return F.softmax((logits + noise) / tau, dim=-1)
+
+
+class Switcher(nn.Module):
+    """Eq. 6: log π from the alignment degree d = AvgPool(X_i) ⊙ AvgPool(X_t); soft (training) or hard (eval)."""
+
+    def __init__(self, dim: int, n_choices: int = 4):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, n_choices))
+        self.tau = 1.0
+
+    def forward(self, text, image, text_pad) -> torch.Tensor:
+        keep = (~text_pad).unsqueeze(-1).to(text.dtype)
+        z_t = (text * keep).sum(1) / keep.sum(1).clamp(min=1)
+        log_pi = F.log_softmax(self.mlp(image.mean(1) * z_t).float(), dim=-1)
+        if self.training:
+            return gumbel_weights(log_pi, self.tau)                      # y_soft weights
+        return F.one_hot(log_pi.argmax(-1), log_pi.shape[-1]).float()     # y_hard: n* = argmax p(M_n)
+
+
+class FusionLayer(Block):
+    """A pre-LN block over [text; image]; ``switch=True`` makes its attention a Switch-Attention Block."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float, switch: bool):
+        super().__init__(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=None,
+                         norm_layer=partial(nn.LayerNorm, eps=1e-6))
+        self.switcher = Switcher(dim) if switch else None
+        self.last_choice = None                                          # (B, 4) weights of the last call
+
+    def forward(self, x: torch.Tensor, n_text: int, text_pad: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        keys = torch.cat([~text_pad, text_pad.new_ones(B, T - n_text)], 1)[:, None, None, :]   # (B, 1, 1, T)
+        h = self.norm1(x)
+        if self.switcher is None:
+            x = x + self.attn(h, attn_mask=keys)                       # joint attention
+        else:
+            w = self.switcher(x[:, :n_text], x[:, n_text:], text_pad)  # (B, 4)
+            self.last_choice = w.detach()
+            masks = keys.unsqueeze(0) & mode_masks(n_text, T - n_text, x.device)[:, None, None]   # (4, B, 1, T, T)
+            x = x + switch_attention(self.attn, h, masks, w, hard=not self.training)
+        return x + self.mlp(self.norm2(x))
+
+
+def switch_attention(attn, x: torch.Tensor, masks: torch.Tensor, w: torch.Tensor, hard: bool) -> torch.Tensor:
+    """Eq. 8 with one set of attention weights (timm ``Attention``): q, k, v are computed once and the modes differ
+    only in their masks; Σ_n p(M_n) proj(o_n) = proj(Σ_n p(M_n) o_n) because the weights sum to 1. ``hard``
+    (one-hot ``w``, inference): each sample's selected mask only."""
+    B, T, _ = x.shape
+    q, k, v = attn.qkv(x).reshape(B, T, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+    q, k = attn.q_norm(q), attn.k_norm(k)
+    if hard:
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=masks[w.argmax(-1), torch.arange(B, device=x.device)])
+    else:
+        M = masks.shape[0]
+        rep = lambda t: t.unsqueeze(0).expand(M, *t.shape).flatten(0, 1)
+        o = F.scaled_dot_product_attention(rep(q), rep(k), rep(v), attn_mask=masks.flatten(0, 1))
+        o = torch.einsum("bm,mbhtd->bhtd", w.to(o.dtype), o.view(M, B, *o.shape[1:]))
+    return attn.proj(attn.norm(o.transpose(1, 2).reshape(B, T, -1)))
+
+
+class FusionHead(nn.Module):
+    """Image-text matching on top of the shared part: fusion layers, VLMo's pooler (dense + tanh on the first
+    token, T_CLS) and a 2-way ITM classifier."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float, depth: int, kind: str, switch_input: bool):
+        super().__init__()
+        if switch_input and depth < 2:
+            raise ValueError("the Switch-Input Block needs at least 2 fusion layers")
+        self.layers = nn.ModuleList(FusionLayer(dim, num_heads, mlp_ratio, kind == "switch") for _ in range(depth))
+        self.input_switchers = nn.ModuleList(Switcher(dim) for _ in range(depth - 1)) if switch_input else None
+        self.last_inputs: list[torch.Tensor] = []
+        self.pooler = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
+        self.itm = nn.Linear(dim, 2)
+
+    def set_tau(self, tau: float) -> None:
+        for m in self.modules():
+            if isinstance(m, Switcher):
+                m.tau = tau
+
+    def _switch_input(self, k: int, prev: torch.Tensor, prev2: torch.Tensor, n_text: int, text_pad) -> torch.Tensor:
+        w = self.input_switchers[k](prev[:, :n_text], prev[:, n_text:], text_pad).to(prev.dtype)   # (B, 4)
+        self.last_inputs.append(w.detach())
+        w_img, w_txt = (w[:, 0] + w[:, 1], w[:, 0] + w[:, 2])       # image from l-1 in candidates 0, 1; text in 0, 2
+        img = w_img[:, None, None] * prev[:, n_text:] + (1 - w_img)[:, None, None] * prev2[:, n_text:]
+        txt = w_txt[:, None, None] * prev[:, :n_text] + (1 - w_txt)[:, None, None] * prev2[:, :n_text]
+        return torch.cat([txt, img], 1)
+
+    def forward(self, image_tokens, text_tokens, text_pad) -> torch.Tensor:
+        """(B, 2) ITM logits (index 1 = match) for B image-caption pairs given as token sequences."""
+        n_text = text_tokens.shape[1]
+        x = torch.cat([text_tokens, image_tokens], 1)
+        outputs = [x]
+        self.last_inputs = []
+        for k, layer in enumerate(self.layers):
+            if self.input_switchers is not None and k > 0:
+                x = self._switch_input(k - 1, outputs[-1], outputs[-2], n_text, text_pad)
+            x = layer(x, n_text, text_pad)
+            outputs.append(x)
+        return self.itm(self.pooler(x[:, 0]))
+
+    def choices(self) -> dict:
+        """The last call's switch weights: {"modes": [(B, 4) per layer], "inputs": [(B, 4) per layer ≥ 2]}."""
+        return {"modes": [m.last_choice for m in self.layers if m.last_choice is not None],
+                "inputs": list(self.last_inputs)}
+
+
+def anneal(taus: tuple, progress: float) -> float:
+    """Exponential annealing of the Gumbel temperature from taus[0] (progress 0) to taus[1] (progress 1)."""
+    start, end = taus
+    return start * math.exp(math.log(end / start) * min(max(progress, 0.0), 1.0))
+
+
+def hard_negatives(sim: torch.Tensor, same_image: torch.Tensor, generator=None, n: int | None = None):
+    """One negative caption per image and one negative image per caption, drawn ∝ softmax(similarity) among the
+    pairs of other images (VLMo's ITM hard negatives). ``sim`` (B, B) image × caption logits; ``same_image`` (B, B)
+    True where caption j describes the image of pair i (the diagonal included); only the first ``n`` pairs get
+    negatives (drawn from the whole batch). Returns (caption index per image, image index per caption)."""
+    sim = sim.float().masked_fill(same_image, float("-inf"))
+    if torch.isinf(sim).all(1).any():
+        raise ValueError("a batch in which every caption describes the same image has no negative to draw")
+    p_i2t, p_t2i = F.softmax(sim[:n], 1), F.softmax(sim.t()[:n], 1)
+    return (torch.multinomial(p_i2t, 1, generator=generator).squeeze(1),
+            torch.multinomial(p_t2i, 1, generator=generator).squeeze(1))
+
+
+def itm_loss(head: FusionHead, image, text, scale: torch.Tensor, image_index: torch.Tensor,
+             n: int = 0) -> torch.Tensor:
+    """Cross-entropy of the ITM head on B positives, B (image, hard-negative caption) and B (hard-negative image,
+    caption) pairs, B = the first ``n`` pairs of the batch (0: all, as VLMo); ``image`` and ``text`` are the
+    shared part's Features (tokens + padding mask)."""
+    B = n or image.x.shape[0]
+    with torch.no_grad():
+        neg_txt, neg_img = hard_negatives(scale * image.x @ text.x.t(), image_index[:, None] == image_index[None, :],
+                                          n=B)
+    img_tok, txt_tok, pad = image.tokens[:B], text.tokens[:B], text.padding_mask[:B]
+    img = torch.cat([img_tok, img_tok, image.tokens[neg_img]])
+    txt = torch.cat([txt_tok, text.tokens[neg_txt], txt_tok])
+    pad = torch.cat([pad, text.padding_mask[neg_txt], pad])
+    labels = torch.cat([torch.ones(B), torch.zeros(2 * B)]).long().to(img.device)
+    return F.cross_entropy(head(img, txt, pad).float(), labels)
+
+
+# ---------------------------------------------------------------------------------------------- evaluation
+
+@torch.no_grad()
+def token_sequences(model, images, tokens, cfg, device, pad_id: int, amp) -> tuple:
+    """The shared part's output sequences of every image and caption of a retrieval set (captions padded to the
+    longest; pads are masked wherever they go)."""
+    from .pipeline import image_batches, trim
+    bs = cfg.eval.batch_size
+    img = []
+    for x in image_batches(images, cfg, bs):
+        with amp:
+            img.append(model.encode_image(x.to(device)).tokens)
+    T = int(tokens.ne(pad_id).sum(1).max())
+    txt, pad = [], []
+    for start in range(0, len(tokens), bs):
+        with amp:
+            f = model.encode_text(trim(tokens[start:start + bs], pad_id).to(device))
+        extra = T - f.tokens.shape[1]
+        txt.append(F.pad(f.tokens, (0, 0, 0, extra)))
+        pad.append(F.pad(f.padding_mask, (0, extra), value=True))
+    return torch.cat(img), torch.cat(txt), torch.cat(pad)
+
+
+@torch.no_grad()
+def match_scores(head: FusionHead, img_tok, txt_tok, txt_pad, pairs: torch.Tensor, batch: int, amp, choices=None):
+    """ITM evidence logit(match) − logit(no match) of (image, caption) index pairs (P, 2), in batches; the
+    switches' hard choices are summed into ``choices`` when given."""
+    out = []
+    for start in range(0, len(pairs), batch):
+        i, t = pairs[start:start + batch].unbind(1)
+        with amp:
+            logits = head(img_tok[i], txt_tok[t], txt_pad[t]).float()
+        out.append(logits[:, 1] - logits[:, 0])
+        if choices is not None:
+            for key, ws in head.choices().items():
+                for layer, w in enumerate(ws):
+                    choices[key][layer] = choices[key].get(layer, 0) + w.sum(0).cpu()
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def fusion_metrics(model, rs, sims: torch.Tensor, cfg, device, pad_id: int, amp) -> dict:
+    """Pairwise ITM accuracy (how often the head scores an image's first caption above the caption of another
+    image that the dual encoder finds most similar, ``itm_acc``, or above a caption of a fixed other image,
+    ``itm_acc_random``; chance 50 %) and retrieval re-ranked by the ITM head: the dual
+    encoder's top-k candidates of every query re-scored (k = cfg.eval.rerank_k ≥ 10, so R@1/5/10 are exact).
+    Also the switches' hard choices on the re-ranking pairs."""
+    k, bs = cfg.eval.rerank_k, cfg.eval.batch_size
+    if k < 10:
+        raise ValueError(f"eval.rerank_k must be at least 10 for R@10, got {k}")
+    model.eval()
+    head = model.fusion
+    img_tok, txt_tok, txt_pad = token_sequences(model, rs.images, rs.tokens, cfg, device, pad_id, amp)
+    t2i = rs.text_to_image.to(device)
+    n_img = img_tok.shape[0]
+    own = t2i[None, :] == torch.arange(n_img, device=device)[:, None]            # (N_img, N_txt)
+    first = own.float().argmax(1)
+    hardest = sims.masked_fill(own, float("-inf")).argmax(1)
+    rows = torch.arange(n_img, device=device)
+    other = first[(rows + n_img // 2) % n_img]                                    # a caption of another image
+    pairs = torch.cat([torch.stack([rows, c], 1) for c in (first, hardest, other)])
+    pos, hard, rand = match_scores(head, img_tok, txt_tok, txt_pad, pairs, bs, amp).view(3, n_img)
+    acc = {name: (100 * ((pos > neg).float() + 0.5 * (pos == neg).float()).mean()).item()   # ties count ½
+           for name, neg in (("itm_acc", hard), ("itm_acc_random", rand))}
+    choices = {"modes": {}, "inputs": {}}
+    top_t = sims.topk(k, dim=1).indices                                            # (N_img, k) captions
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([rows.repeat_interleave(k), top_t.flatten()], 1),
+                     bs, amp, choices).view(n_img, k)
+    ranked_t = top_t.gather(1, s.argsort(1, descending=True))
+    top_i = sims.t().topk(k, dim=1).indices                                        # (N_txt, k) images
+    cap = torch.arange(len(t2i), device=device)
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([top_i.flatten(), cap.repeat_interleave(k)], 1),
+                     bs, amp, choices).view(len(t2i), k)
+    ranked_i = top_i.gather(1, s.argsort(1, descending=True))
+    out = dict(acc)
+    for K in (1, 5, 10):
+        out[f"rerank_tr@{K}"] = 100 * (t2i[ranked_t[:, :K]] == rows[:, None]).any(1).float().mean().item()
+        out[f"rerank_ir@{K}"] = 100 * (ranked_i[:, :K] == t2i[:, None]).any(1).float().mean().item()
+    out["rerank_mean"] = sum(out[f"rerank_{d}@{K}"] for d in ("tr", "ir") for K in (1, 5, 10)) / 6
+    total = {key: {layer: (c / c.sum()).tolist() for layer, c in v.items()} for key, v in choices.items()}
+    return {"metrics": out, "choices": {key: [v[layer] for layer in sorted(v)] for key, v in total.items()}}
