@@ -13,7 +13,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import plotting, study, world
+from . import mechanisms, plotting, study, world
 from .config import get_config
 from .representations import PostLNBlock, pre_ln_block, sincos_2d
 
@@ -50,9 +50,11 @@ def fig_pre_vs_post_ln(params):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.scale == "smoke" else "demo"))
 
 
-def _bars(params, variants):
+def _bars(params, variants, metrics=None):
     df = study.results_frame(params, variants)
-    return plotting.results_bars(df, [v for v in variants if v in set(df.variant)], study.METRIC_LABELS)
+    labels = study.METRIC_LABELS if metrics is None else {m: mechanisms.LABELS[m] for m in metrics}
+    present = set(df.variant) if len(df) else set()
+    return plotting.results_bars(df, [v for v in variants if v in present], labels)
 
 
 def fig_baseline_curves(params):
@@ -89,6 +91,9 @@ FIGURES = {
     "04_gamma_per_channel": lambda p: plotting.gamma_per_channel(gammas(p)),
     "04_gamma_evolution": lambda p: plotting.gamma_evolution(study.curves(p, "tte_after_ls")),
     "04_tte_contribution": fig_tte_contribution,
+    "05_dual_encoder_bars": lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
+    "05_fusion_bars": lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
+    "05_switch_choices": lambda p: plotting.switch_choices(mechanisms.switch_choices(p)),
 }
 
 

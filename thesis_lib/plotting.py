@@ -17,7 +17,8 @@ from .stats import mean_ci
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
 SHORT = {"baseline": "baseline", "tte_before": "TTE before", "tte_after": "TTE after",
-         "tte_after_ls": "TTE after + LS"}
+         "tte_after_ls": "TTE after + LS", "mome": "MoME", "fusion_joint": "joint fusion", "switch": "switch",
+         "switch_sib": "switch + SIB"}
 
 
 def save(fig, folder: Path, name: str) -> list[Path]:
@@ -171,4 +172,28 @@ def tte_contribution(df: pd.DataFrame):
     sns.barplot(long, x="modality", y="ratio", hue="variant", errorbar=("ci", 95), ax=ax)
     ax.set_yscale("log")
     ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    return fig
+
+
+# ------------------------------------------------------------------------------------ notebook 05 (mechanisms)
+
+def switch_choices(df: pd.DataFrame):
+    """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
+    (right) is selected (hard selection on the evaluation pairs), mean over seeds, one row per variant."""
+    kinds = [k for k in ("modes", "inputs") if k in set(df.kind)] if len(df) else []
+    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(6.0 * max(len(kinds), 1), 3.2), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
+        sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
+        left = np.zeros(len(sub))
+        labels = [f"{SHORT[v]} · layer {layer}" for v, layer in sub.index]
+        for j, option in enumerate(sub.columns):
+            ax.barh(labels, sub[option].values, left=left, color=sns.color_palette("deep")[j], label=option)
+            left += sub[option].values
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("fraction of evaluation pairs (hard selection)")
+        ax.set_title("Switch-Attention: interaction mode" if kind == "modes" else "Switch-Input: (image, text) from")
+        ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+        ax.invert_yaxis()
+    fig.tight_layout()
     return fig

@@ -14,7 +14,7 @@ import re
 import pandas as pd
 
 from . import reference, study
-from .config import VARIANT_LABELS, VARIANTS
+from .config import TTE_VARIANTS as VARIANTS, VARIANT_LABELS
 from .paths import ROOT
 from .stats import fmt, mean_ci
 
@@ -56,7 +56,26 @@ def results_markdown(params) -> str:
         f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
         _markdown(table), "Paired differences to the baseline and the verdicts:", _markdown(claims),
-        f"Learned TTE LayerScale: {gamma}" if gamma else ""]).strip()
+        f"Learned TTE LayerScale: {gamma}" if gamma else "", mechanisms_markdown(params)]).strip()
+
+
+def mechanisms_markdown(params) -> str:
+    """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
+    from . import mechanisms
+    df = study.results_frame(params, mechanisms.DUAL + mechanisms.FUSION)
+    if df.empty or "mome" not in set(df.variant):
+        return ""
+    fusion = [v for v in mechanisms.FUSION if v in set(df.variant)]
+    comparisons = mechanisms.comparisons(df, [("mome", "tte_after_ls"), ("mome", "baseline")],
+                                         mechanisms.DUAL_METRICS).set_index("comparison")
+    parts = ["Beyond the chapter (notebook 05): MoME against TTE' in dual-encoder use, paired by seed:",
+             _markdown(comparisons)]
+    if fusion:
+        parts += ["Fusion heads on the Flickr-like test set (pairwise ITM accuracy, chance 50 %; retrieval before "
+                  "and after re-ranking the dual encoder's top candidates):",
+                  _markdown(mechanisms.summary(df, fusion, mechanisms.FUSION_METRICS)),
+                  _markdown(mechanisms.rerank_gain(df, fusion))]
+    return "\n\n".join(parts)
 
 
 def update_readme(text: str, path=ROOT / "README.md") -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import reference
-from .config import PRESETS, VARIANTS, VARIANT_LABELS
+from .config import PRESETS, TTE_VARIANTS, VARIANTS, VARIANT_LABELS
 from .errors import ConfigError
 from .paths import figures_dir, results_dir
 from .results import load_results, read_jsonl
@@ -101,7 +101,7 @@ def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]
             for v in variants for s in params.seeds]
 
 
-def results_frame(params: StudyParams, variants=VARIANTS) -> pd.DataFrame:
+def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
     """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics."""
     rows = []
     for r in load_results(params.results_root, params.scale):

@@ -1,0 +1,107 @@
+"""Notebook 05: other ways of telling a shared Transformer which modality it sees, side by side with the chapter's
+TTE' — VLMo's MoME block (dual-encoder use) and fusion heads for image-text matching (VLMo's joint attention,
+Switch-BERT's Switch-Attention and Switch-Input Blocks). Tables of results, the cost of each mechanism and the
+switches' learned choices.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
+
+from .config import VARIANT_LABELS, get_config
+from .fusion import INPUTS, MODES
+from .model import build_model, parameter_table
+from .results import load_results
+from .stats import fmt, mean_ci, paired_difference, verdict
+
+DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
+FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
+DEMO_FUSION = ("fusion_joint", "switch_sib")                     # what notebook 05 trains by default (time)
+DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
+FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")
+LABELS = {"imagenet_top1": "ImageNet top-1", "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval",
+          "flickr_itm_acc": "Flickr ITM acc. (hard negative)", "flickr_itm_acc_random": "Flickr ITM acc. (random)", "flickr_rerank_mean": "Flickr retrieval, re-ranked"}
+
+
+def summary(df: pd.DataFrame, variants, metrics) -> pd.DataFrame:
+    """Mean ± 95 % CI over seeds per variant and metric (percent)."""
+    rows = [{"variant": VARIANT_LABELS[v], "seeds": int((df.variant == v).sum()),
+             **{LABELS[m]: fmt(*mean_ci(df[df.variant == v][m])) for m in metrics}} for v in variants]
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def _seeds(df, variant, metric) -> dict:
+    sub = df[df.variant == variant]
+    return dict(zip(sub.seed, sub[metric]))
+
+
+def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
+    """Paired (by seed) differences a − b with their 95 % CI and a verdict (better / worse / inconclusive)."""
+    rows = []
+    for a, b in pairs:
+        for m in metrics:
+            mean, half, n = paired_difference(_seeds(df, a, m), _seeds(df, b, m))
+            rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": LABELS[m],
+                         "difference (95 % CI)": fmt(mean, half), "seeds": n,
+                         "verdict": {"reproduced": "better", "contradicted": "worse"}.get(
+                             verdict(mean, half, +1), "inconclusive")})
+    return pd.DataFrame(rows)
+
+
+def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
+    """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run)."""
+    rows = []
+    for v in variants:
+        sub = df[df.variant == v]
+        mean, half = mean_ci(sub.flickr_rerank_mean - sub.flickr_mean)
+        rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(mean, half),
+                     "seeds": len(sub), "verdict": {"reproduced": "better", "contradicted": "worse"}.get(
+                         verdict(mean, half, +1), "inconclusive")})
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def cost_table(scale: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:
+    """Parameters and forward FLOPs (torch's FlopCounterMode, at batch 1, attention through SDPA's math backend so
+    its matmuls are counted) of each variant at inference: the dual encoder per image + caption, and the fusion head
+    per scored (image, caption) pair. At inference a switch layer computes its selected mode only; in training
+    (soft weighting) it computes the attention of all four. (No ``no_grad``: the counter's module tracker needs
+    autograd.)"""
+    cfg = get_config(scale)
+    S = cfg.model.image.img_size
+    image = torch.randn(1, 3, S, S)
+    tokens = torch.full((1, caption_len), 7)
+    tokens[0, 0], tokens[0, -1] = cfg.model.text.bos_id, cfg.model.text.eos_id
+    rows = []
+    for v in variants:
+        torch.manual_seed(0)
+        model = build_model(scale, v).eval()
+        table = {r["part"]: r["parameters"] for r in parameter_table(model)}
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as dual:
+            img, txt = model.encode_image(image), model.encode_text(tokens)
+        fusion_flops = 0
+        if model.fusion is not None:
+            with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fused:
+                model.fusion(img.tokens, txt.tokens, txt.padding_mask)
+            fusion_flops = fused.get_total_flops()
+        rows.append({"variant": VARIANT_LABELS[v], "parameters (student)": table["EMKUM student"],
+                     "shared part": table["shared part (all above)"], "fusion head": table["fusion head (ITM)"],
+                     "MFLOPs / image + caption": dual.get_total_flops() / 1e6,
+                     "MFLOPs / scored pair (fusion)": fusion_flops / 1e6})
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def switch_choices(params, variants=("switch", "switch_sib"), dataset: str = "flickr") -> pd.DataFrame:
+    """The switches' hard choices on the re-ranking pairs, per run: one row per (variant, seed, kind, layer, option)."""
+    rows = []
+    for r in load_results(params.results_root, params.scale):
+        if r["variant"] not in variants or r["seed"] not in params.seeds:
+            continue
+        choices = r.get("fusion", {}).get(f"{dataset}_switch_choices", {})
+        for kind, names in (("modes", MODES), ("inputs", INPUTS)):
+            for layer, fractions in enumerate(choices.get(kind, [])):
+                rows += [{"variant": r["variant"], "seed": r["seed"], "kind": kind,
+                          "layer": layer + (1 if kind == "modes" else 2), "option": name, "fraction": f}
+                         for name, f in zip(names, fractions)]
+    return pd.DataFrame(rows)
