@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 SCALE ?= demo
-NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights
+NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
 
 .PHONY: setup demo test reproduce figures lab clean-results
