@@ -86,7 +86,7 @@ def cost_table(scale: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.
                 model.fusion(img.tokens, txt.tokens, txt.padding_mask)
             fusion_flops = fused.get_total_flops()
         rows.append({"variant": VARIANT_LABELS[v], "parameters (student)": table["EMKUM student"],
-                     "shared part": table["shared part (all above)"], "fusion head": table["fusion head (ITM)"],
+                     "shared part": table["shared part (all above)"], "fusion head": table.get("fusion head (ITM)", 0),
                      "MFLOPs / image + caption": dual.get_total_flops() / 1e6,
                      "MFLOPs / scored pair (fusion)": fusion_flops / 1e6})
     return pd.DataFrame(rows).set_index("variant")

@@ -180,9 +180,10 @@ def parameter_table(model: EMKUM, teacher: nn.Module | None = None) -> list[dict
     rows = [("image encoder", count(model.image_encoder)), ("text encoder", count(model.text_encoder)),
             ("shared block(s)", count(model.shared)), ("KD head (fc_norm + head)", count(model.fc_norm, model.head)),
             ("token-type embeddings", count(model.token_type_embeddings)), ("TTE LayerScale", count(model.tte_scale)),
-            ("logit scales", count(model.logit_scale)), ("fusion head (ITM)", count(model.fusion)),
-            ("shared part (all above)", count(*shared_parts, model.fusion)),
-            ("EMKUM student", count(model))]
+            ("logit scales", count(model.logit_scale))]
+    if model.fusion is not None:                               # notebook 05's variants only
+        rows.append(("fusion head (ITM)", count(model.fusion)))
+    rows += [("shared part (all above)", count(*shared_parts, model.fusion)), ("EMKUM student", count(model))]
     if teacher is not None:
         rows.append(("teacher (frozen)", count(teacher)))
     return [{"part": name, "parameters": total, "trainable": trainable} for name, (total, trainable) in rows]
