@@ -224,7 +224,7 @@ def match_scores(head: FusionHead, img_tok, txt_tok, txt_pad, pairs: torch.Tenso
         if choices is not None:
             for key, ws in head.choices().items():
                 for layer, w in enumerate(ws):
-                    choices[key][layer] = choices[key].get(layer, 0) + w.sum(0).cpu()
+                    choices[key][layer] = choices[key].get(layer, 0) + w.sum(0)   # on the device: no sync
     return torch.cat(out)
 
 
@@ -238,8 +238,7 @@ def fusion_metrics(model, rs, sims: torch.Tensor, cfg, device, pad_id: int, amp)
     k, bs = cfg.eval.rerank_k, cfg.eval.batch_size
     if k < 10:
         raise ValueError(f"eval.rerank_k must be at least 10 for R@10, got {k}")
-    model.eval()
-    head = model.fusion
+    head = model.fusion                                                      # evaluate() has set eval mode
     img_tok, txt_tok, txt_pad = token_sequences(model, rs.images, rs.tokens, cfg, device, pad_id, amp)
     t2i = rs.text_to_image.to(device)
     n_img = img_tok.shape[0]

@@ -15,6 +15,7 @@ from .fusion import INPUTS, MODES
 from .model import build_model, parameter_table
 from .results import load_results
 from .stats import fmt, mean_ci, paired_difference, verdict
+from .study import _by_seed
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
@@ -32,9 +33,8 @@ def summary(df: pd.DataFrame, variants, metrics) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant")
 
 
-def _seeds(df, variant, metric) -> dict:
-    sub = df[df.variant == variant]
-    return dict(zip(sub.seed, sub[metric]))
+def _direction(mean: float, half: float) -> str:
+    return {"reproduced": "better", "contradicted": "worse"}.get(verdict(mean, half, +1), "inconclusive")
 
 
 def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
@@ -42,11 +42,9 @@ def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     rows = []
     for a, b in pairs:
         for m in metrics:
-            mean, half, n = paired_difference(_seeds(df, a, m), _seeds(df, b, m))
+            mean, half, n = paired_difference(_by_seed(df, a, m), _by_seed(df, b, m))
             rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": LABELS[m],
-                         "difference (95 % CI)": fmt(mean, half), "seeds": n,
-                         "verdict": {"reproduced": "better", "contradicted": "worse"}.get(
-                             verdict(mean, half, +1), "inconclusive")})
+                         "difference (95 % CI)": fmt(mean, half), "seeds": n, "verdict": _direction(mean, half)})
     return pd.DataFrame(rows)
 
 
@@ -57,8 +55,7 @@ def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
         sub = df[df.variant == v]
         mean, half = mean_ci(sub.flickr_rerank_mean - sub.flickr_mean)
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(mean, half),
-                     "seeds": len(sub), "verdict": {"reproduced": "better", "contradicted": "worse"}.get(
-                         verdict(mean, half, +1), "inconclusive")})
+                     "seeds": len(sub), "verdict": _direction(mean, half)})
     return pd.DataFrame(rows).set_index("variant")
 
 
