@@ -164,20 +164,23 @@ def step_breakdown(cfg, device, steps=10) -> tuple[dict, float]:
     return {k: v / wall for k, v in shares.items()}, 1000 * wall / steps
 
 
-def _step_runner(cfg, device):
-    """A closure running n training steps of the optimised path (the way thesis_lib.train steps)."""
-    model, teacher, pairs, targets, opt, sched = build(cfg, device)
+def _step_runner(cfg, device, fused_attn=True, compile_model=False, synthetic=False):
+    """A closure ``run(n)`` doing n training steps the way thesis_lib.train does; it returns the last batch."""
+    model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
+    runner = torch.compile(model) if compile_model else model
     amp, batches = autocast(cfg, device), pairs.batches(0, 10 ** 6, targets)
 
     def run(n):
         for _ in range(n):
             batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
-            loss, _ = compute_loss(model, model, batch, teacher, cfg, SINGLE, amp)
+            loss, _ = compute_loss(runner, model, batch, teacher, cfg, SINGLE, amp)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             sched.step()
         sync(device)
+        return batch
+    run.model, run.teacher, run.amp = model, teacher, amp
     return run
 
 
@@ -190,22 +193,13 @@ def _forward_flops(module, *inputs) -> float:
 
 
 def train_step_rate(cfg, device, steps, fused_attn=True, compile_model=False, synthetic=False) -> dict:
-    model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
-    runner = torch.compile(model) if compile_model else model
-    amp = autocast(cfg, device)
+    run = _step_runner(cfg, device, fused_attn, compile_model, synthetic)
+    model, teacher, amp = run.model, run.teacher, run.amp
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    for i, batch in enumerate(pairs.batches(0, steps + 3, targets)):
-        if i == 3:                                  # warm-up done (and compilation, if any)
-            sync(device)
-            t0 = time.perf_counter()
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        loss, _ = compute_loss(runner, model, batch, teacher, cfg, SINGLE, amp)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-    sync(device)
+    run(3)                                          # warm-up (and compilation, if any)
+    t0 = time.perf_counter()
+    batch = run(steps)
     step_s = (time.perf_counter() - t0) / steps
     memory = torch.cuda.max_memory_allocated() if device.type == "cuda" else \
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
