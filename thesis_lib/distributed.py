@@ -34,7 +34,10 @@ def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
     """Concatenate ``x`` of every rank along dim 0; gradients flow back to every rank's own slice."""
     if info.world_size == 1:
         return x
-    import torch.distributed.nn.functional as dist_fn
+    from torch.distributed import _functional_collectives as fc
+    if hasattr(fc, "all_gather_single"):     # autograd-aware; its backward reduce-scatters the sum
+        return fc.all_gather_single(x.contiguous(), 0, dist.group.WORLD)
+    import torch.distributed.nn.functional as dist_fn   # older torch (deprecated in newer ones)
     return torch.cat(dist_fn.all_gather(x), dim=0)
 
 
