@@ -41,6 +41,23 @@ def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
     return torch.cat(dist_fn.all_gather(x), dim=0)
 
 
+def check_in_sync(module: torch.nn.Module, info: DistInfo) -> None:
+    """Raise if any parameter differs between ranks (a part trained outside DDP's gradient averaging would).
+    Compares each parameter's float64 sum and sum of squares; identical tensors give identical sums."""
+    if info.world_size == 1:
+        return
+    from .errors import ThesisError
+    named = list(module.named_parameters())
+    stats = torch.stack([torch.stack([p.detach().double().sum(), p.detach().double().square().sum()])
+                         for _, p in named])
+    every = [torch.empty_like(stats) for _ in range(info.world_size)]
+    dist.all_gather(every, stats)
+    differ = [name for k, (name, _) in enumerate(named) if any(not torch.equal(s[k], every[0][k]) for s in every)]
+    if differ:
+        raise ThesisError(f"parameters differ between ranks after training: {', '.join(differ[:5])}"
+                          f"{' …' if len(differ) > 5 else ''}; their gradients were not averaged")
+
+
 def barrier(info: DistInfo) -> None:
     if info.world_size > 1:
         dist.barrier()

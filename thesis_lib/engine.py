@@ -94,13 +94,16 @@ def save_checkpoint(paths: RunPaths, raw, opt, sched, step: int, cfg: Experiment
     os.replace(tmp, paths.checkpoint)                        # a kill leaves the previous checkpoint intact
 
 
-def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig) -> int:
-    """Restore a run; refuses a checkpoint of another variant, seed or config. Returns the step to continue from."""
+def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig, world_size: int = 1) -> int:
+    """Restore a run; refuses a checkpoint of another variant, seed, config or number of processes (the data
+    order and global batch depend on it). Returns the step to continue from."""
     from .checkpoints import torch_load
     state = torch_load(path)
     if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")
     diffs = differences(state["config"], asdict(cfg))
+    if state.get("world_size", 1) != world_size:
+        diffs.append(f"processes: {state.get('world_size', 1)} -> {world_size}")
     if diffs:
         raise CheckpointError(f"cannot resume from {path}: it belongs to another run ({'; '.join(diffs[:4])})")
     raw.load_state_dict(state["model"])
@@ -158,7 +161,7 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
         bar.update()
     bar.close()
     seconds = time.perf_counter() - t0
-    return {"steps": t.steps, "resumed_from": start_step, "time_s": seconds,
+    return {"steps": t.steps, "resumed_from": start_step, "time_s": seconds, "world_size": info.world_size,
             "pairs_per_s": steps_done * t.batch_size * info.world_size / max(seconds, 1e-9)}
 
 

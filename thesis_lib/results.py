@@ -86,13 +86,17 @@ def read_result(path: Path) -> dict:
         raise ResultConflictError(f"result file {path} is corrupt ({err.msg}); delete it to recompute the run") from None
 
 
-def existing_result(paths: RunPaths, config: dict, overwrite: bool) -> dict | None:
-    """The stored result of this run if it was made with the same config; None if there is none (or ``overwrite``);
-    a result of another config raises, so nothing is silently replaced."""
+def existing_result(paths: RunPaths, config: dict, overwrite: bool, world_size: int = 1) -> dict | None:
+    """The stored result of this run if it was made with the same config and number of processes (the global
+    batch is ``train.batch_size`` × processes); None if there is none (or ``overwrite``); a result of another
+    config raises, so nothing is silently replaced."""
     if not paths.result.exists() or overwrite:
         return None
     stored = read_result(paths.result)
     diffs = differences(stored.get("config", {}), config)
+    stored_world = stored.get("train", {}).get("world_size", 1)          # results before it was recorded: 1
+    if stored_world != world_size:
+        diffs.append(f"processes: {stored_world} -> {world_size}")
     if diffs:
         raise ResultConflictError(f"{paths.result} holds a result of another config ({'; '.join(diffs[:4])}); "
                                   "pass overwrite=True (--overwrite) to replace it, or another output folder")

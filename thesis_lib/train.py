@@ -22,7 +22,7 @@ import torch
 from . import __version__
 from .checkpoints import load_teacher, part_source
 from .config import ExperimentConfig, PRESETS, VARIANTS, get_config
-from .distributed import barrier, init_distributed
+from .distributed import barrier, check_in_sync, init_distributed
 from .engine import layerscale_stats, load_checkpoint, make_optimizer, tte_contribution, train_loop
 from .errors import DeviceError, ThesisError
 from .evaluate import chance_levels, evaluate
@@ -96,7 +96,7 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
     if lock:
         lock.acquire()
     try:
-        found = existing_result(paths, asdict(cfg), overwrite)
+        found = existing_result(paths, asdict(cfg), overwrite, info.world_size)
         return found if found is not None else _train_and_evaluate(cfg, dev, info, paths, resume, progress)
     finally:
         if lock:
@@ -121,10 +121,11 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
     start = 0
     ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
     if resume and ckpt.exists():
-        start = load_checkpoint(ckpt, raw, opt, sched, cfg)
+        start = load_checkpoint(ckpt, raw, opt, sched, cfg, info.world_size)
     elif resume and isinstance(resume, (str, Path)):
         raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
     stats = train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg, info, device, paths, start, progress)
+    check_in_sync(raw, info)
     if not info.is_main:
         barrier(info)
         return {}
