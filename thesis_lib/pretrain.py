@@ -98,10 +98,10 @@ def pretrain_all(cfg: ExperimentConfig, folder: Path, progress: bool = True) -> 
         multi_hot[i, e["labels"]] = 1
     lines = (root / "corpus" / "captions.txt").read_text().splitlines()
     tok = demo_tokenizer(root, cfg.model.text)
-    report = {"teacher": pretrain_teacher(cfg, images, multi_hot, folder, progress),
-              "image": pretrain_image(cfg, images, folder, progress),
-              "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder, progress)}
-    return report
+    with torch.random.fork_rng(devices=[]):     # seeds its own stream; the caller's (a training run's) is untouched
+        return {"teacher": pretrain_teacher(cfg, images, multi_hot, folder, progress),
+                "image": pretrain_image(cfg, images, folder, progress),
+                "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder, progress)}
 
 
 def _split(n: int) -> tuple[int, torch.Tensor]:
