@@ -101,9 +101,7 @@ def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig, world_size: in
     state = torch_load(path)
     if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")
-    diffs = differences(state["config"], asdict(cfg))
-    if state.get("world_size", 1) != world_size:
-        diffs.append(f"processes: {state.get('world_size', 1)} -> {world_size}")
+    diffs = differences(state["config"], asdict(cfg), state.get("world_size"), world_size)
     if diffs:
         raise CheckpointError(f"cannot resume from {path}: it belongs to another run ({'; '.join(diffs[:4])})")
     raw.load_state_dict(state["model"])

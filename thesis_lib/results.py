@@ -66,10 +66,14 @@ def _with_added_fields(stored: dict, wanted: dict) -> dict:
     return stored
 
 
-def differences(stored: dict, wanted: dict) -> list[str]:
-    """Config differences that matter for a result (operational fields ignored)."""
-    return [d for d in config_diff(_with_added_fields(stored, wanted), wanted)
-            if not d.split(":")[0].startswith(OPERATIONAL)]
+def differences(stored: dict, wanted: dict, stored_world: int | None = None, world_size: int = 1) -> list[str]:
+    """Config differences that matter for a result (operational fields ignored), and a different number of
+    processes (the global batch is ``train.batch_size`` × processes; ``stored_world`` None = 1, older files)."""
+    diffs = [d for d in config_diff(_with_added_fields(stored, wanted), wanted)
+             if not d.split(":")[0].startswith(OPERATIONAL)]
+    if (stored_world or 1) != world_size:
+        diffs.append(f"processes: {stored_world or 1} -> {world_size}")
+    return diffs
 
 
 def write_json_atomic(path: Path, obj) -> None:
@@ -93,10 +97,7 @@ def existing_result(paths: RunPaths, config: dict, overwrite: bool, world_size: 
     if not paths.result.exists() or overwrite:
         return None
     stored = read_result(paths.result)
-    diffs = differences(stored.get("config", {}), config)
-    stored_world = stored.get("train", {}).get("world_size", 1)          # results before it was recorded: 1
-    if stored_world != world_size:
-        diffs.append(f"processes: {stored_world} -> {world_size}")
+    diffs = differences(stored.get("config", {}), config, stored.get("train", {}).get("world_size"), world_size)
     if diffs:
         raise ResultConflictError(f"{paths.result} holds a result of another config ({'; '.join(diffs[:4])}); "
                                   "pass overwrite=True (--overwrite) to replace it, or another output folder")
