@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from .errors import ThesisError
+
 
 @dataclass(frozen=True)
 class DistInfo:
@@ -46,7 +48,6 @@ def check_in_sync(module: torch.nn.Module, info: DistInfo) -> None:
     Compares each parameter's float64 sum and sum of squares; identical tensors give identical sums."""
     if info.world_size == 1:
         return
-    from .errors import ThesisError
     named = list(module.named_parameters())
     stats = torch.stack([torch.stack([p.detach().double().sum(), p.detach().double().square().sum()])
                          for _, p in named])
