@@ -145,3 +145,74 @@ def test_mome_adds_one_feed_forward_expert():
     extra = n_params(build_model("smoke", "mome")) - n_params(build_model("smoke", "baseline"))
     hidden = int(m.dim * m.mlp_ratio)
     assert extra == m.shared_depth * (2 * m.dim + m.dim * hidden + hidden + hidden * m.dim + m.dim)
+
+
+@pytest.mark.parametrize("preset", ["smoke", "demo"])
+def test_the_contrastive_temperature_starts_at_the_configured_value(preset):
+    model = build_model(preset, "baseline")
+    assert torch.allclose(model.logit_scale.exp(), torch.tensor([1 / 0.07]))          # τ = 0.07, as CLIP
+    cfg = get_config(preset, overrides={"train.logit_scale_init": 2.0})
+    assert torch.allclose(build_model(cfg).logit_scale, torch.tensor([2.0]))           # the config value is used
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_every_variant_starts_from_the_baselines_weights(seed):
+    """Common random numbers: with one seed, every tensor a variant shares with the baseline is equal, and the
+    caller's random stream after building is the same (batches, views and dropout do not shift)."""
+    torch.manual_seed(seed)
+    base = build_model("smoke", "baseline").state_dict()
+    after_base = torch.rand(3)
+    for variant in VARIANTS:
+        torch.manual_seed(seed)
+        state = build_model("smoke", variant).state_dict()
+        assert torch.equal(torch.rand(3), after_base), variant
+        shared = [k for k in state if k in base]
+        assert len(shared) >= len(base) - 2, variant                  # only the image input norm may be missing
+        assert all(torch.equal(state[k], base[k]) for k in shared), variant
+    torch.manual_seed(seed + 1)
+    assert not torch.equal(build_model("smoke", "baseline").state_dict()["head.weight"], base["head.weight"])
+
+
+def test_added_parameters_come_from_their_own_stream():
+    torch.manual_seed(0)
+    a = build_model("smoke", "tte_after").token_type_embeddings.weight
+    torch.manual_seed(0)
+    b = build_model("smoke", "tte_before").token_type_embeddings.weight
+    torch.manual_seed(1)
+    c = build_model("smoke", "tte_after").token_type_embeddings.weight
+    assert torch.equal(a, b) and not torch.equal(a, c) and abs(a.std().item() - 0.02) < 0.01
+
+
+def test_tte_ablation_removes_or_swaps_the_type_vectors():
+    from thesis_lib.model import tte_ablation
+    torch.manual_seed(0)
+    model = build_model("smoke", "tte_after").eval()
+    with torch.no_grad():
+        model.token_type_embeddings.weight.copy_(torch.randn(2, model.cfg.dim) * 3)   # a TTE that matters
+    plain, _ = model.image_encoder(PAIR["images"])
+    h, _ = model.encoder_outputs(PAIR["images"], IMAGE)
+    assert torch.allclose(h - plain, model.token_type_embeddings.weight[IMAGE].expand_as(h))
+    with tte_ablation(model, "removed"):
+        assert torch.equal(model.encoder_outputs(PAIR["images"], IMAGE)[0], plain)
+        removed = model.encode_image(PAIR["images"]).x
+    with tte_ablation(model, "swapped"):
+        h_text_vector, _ = model.encoder_outputs(PAIR["images"], IMAGE)
+        assert torch.allclose(h_text_vector - plain, model.token_type_embeddings.weight[TEXT].expand_as(h))
+    assert model.tte_ablation == "none"
+    assert (removed - model.encode_image(PAIR["images"]).x).abs().max() > 1e-2         # the output depends on it
+    with pytest.raises(ValueError):
+        with tte_ablation(model, "halved"):
+            pass
+
+
+def test_the_controls():
+    torch.manual_seed(0)
+    shared = build_model("smoke", "tte_shared")
+    assert torch.equal(shared.type_vector(IMAGE), shared.type_vector(TEXT))          # no modality information
+    assert n_params(shared) == n_params(build_model("smoke", "tte_after_ls"))         # same parameters
+    noln = build_model("smoke", "tte_before_noln")
+    assert isinstance(noln.image_encoder.norm, torch.nn.Identity)
+    assert isinstance(noln.text_encoder.norm, torch.nn.LayerNorm)                    # the text path keeps it
+    x = PAIR["images"]
+    expected = noln.image_encoder.blocks(noln.image_encoder.embed(x) + noln.type_vector(IMAGE))
+    assert torch.allclose(noln.encoder_outputs(x, IMAGE)[0], expected, atol=1e-6)

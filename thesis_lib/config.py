@@ -16,20 +16,53 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
-TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")
-MECHANISM_VARIANTS = ("mome", "fusion_joint", "switch", "switch_sib")   # notebook 05, beyond the chapter
-VARIANTS = TTE_VARIANTS + MECHANISM_VARIANTS
-PRESETS = ("thesis", "demo", "smoke")
-VARIANT_LABELS = {  # how the chapter's tables name the variants
-    "baseline": "EMKUM (no TTE)",
-    "tte_before": "EMKUM_TTE (before encoders)",
-    "tte_after": "TTE after encoders, no LayerScale",
-    "tte_after_ls": "EMKUM_TTE' (after encoders + LayerScale)",
-    "mome": "MoME shared block (VLMo experts)",
-    "fusion_joint": "+ fusion head, joint attention (VLMo VL expert)",
-    "switch": "+ fusion head, Switch-Attention (Switch-BERT)",
-    "switch_sib": "+ fusion head, Switch-Attention + Switch-Input",
+@dataclass(frozen=True)
+class VariantSpec:
+    """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this.
+
+    tte         where the token-type embedding goes: "" (none), "before" (the encoders' input, Eqs. 1-3) or
+                "after" (the encoders' output, Eqs. 4-5)
+    layerscale  the TTE is scaled by a LayerScale γ (init ``ModelConfig.tte_layer_scale``) shared by both modalities
+    shared_type both modalities get the same type vector (the mean of the two rows): a negative control with the
+                TTE's parameters but no modality information
+    image_input_norm  False: the image encoder's input LayerNorm is skipped, as the thesis code's TTE-before path
+                did (commit 7339fb2 of TimCares/MasterThesis)
+    block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
+    fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.fusion)
+    sib         the fusion head's Switch-Input Block
+    """
+    label: str
+    tte: str = ""
+    layerscale: bool = False
+    shared_type: bool = False
+    image_input_norm: bool = True
+    block: str = "shared"
+    fusion: str = ""
+    sib: bool = False
+
+
+VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them
+    "baseline": VariantSpec("EMKUM (no TTE)"),
+    "tte_before": VariantSpec("EMKUM_TTE (before encoders)", tte="before"),
+    "tte_after": VariantSpec("TTE after encoders, no LayerScale", tte="after"),
+    "tte_after_ls": VariantSpec("EMKUM_TTE' (after encoders + LayerScale)", tte="after", layerscale=True),
+    # controls (notebooks 02 and 04)
+    "tte_before_noln": VariantSpec("TTE before encoders, image input LayerNorm skipped (thesis code)",
+                                   tte="before", image_input_norm=False),
+    "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)", tte="after",
+                              layerscale=True, shared_type=True),
+    # beyond the chapter (notebook 05)
+    "mome": VariantSpec("MoME shared block (VLMo experts)", block="mome"),
+    "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", fusion="joint"),
+    "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
+    "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
 }
+TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's Tables 1-2
+CONTROL_VARIANTS = ("tte_before_noln", "tte_shared")
+MECHANISM_VARIANTS = ("mome", "fusion_joint", "switch", "switch_sib")       # notebook 05, beyond the chapter
+VARIANTS = tuple(VARIANT_SPECS)
+PRESETS = ("thesis", "demo", "smoke")
+VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}
 
 
 @dataclass(frozen=True)
@@ -92,8 +125,8 @@ class ModelConfig:
     switch_tau: tuple = (1.0, 0.1)  # Gumbel-softmax temperature, annealed exponentially from [0] to [1]
 
     @property
-    def fusion(self) -> str:     # "" (dual encoder only) | "joint" | "switch"
-        return {"fusion_joint": "joint", "switch": "switch", "switch_sib": "switch"}.get(self.variant, "")
+    def spec(self) -> VariantSpec:
+        return VARIANT_SPECS[self.variant]
 
 
 @dataclass(frozen=True)
@@ -117,7 +150,7 @@ class WorldConfig:
     n_val: int = 500             # Karpathy-style "val" split (not used for the tables)
     n_coco_test: int = 5000      # COCO-like test (5K images, like MSCOCO-5K)
     n_flickr_test: int = 1000    # Flickr-like test (1K images, like Flickr30K-1K)
-    n_zeroshot_per_class: int = 20  # ImageNet stand-in: images per class in val/
+    n_zeroshot_per_class: int = 210  # ImageNet stand-in: images per class in val/ (48 × 210 = 10,080)
     n_image_corpus: int = 8000   # images without captions (encoder + teacher pretraining)
     n_text_corpus: int = 20000   # captions without images (text MLM pretraining)
 

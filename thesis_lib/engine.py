@@ -166,7 +166,7 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
 @torch.no_grad()
 def tte_contribution(raw, eval_images, eval_tokens) -> dict | None:
     """‖γ ⊙ t_type‖ / ‖H_L‖ averaged over tokens, per modality: how much the TTE moves the encoder output."""
-    if raw.cfg.variant not in ("tte_after", "tte_after_ls"):
+    if raw.cfg.spec.tte != "after":
         return None
     raw.eval()
     out = {}

@@ -3,20 +3,20 @@
 Seed ``000_ddae1de920476931.txt`` (the TTE chapter) and thesis_facts.md §1; code reference: the thesis repo's
 ``Sx3HRe.py``/``layers.py`` @3c2dfdd, paraphrased. Image and text pass through the shared block *separately*.
 
-Variants (``ModelConfig.variant``):
-  baseline      no TTE
-  tte_before    H_0 = E + T_pos + T_type, TTE added to the encoders' block input (Eqs. 1-3, VLMo)
-  tte_after     H'_L = H_L + T_type, on the encoder outputs, no LayerScale (Table 2, row 2)
-  tte_after_ls  H'_L = H_L + LayerScale(T_type), one LayerScale γ ∈ R^D shared by both modalities (Eqs. 4-5)
-Beyond the chapter (notebook 05, seeds 002-004):
-  mome          the shared block's feed-forward split into a text and an image expert (VLMo MoME), attention
-                shared, routed by modality
-  fusion_joint, switch, switch_sib
-                the baseline + a fusion head for image-text matching (thesis_lib.fusion)
+Variants are data (``thesis_lib.config.VARIANT_SPECS``):
+  TTE before    H_0 = E + T_pos + T_type, TTE added to the encoders' block input (TTE chapter Eqs. 1-3, VLMo)
+  TTE after     H'_L = H_L + T_type on the encoder outputs (Table 2, row 2), or H'_L = H_L + LayerScale(T_type)
+                with one γ ∈ R^D shared by both modalities (TTE chapter Eqs. 4-5)
+  mome, fusion  beyond the chapter (notebook 05): VLMo's modality experts; an image-text matching head
 Type ids: 0 = text, 1 = image, the same vector on every token of a sequence, special tokens and pads included.
+
+Paired design (common random numbers): for one global seed every variant gets the same weights for every parameter
+it shares with the baseline; what a variant adds is drawn from a generator of its own, so it shifts nothing else.
 """
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -26,7 +26,8 @@ from timm.models.vision_transformer import Block
 from torch import nn
 from torch.nn import functional as F
 
-from .config import TTE_VARIANTS, ExperimentConfig, ModelConfig, get_config, replace_path
+from .config import ExperimentConfig, ModelConfig, get_config, replace_path
+from .errors import ConfigError
 from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder, bert_encoder
 from .fusion import FusionHead
 from .representations import key_padding_mask
@@ -67,6 +68,9 @@ class MoMEBlock(SharedBlock):
         self.norm2_image = nn.LayerNorm(dim, eps=1e-6)
         self.mlp_image = type(self.mlp)(dim, int(dim * mlp_ratio))
 
+    def added_parts(self) -> list[nn.Module]:   # what MoME adds to SharedBlock
+        return [self.norm2_image, self.mlp_image]
+
     def ffn(self, modality: int) -> tuple[nn.Module, nn.Module]:
         return (self.norm2_image, self.mlp_image) if modality == IMAGE else (self.norm2, self.mlp)
 
@@ -80,42 +84,71 @@ class Features:
     padding_mask: torch.Tensor | None = None  # (B, T), True = pad
 
 
-def init_bert_params(module: nn.Module) -> None:
+def init_bert_params(module: nn.Module, generator: torch.Generator | None = None) -> None:
     """fairseq's init for the new parts: Linear and Embedding weights N(0, 0.02), biases 0."""
     if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, std=0.02)
+        nn.init.normal_(module.weight, std=0.02, generator=generator)
     if isinstance(module, nn.Linear) and module.bias is not None:
         nn.init.zeros_(module.bias)
 
 
+def _init(parts, generator: torch.Generator, skip=frozenset()) -> None:
+    """init_bert_params over ``parts`` in module order, from ``generator``; modules in ``skip`` draw nothing."""
+    for part in parts:
+        for m in part.modules():
+            if id(m) not in skip:
+                init_bert_params(m, generator)
+
+
 class EMKUM(nn.Module):
     def __init__(self, cfg: ModelConfig, teacher_dim: int, image_encoder: nn.Module | None = None,
-                 text_encoder: nn.Module | None = None):
+                 text_encoder: nn.Module | None = None, logit_scale_init: float = math.log(1 / 0.07)):
         super().__init__()
-        self.cfg = cfg
-        D = cfg.dim
+        self.cfg, spec, D = cfg, cfg.spec, cfg.dim
         self.image_encoder = image_encoder or Data2Vec2ImageEncoder(
             cfg.image, D, cfg.image_depth, cfg.num_heads, cfg.mlp_ratio, cfg.image_norm_eps)
         self.text_encoder = text_encoder or (
             bert_encoder(cfg.text, cfg.text_depth) if cfg.text_encoder == "bert" else
             Data2Vec2TextEncoder(cfg.text, D, cfg.text_depth, cfg.num_heads, cfg.mlp_ratio, cfg.text_norm_eps))
-        self.token_type_embeddings = nn.Embedding(2, D) if cfg.variant in TTE_VARIANTS[1:] else None
-        self.tte_scale = LayerScale(D, cfg.tte_layer_scale) if cfg.variant == "tte_after_ls" else nn.Identity()
-        block = MoMEBlock if cfg.variant == "mome" else SharedBlock
-        self.shared = nn.ModuleList(block(D, cfg.num_heads, cfg.mlp_ratio, cfg.shared_layer_scale)
-                                    for _ in range(cfg.shared_depth))
-        self.fusion = FusionHead(D, cfg.num_heads, cfg.mlp_ratio, cfg.fusion_depth, cfg.fusion,
-                                 cfg.variant == "switch_sib") if cfg.fusion else None
-        self.fc_norm = nn.LayerNorm(D, eps=1e-6)
-        self.head = nn.Linear(D, teacher_dim)                  # the KD "regression head", dropped after training
-        self.logit_scale = nn.Parameter(torch.zeros(2 if cfg.itc_fc1_tap else 1))
-        for part in (self.token_type_embeddings, self.shared, self.fc_norm, self.head, self.fusion):
-            if part is not None:
-                part.apply(init_bert_params)
+        if not spec.image_input_norm:                          # the thesis code's TTE-before image path
+            if not isinstance(getattr(self.image_encoder, "norm", None), nn.LayerNorm):
+                raise ConfigError(f"variant {cfg.variant!r} skips the image encoder's input LayerNorm; "
+                                  f"{type(self.image_encoder).__name__} has none")
+            self.image_encoder.norm = nn.Identity()
+        # Two seeds drawn alike by every variant: one for the parts every variant has, one for what it adds.
+        # Building happens on a forked stream, so the caller's stream after this is the same for every variant.
+        shared_seed, added_seed = torch.randint(2 ** 62, (2,), device="cpu").tolist()
+        with torch.random.fork_rng(devices=[]):
+            block = MoMEBlock if spec.block == "mome" else SharedBlock
+            self.shared = nn.ModuleList(block(D, cfg.num_heads, cfg.mlp_ratio, cfg.shared_layer_scale)
+                                        for _ in range(cfg.shared_depth))
+            self.fc_norm = nn.LayerNorm(D, eps=1e-6)
+            self.head = nn.Linear(D, teacher_dim)              # the KD "regression head", dropped after training
+            self.token_type_embeddings = nn.Embedding(2, D) if spec.tte else None
+            self.tte_scale = LayerScale(D, cfg.tte_layer_scale) if spec.layerscale else nn.Identity()
+            self.fusion = FusionHead(D, cfg.num_heads, cfg.mlp_ratio, cfg.fusion_depth, spec.fusion,
+                                     spec.sib) if spec.fusion else None
+        self.logit_scale = nn.Parameter(torch.full((2 if cfg.itc_fc1_tap else 1,), float(logit_scale_init)))
+        added = self.added_parts()
+        _init([self.shared, self.fc_norm, self.head], torch.Generator().manual_seed(shared_seed),
+              skip={id(m) for part in added for m in part.modules()})
+        _init(added, torch.Generator().manual_seed(added_seed))
+        self.tte_ablation = "none"                             # evaluation-time ablation, see tte_ablation()
+
+    def added_parts(self) -> list[nn.Module]:
+        """The modules this variant adds to the baseline (initialised from their own generator)."""
+        parts = [m for m in (self.token_type_embeddings, self.fusion) if m is not None]
+        return parts + [m for block in self.shared if isinstance(block, MoMEBlock) for m in block.added_parts()]
 
     def type_vector(self, modality: int) -> torch.Tensor | None:
-        """t_type of one modality (D,); adding it to every token equals embedding(ids) with ids ≡ modality (Eq. 3)."""
-        return None if self.token_type_embeddings is None else self.token_type_embeddings.weight[modality]
+        """t_type of one modality (D,); adding it to every token equals embedding(ids) with ids ≡ modality (Eq. 3).
+        Under ``tte_ablation``: None ("removed") or the other modality's vector ("swapped")."""
+        if self.token_type_embeddings is None or self.tte_ablation == "removed":
+            return None
+        weight = self.token_type_embeddings.weight
+        if self.cfg.spec.shared_type:                          # control: no modality information
+            return weight.mean(0)
+        return weight[1 - modality if self.tte_ablation == "swapped" else modality]
 
     def token_type_ids(self, batch: int, length: int, modality: int, device=None) -> torch.Tensor:
         return torch.full((batch, length), modality, dtype=torch.long, device=device)
@@ -123,9 +156,9 @@ class EMKUM(nn.Module):
     def encoder_outputs(self, inputs: torch.Tensor, modality: int):
         """H'_{·,L}: the encoder output with the variant's TTE, the shared block's input; and the padding mask."""
         encoder = self.image_encoder if modality == IMAGE else self.text_encoder
-        t = self.type_vector(modality)
-        h, padding_mask = encoder(inputs, type_vector=t if self.cfg.variant == "tte_before" else None)
-        if self.cfg.variant in ("tte_after", "tte_after_ls"):
+        t, where = self.type_vector(modality), self.cfg.spec.tte
+        h, padding_mask = encoder(inputs, type_vector=t if where == "before" else None)
+        if where == "after" and t is not None:
             h = h + self.tte_scale(t)                          # Eqs. 4-5: H'_L = H_L + LayerScale(T_type)
         return h, padding_mask
 
@@ -151,6 +184,18 @@ class EMKUM(nn.Module):
         return self.encode_image(images), self.encode_text(tokens)
 
 
+@contextlib.contextmanager
+def tte_ablation(model: EMKUM, mode: str):
+    """Evaluate a trained model with its TTE ``"removed"`` or the two modalities' type vectors ``"swapped"``."""
+    if mode not in ("none", "removed", "swapped"):
+        raise ValueError(f"unknown TTE ablation {mode!r}; use none, removed or swapped")
+    before, model.tte_ablation = model.tte_ablation, mode
+    try:
+        yield model
+    finally:
+        model.tte_ablation = before
+
+
 def _resolve(preset_or_cfg, variant: str | None) -> ExperimentConfig:
     if isinstance(preset_or_cfg, ExperimentConfig):
         return preset_or_cfg if variant is None else replace_path(preset_or_cfg, "model.variant", variant)
@@ -166,7 +211,7 @@ def build_model(preset_or_cfg="demo", variant: str | None = None, pretrained: bo
     if pretrained:
         from .checkpoints import load_encoders
         image_encoder, text_encoder = load_encoders(cfg)
-    return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder)
+    return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder, cfg.train.logit_scale_init)
 
 
 def parameter_table(model: EMKUM, teacher: nn.Module | None = None) -> list[dict]:
