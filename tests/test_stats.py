@@ -1,6 +1,9 @@
 import math
 
-from thesis_lib.stats import fmt, mean_ci, paired_difference, verdict
+import pytest
+from scipy import stats as sps
+
+from thesis_lib.stats import PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power, verdict
 
 
 def test_mean_ci_matches_the_t_table():
@@ -14,7 +17,53 @@ def test_paired_difference_uses_common_seeds_only():
     assert (mean, half, n) == (1.0, 0.0, 3)
 
 
-def test_verdicts():
+def test_paired_test_agrees_with_scipy():
+    d = [0.3, -0.1, 0.5, 0.2, 0.4]
+    t = PairedTest.of(d)
+    assert t.n == 5 and math.isclose(t.p, sps.ttest_1samp(d, 0).pvalue)
+    assert math.isclose(t.half90, sps.t.ppf(0.95, 4) * t.sd / math.sqrt(5)) and t.half90 < t.half95
+
+
+def test_holm_step_down():
+    # m = 3: sorted p 0.01, 0.02, 0.04 -> 0.03, 0.04, 0.04 (monotone); order of the input kept, nan passed on
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+    out = holm([0.01, math.nan])
+    assert out[0] == pytest.approx(0.01) and math.isnan(out[1])
+
+
+def _test(mean, half90, n=5, p=0.5):
+    return PairedTest(mean, 1.0, n, 2 * half90, half90, p)
+
+
+def test_each_of_the_four_verdicts():
+    margin = 0.3
+    assert decide(_test(-1.0, 0.2, p=0.001), 0.003, -1, margin) == "reproduced"       # significant, claimed side
+    assert decide(_test(+1.0, 0.2, p=0.001), 0.003, -1, margin) == "contradicted"     # significant, other side
+    assert decide(_test(0.05, 0.2), 0.9, -1, margin) == "equivalent"                  # 90 % CI in ±0.3
+    assert decide(_test(0.05, 0.4), 0.9, -1, margin) == "inconclusive"                # CI crosses the margin
+    assert decide(_test(-1.0, 0.2, p=0.01), 0.06, -1, margin) == "inconclusive"       # Holm took it back
+    assert decide(_test(0.0, math.nan, n=1), math.nan, +1, margin) == "inconclusive"  # one seed
+
+
+def test_verdicts_from_constructed_seeds_end_to_end():
+    """Differences built so that each verdict must come out, through PairedTest, holm and decide."""
+    cases = {"reproduced": [-1.0, -1.2, -0.9, -1.1, -1.05], "contradicted": [0.9, 1.1, 1.0, 1.2, 0.95],
+             "equivalent": [0.02, -0.03, 0.01, 0.0, -0.01], "inconclusive": [0.8, -0.9, 0.5, -0.4, 0.1]}
+    tests = {k: PairedTest.of(v) for k, v in cases.items()}
+    adjusted = dict(zip(tests, holm([t.p for t in tests.values()])))
+    for expected, t in tests.items():
+        assert decide(t, adjusted[expected], -1, 0.3) == expected
+
+
+def test_seeds_for_power():
+    # effect = SD: the textbook answer for a paired t-test at 5 % and 80 % power is 10 pairs
+    assert seeds_for_power(1.0, 1.0) == 10
+    assert seeds_for_power(0.5, 1.0) > seeds_for_power(1.0, 1.0)
+    assert seeds_for_power(1.0, 1.0, alpha=0.05 / 3) > 10 and seeds_for_power(0.0, 1.0) is None
+
+
+def test_interval_verdicts_of_secondary_comparisons():
     assert verdict(1.0, 0.5, +1) == "reproduced" and verdict(1.0, 0.5, -1) == "contradicted"
     assert verdict(0.2, 0.5, +1) == "inconclusive" and verdict(-1.0, math.nan, -1) == "inconclusive"
     assert fmt(1.234, 0.5) == "1.23 ± 0.50" and fmt(1.0, math.nan) == "1.00"

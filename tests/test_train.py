@@ -36,6 +36,8 @@ def test_end_to_end_result_file(smoke_ls):
     assert [r["step"] for r in rows][-1] == get_config("smoke").train.steps
     assert all(r["layerscale"]["max"] >= r["layerscale"]["min"] for r in rows)
     assert all(0 <= math.log(r["logit_scale"]) <= math.log(100) + 1e-6 for r in rows)
+    assert set(result["tte_ablation"]) == {"removed", "swapped"}                      # notebook 04's ablation
+    assert set(result["tte_ablation"]["removed"]) == {"imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean"}
 
 
 def test_finished_result_is_reused_and_never_overwritten_by_another_config(smoke_ls):

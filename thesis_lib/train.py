@@ -26,7 +26,7 @@ from .distributed import barrier, check_in_sync, init_distributed
 from .engine import layerscale_stats, load_checkpoint, make_optimizer, tte_contribution, train_loop
 from .errors import DeviceError, ThesisError
 from .evaluate import chance_levels, evaluate
-from .model import build_model
+from .model import build_model, tte_ablation
 from .paths import data_dir, results_dir
 from .pipeline import TrainPairs, build_eval_sets, data_root, seed_everything, trim
 from .results import RunPaths, check_writable, existing_result, read_result, write_json_atomic
@@ -146,6 +146,8 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
               "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
     if extras:
         result["fusion"] = extras                                # the switches' hard choices (notebook 05)
+    if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
+        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id)
     ls = layerscale_stats(raw)
     if ls is not None:
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
@@ -161,6 +163,20 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
         if ratio is not None:
             result["tte_contribution"] = ratio
     return result
+
+
+ABLATION_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
+
+
+def tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, pad_id: int) -> dict:
+    """The trained model evaluated with its TTE removed and with the modalities' type vectors swapped."""
+    from .engine import autocast
+    out = {}
+    for mode in ("removed", "swapped"):
+        with tte_ablation(raw, mode):
+            m = evaluate(raw, retrieval, zero_shot, cfg, device, pad_id, autocast(cfg, device))
+        out[mode] = {k: m[k] for k in ABLATION_METRICS}
+    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
