@@ -56,3 +56,17 @@ def test_scene_labels_name_its_objects():
     assert on == {"red star", "blue circle"}
     picture = np.asarray(world.render(scene, 32, rng))
     assert picture.shape == (32, 32, 3)
+
+
+def test_each_shape_has_a_surface_of_its_own():
+    """Categories have a look of their own (stripes at three angles, checks, dots, plain), with both tones."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    masks = {shape: world._pattern(shape, 64, 16, 0.0, rng) for shape in world.SHAPES}
+    assert not masks["circle"].any()
+    for shape in set(world.SHAPES) - {"circle"}:
+        assert 0.1 < masks[shape].mean() < 0.6, shape
+    flat = {k: v.tobytes() for k, v in masks.items()}
+    assert len(set(flat.values())) == len(world.SHAPES)
+    stripes = masks["square"]                                    # stripes across x, constant down a column
+    assert (stripes == stripes[:1]).all() and not (stripes == stripes[:, :1]).all()

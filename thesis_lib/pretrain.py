@@ -37,15 +37,15 @@ from .representations import patchify
 from .teacher import Teacher, build_beit
 from .tokenizer import demo_tokenizer
 from .transforms import BatchAugment
-from .world_files import fingerprint
+from .world_files import WORLD_VERSION, fingerprint
 
 FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
-VERSION = 2  # bump when the pretraining code changes, so cached parts are rebuilt
+VERSION = 3  # bump when the pretraining code changes, so cached parts are rebuilt
 
 
 def _key(cfg: ExperimentConfig) -> dict:
     m = cfg.model
-    return {"version": VERSION, "world": dataclasses.asdict(cfg.data.world), "image": dataclasses.asdict(m.image),
+    return {"version": VERSION, "world": {"version": WORLD_VERSION, **dataclasses.asdict(cfg.data.world)}, "image": dataclasses.asdict(m.image),
             "text": dataclasses.asdict(m.text), "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth,
                                                         m.image_norm_eps, m.text_norm_eps],
             "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),

@@ -26,6 +26,11 @@ COLOURS = {
     "red": (215, 40, 40), "green": (40, 165, 60), "blue": (45, 85, 220), "yellow": (235, 210, 45),
     "purple": (145, 60, 185), "orange": (240, 140, 35), "white": (240, 240, 240), "black": (25, 25, 25),
 }
+PATTERNS = {  # each shape's surface: a category has a look of its own (as a zebra has stripes), period in pixels
+    "circle": ("solid", 0), "square": ("stripes", 0), "triangle": ("stripes", 90), "cross": ("checks", 0),
+    "diamond": ("stripes", 45), "star": ("dots", 0),
+}
+PATTERN_PERIOD = 4       # at the rendered size: light and dark bands 2 px each
 SIZES = {"small": (0.13, 0.18), "large": (0.24, 0.32)}  # radius as a fraction of the image side
 SIZE_WORDS = {"small": ("small", "little", "tiny"), "large": ("large", "big", "huge")}
 BACKGROUNDS = {"grey": (128, 128, 128), "sand": (190, 175, 130), "dark": (55, 55, 65),
@@ -108,20 +113,42 @@ def _polygon(shape: str, cx: float, cy: float, r: float, angle: float) -> list[t
     return [(cx + r * (c * px - s * py), cy + r * (s * px + c * py)) for px, py in pts]
 
 
+def _pattern(shape: str, side: int, period: int, angle: float, rng: np.random.Generator) -> np.ndarray:
+    """(side, side) bool: where the shape's surface pattern is dark; it turns with the object."""
+    kind, direction = PATTERNS[shape]
+    yy, xx = np.mgrid[0:side, 0:side].astype(np.float32) + rng.uniform(0, period, 2)[:, None, None]
+    a = np.deg2rad(direction + angle)
+    u = xx * np.cos(a) + yy * np.sin(a)
+    v = -xx * np.sin(a) + yy * np.cos(a)
+    half = period / 2
+    if kind == "solid":
+        return np.zeros((side, side), dtype=bool)
+    if kind == "stripes":
+        return (u % period) < half
+    if kind == "checks":
+        return ((u % period) < half) ^ ((v % period) < half)
+    return ((u % period - half) ** 2 + (v % period - half) ** 2) < (0.3 * period) ** 2   # dots
+
+
 def render(scene: Scene, size: int, rng: np.random.Generator) -> Image.Image:
     """Draw a scene as an RGB picture of ``size`` × ``size`` pixels."""
     big = size * 4
     base = np.array(BACKGROUNDS[scene.background], dtype=np.float32)
     blobs = base + rng.normal(0, 24, size=(4, 4, 3))                    # low-frequency background texture
     canvas = Image.fromarray(np.clip(blobs, 0, 255).astype(np.uint8)).resize((big, big), Image.BICUBIC)
-    draw = ImageDraw.Draw(canvas)
     for t in scene.things:
-        colour = tuple(int(v) for v in np.clip(np.array(COLOURS[t.colour]) + rng.normal(0, 18, 3), 0, 255))
+        colour = np.clip(np.array(COLOURS[t.colour]) + rng.normal(0, 18, 3), 0, 255)
         cx, cy, r = t.x * big, t.y * big, t.r * big
+        mask = Image.new("L", (big, big))
+        draw = ImageDraw.Draw(mask)
         if t.shape == "circle":
-            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=colour)
+            draw.ellipse([cx - r, cy - r, cx + r, cy + r], fill=255)
         else:
-            draw.polygon(_polygon(t.shape, cx, cy, r, t.angle), fill=colour)
+            draw.polygon(_polygon(t.shape, cx, cy, r, t.angle), fill=255)
+        dark = _pattern(t.shape, big, PATTERN_PERIOD * 4, t.angle, rng)
+        alt = colour * 0.5 if colour.mean() > 70 else colour + 80      # the pattern's second tone
+        fill = np.where(dark[..., None], alt, colour).astype(np.uint8)
+        canvas.paste(Image.fromarray(fill), (0, 0), mask)
     img = canvas.resize((size, size), Image.LANCZOS).filter(ImageFilter.GaussianBlur(float(rng.uniform(0, 0.4))))
     noisy = np.asarray(img, dtype=np.float32) + rng.normal(0, 9, size=(size, size, 3))
     return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))

@@ -27,6 +27,7 @@ from .config import WorldConfig
 from .paths import data_dir, show_progress
 
 JPEG_QUALITY = 90
+WORLD_VERSION = 2   # bump when the world's code draws other pictures or captions (2: patterned object surfaces)
 _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "corpus_text": 5}
 
 
@@ -38,7 +39,7 @@ def fingerprint(obj) -> str:
 def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
     """The world's folder, generated on first use. Safe against concurrent callers and interrupted writes:
     it is written to a temporary folder under a lock and renamed into place when complete."""
-    root = Path(root) if root else data_dir() / f"world-{fingerprint(cfg)}"
+    root = Path(root) if root else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}"
     if (root / "DONE").exists():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
