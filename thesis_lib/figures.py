@@ -17,8 +17,10 @@ from . import mechanisms, plotting, study, world
 from .config import get_config
 from .representations import PostLNBlock, pre_ln_block, sincos_2d
 
-TABLE1 = ("baseline", "tte_before")
+TABLE1 = ("baseline", "tte_before", "tte_before_noln")
 TABLE2 = ("baseline", "tte_before", "tte_after", "tte_after_ls")
+TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")               # notebook 04: is the TTE used?
+ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
 
 
 def _notation_image(params) -> np.ndarray:
@@ -91,6 +93,7 @@ FIGURES = {
     "04_gamma_per_channel": lambda p: plotting.gamma_per_channel(gammas(p)),
     "04_gamma_evolution": lambda p: plotting.gamma_evolution(study.curves(p, "tte_after_ls")),
     "04_tte_contribution": fig_tte_contribution,
+    "04_tte_ablation": lambda p: plotting.tte_ablation(study.results_frame(p, TTE_USED), TTE_USED, ABLATION_METRICS),
     "05_dual_encoder_bars": lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
     "05_fusion_bars": lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
     "05_switch_choices": lambda p: plotting.switch_choices(mechanisms.switch_choices(p)),
@@ -108,7 +111,7 @@ def main(argv=None) -> int:
     import matplotlib.pyplot as plt
     p = argparse.ArgumentParser(prog="python -m thesis_lib.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", default="demo")
-    p.add_argument("--seeds", default="[0, 1, 2]")
+    p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
     params = study.study_params(args.scale, args.seeds, "cpu", args.output_dir)

@@ -17,7 +17,8 @@ from .stats import mean_ci
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
 SHORT = {"baseline": "baseline", "tte_before": "TTE before", "tte_after": "TTE after",
-         "tte_after_ls": "TTE after + LS", "mome": "MoME", "fusion_joint": "joint fusion", "switch": "switch",
+         "tte_after_ls": "TTE after + LS", "tte_before_noln": "TTE before, no LN", "tte_shared": "one vector (control)",
+         "mome": "MoME", "fusion_joint": "joint fusion", "switch": "switch",
          "switch_sib": "switch + SIB"}
 
 
@@ -172,6 +173,31 @@ def tte_contribution(df: pd.DataFrame):
     sns.barplot(long, x="modality", y="ratio", hue="variant", errorbar=("ci", 95), ax=ax)
     ax.set_yscale("log")
     ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    return fig
+
+
+def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
+    """Is the TTE used? Each trained model evaluated with its TTE removed and with the type vectors swapped: the
+    change of each metric against the model as trained, mean ± 95 % CI over seeds (dots: seeds)."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.8 * len(metrics), 3.6), squeeze=False)
+    for ax, (m, label) in zip(axes[0], metrics.items()):
+        ticks = []
+        for i, (v, mode) in enumerate((v, mode) for v in variants for mode in ("removed", "swapped")):
+            sub = df[df.variant == v]
+            if f"{mode}:{m}" not in sub:
+                continue
+            d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
+            mean, half = mean_ci(d)
+            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4,
+                   hatch="//" if mode == "swapped" else None, edgecolor="white")
+            ax.scatter(np.full(len(d), i), d, color="black", s=8, zorder=3)
+            ticks.append((i, f"{SHORT[v]}: {mode}"))
+        ax.axhline(0, color="gray", lw=0.8)
+        if ticks:
+            ax.set_xticks(*zip(*ticks), rotation=30, ha="right")
+        ax.set_title(label)
+    axes[0][0].set_ylabel("Δ vs. the model as trained (points)")
+    fig.tight_layout()
     return fig
 
 
