@@ -30,6 +30,7 @@ def test_holm_step_down():
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
     out = holm([0.01, math.nan])
     assert out[0] == pytest.approx(0.01) and math.isnan(out[1])
+    assert holm([0.01], family=3) == pytest.approx([0.03])          # a claim shown alone keeps its family
 
 
 def _test(mean, half90, n=5, p=0.5):

@@ -74,3 +74,11 @@ def test_preconditions_pass_and_fail(shape_auc, random_gap, top1, ok):
     table = study.preconditions(teacher, pre, rnd, chance)
     decided = table["pass"].dropna()
     assert bool(decided.all()) == ok and len(decided) == 6
+
+
+def test_a_claim_shown_alone_is_corrected_for_the_whole_family():
+    df = frame({"tte_before": -0.3, "tte_after_ls": 0.1}, noise=(0.0, 0.2, -0.2, 0.1, -0.1), removed=-0.05)
+    p_all = study.claim_table(df).set_index(["claim", "role"])["p (Holm)"]
+    alone = study.claim_table(df[df.variant != "tte_after_ls"]).set_index(["claim", "role"])["p (Holm)"]
+    key = (CLAIMS[0].text, "primary")
+    assert alone[key] >= p_all[key] and alone[key] > 0

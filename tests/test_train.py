@@ -127,3 +127,20 @@ def test_symbolic_demo_part_resolves_to_the_demo_pretraining_file():
     demo = get_config("smoke", overrides={"weights.source": "demo"})
     assert part_source(cfg, "image") == "" and part_source(cfg, "teacher") == part_source(demo, "teacher")
     assert part_source(cfg, "teacher").endswith(".pth")
+
+
+def test_committed_demo_results_are_runs_of_the_current_demo_config():
+    """A committed result made with another config (an older world, a changed default) would be reused by no
+    notebook and describe a model the code no longer builds; every chapter variant has at least five seeds."""
+    from dataclasses import asdict
+
+    from thesis_lib.config import TTE_VARIANTS
+    from thesis_lib.paths import ROOT
+    from thesis_lib.results import differences
+    seeds = {}
+    for path in sorted((ROOT / "results" / "demo").glob("*/seed*.json")):
+        stored = json.loads(path.read_text())
+        wanted = asdict(get_config("demo", stored["variant"], stored["seed"]))
+        assert not differences(stored["config"], wanted, stored["train"].get("world_size")), path
+        seeds.setdefault(stored["variant"], set()).add(stored["seed"])
+    assert all(len(seeds.get(v, ())) >= 5 for v in TTE_VARIANTS), seeds

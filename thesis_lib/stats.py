@@ -60,11 +60,13 @@ class PairedTest:
         return cls(float(d.mean()), sd, len(d), mean_ci(d, 0.95)[1], mean_ci(d, 0.90)[1], p)
 
 
-def holm(pvalues) -> list[float]:
-    """Holm's step-down adjusted p-values (the family-wise error rate stays at the nominal level); nan stays nan."""
+def holm(pvalues, family: int | None = None) -> list[float]:
+    """Holm's step-down adjusted p-values (the family-wise error rate stays at the nominal level); nan stays nan.
+    ``family``: the size of the declared family when some of its tests are not at hand (a notebook showing one
+    claim): the missing ones are taken to come last, which can only make the adjusted p-values larger."""
     p = [math.nan if v is None else float(v) for v in pvalues]
     finite = sorted((v, i) for i, v in enumerate(p) if not math.isnan(v))
-    out, running, m = list(p), 0.0, len(finite)
+    out, running, m = list(p), 0.0, max(len(finite), family or 0)
     for rank, (v, i) in enumerate(finite):
         running = max(running, min(1.0, (m - rank) * v))
         out[i] = running

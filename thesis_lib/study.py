@@ -179,9 +179,9 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                          "test": PairedTest.of([a[s] - b[s] for s in seeds]),
                          "margin": reference.thesis_effect(claim.margin_from, metric)})
     primary = [r for r in rows if r["primary"]]
-    for r, p in zip(primary, holm([r["test"].p for r in primary])):
-        r["p_adjusted"] = p
-    alpha = ALPHA / max(len(primary), 1)                       # Holm's strictest step
+    for r, p in zip(primary, holm([r["test"].p for r in primary], family=len(claims))):
+        r["p_adjusted"] = p                                    # the family is every claim, shown or not
+    alpha = ALPHA / len(claims)                                # Holm's strictest step
     out = []
     for r in rows:
         t, margin, c = r["test"], r["margin"], r["claim"]
@@ -190,7 +190,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     "role": "primary" if r["primary"] else "secondary",
                     "difference (95 % CI)": fmt(t.mean, t.half95), "90 % CI": fmt(t.mean, t.half90),
                     "thesis effect (margin)": "–" if margin is None else f"±{margin:.2f}", "seeds": t.n,
-                    "p (Holm)" if r["primary"] else "p": p,
+                    "p (Holm)" if r["primary"] else "p": round(p, 3),
                     "verdict": decide(t, p, c.direction, margin or 0.0) if r["primary"] else
                     f"({decide(t, p, c.direction, margin or 0.0)})",
                     "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd, alpha if r["primary"] else ALPHA)})
