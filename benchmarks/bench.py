@@ -293,7 +293,10 @@ def main(argv=None):
     peak = peak_matmul(device, dtype)
     print(f"# {args.preset} preset on {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else platform.processor() or platform.machine()}, "
           f"{torch.get_num_threads()} threads), torch {torch.__version__}, {datetime.date.today()}")
-    print(f"peak matmul {dtype}: {peak / 1e9:.1f} GFLOP/s\n")
+    print(f"peak matmul {dtype}: {peak / 1e9:.1f} GFLOP/s")
+    if device.type == "cpu":
+        print(f"peak matmul bfloat16 on this CPU: {peak_matmul(device, torch.bfloat16) / 1e9:.1f} GFLOP/s")
+    print()
     naive = get_config(args.preset, "tte_after_ls", overrides={**over, "data.in_memory": False, "train.cache_teacher": False,
                                                                "train.precision": "fp32", "data.num_workers": 0})
     rows = {"optimised (ours)": train_step_rate(cfg, device, args.steps, synthetic=synthetic)}
@@ -308,6 +311,10 @@ def main(argv=None):
     if device.type == "cuda":
         rows["- fp32 (no bf16 autocast)"] = train_step_rate(
             get_config(args.preset, "tte_after_ls", overrides={**over, "train.precision": "fp32"}), device, args.steps,
+            synthetic=synthetic)
+    if device.type == "cpu":                        # does bf16 pay on this CPU? (AVX-512 BF16 / AMX, where present)
+        rows["+ bf16 autocast"] = train_step_rate(
+            get_config(args.preset, "tte_after_ls", overrides={**over, "train.precision": "bf16"}), device, args.steps,
             synthetic=synthetic)
     if args.compile:
         rows["+ torch.compile"] = train_step_rate(cfg, device, args.steps, compile_model=True, synthetic=synthetic)
