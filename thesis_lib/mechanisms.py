@@ -15,7 +15,7 @@ from .fusion import INPUTS, MODES
 from .model import build_model, parameter_table
 from .results import load_results
 from .stats import fmt, mean_ci, paired_difference, verdict
-from .study import _by_seed
+from .study import arm_values
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
@@ -42,7 +42,7 @@ def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     rows = []
     for a, b in pairs:
         for m in metrics:
-            mean, half, n = paired_difference(_by_seed(df, a, m), _by_seed(df, b, m))
+            mean, half, n = paired_difference(arm_values(df, (a, "none"), m), arm_values(df, (b, "none"), m))
             rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": LABELS[m],
                          "difference (95 % CI)": fmt(mean, half), "seeds": n, "verdict": _direction(mean, half)})
     return pd.DataFrame(rows)

@@ -16,7 +16,6 @@ it shares with the baseline; what a variant adds is drawn from a generator of it
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 from functools import partial
 
@@ -102,7 +101,7 @@ def _init(parts, generator: torch.Generator, skip=frozenset()) -> None:
 
 class EMKUM(nn.Module):
     def __init__(self, cfg: ModelConfig, teacher_dim: int, image_encoder: nn.Module | None = None,
-                 text_encoder: nn.Module | None = None, logit_scale_init: float = math.log(1 / 0.07)):
+                 text_encoder: nn.Module | None = None, *, logit_scale_init: float):
         super().__init__()
         self.cfg, spec, D = cfg, cfg.spec, cfg.dim
         self.image_encoder = image_encoder or Data2Vec2ImageEncoder(
@@ -211,7 +210,7 @@ def build_model(preset_or_cfg="demo", variant: str | None = None, pretrained: bo
     if pretrained:
         from .checkpoints import load_encoders
         image_encoder, text_encoder = load_encoders(cfg)
-    return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder, cfg.train.logit_scale_init)
+    return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder, logit_scale_init=cfg.train.logit_scale_init)
 
 
 def parameter_table(model: EMKUM, teacher: nn.Module | None = None) -> list[dict]:

@@ -5,7 +5,6 @@ differences to the baseline, a verdict per claim) with the thesis's numbers as l
 from __future__ import annotations
 
 import ast
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,11 +133,6 @@ def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: st
     return pd.DataFrame(rows).set_index("variant")
 
 
-def _by_seed(df, variant, metric) -> dict:
-    sub = df[df.variant == variant]
-    return dict(zip(sub.seed, sub[metric]))
-
-
 def difference_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS) -> pd.DataFrame:
     """Paired (by seed) difference to the baseline, with its own 95 % CI, per variant and metric."""
     rows = []
@@ -147,7 +141,7 @@ def difference_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS) -> pd.Da
             continue
         row = {"variant": VARIANT_LABELS[v]}
         for m in metrics:
-            mean, half, n = paired_difference(_by_seed(df, v, m), _by_seed(df, "baseline", m))
+            mean, half, n = paired_difference(arm_values(df, (v, "none"), m), arm_values(df, ("baseline", "none"), m))
             row[f"Δ {METRIC_LABELS[m]}"] = fmt(mean, half)
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
@@ -163,6 +157,12 @@ def arm_values(df: pd.DataFrame, arm: tuple, metric: str) -> dict:
     return {s: v for s, v in zip(sub.seed, sub[column]) if pd.notna(v)}
 
 
+def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str) -> PairedTest:
+    """treated − control per seed (over the seeds both arms have), as a PairedTest."""
+    a, b = arm_values(df, treated, metric), arm_values(df, control, metric)
+    return PairedTest.of([a[s] - b[s] for s in sorted(set(a) & set(b))])
+
+
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     """One row per claim and metric: the paired difference (95 % and 90 % CI), the thesis's own effect (the
     equivalence margin), the p-value (Holm-adjusted across the claims on the primary metric), the verdict, and the
@@ -171,12 +171,10 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     rows = []
     for claim in claims:
         for metric in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
-            a, b = arm_values(df, claim.treated, metric), arm_values(df, claim.control, metric)
-            seeds = sorted(set(a) & set(b))
-            if not seeds:
+            test = paired_test(df, claim.treated, claim.control, metric)
+            if test.n == 0:
                 continue
-            rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC,
-                         "test": PairedTest.of([a[s] - b[s] for s in seeds]),
+            rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC, "test": test,
                          "margin": reference.thesis_effect(claim.margin_from, metric)})
     primary = [r for r in rows if r["primary"]]
     for r, p in zip(primary, holm([r["test"].p for r in primary], family=len(claims))):
@@ -205,8 +203,7 @@ def precision_table(df: pd.DataFrame, variants=("tte_before", "tte_after_ls")) -
     rows = []
     for v in variants:
         for m, target in PRECISION_TARGETS.items():
-            a, b = arm_values(df, (v, "none"), m), arm_values(df, ("baseline", "none"), m)
-            t = PairedTest.of([a[s] - b[s] for s in sorted(set(a) & set(b))])
+            t = paired_test(df, (v, "none"), ("baseline", "none"), m)
             rows.append({"variant": VARIANT_LABELS[v], "metric": METRIC_LABELS[m], "seeds": t.n,
                          "SD of the paired difference": round(t.sd, 3), "95 % half-width": round(t.half95, 3),
                          "target": f"≤ {target}", "pass": bool(t.half95 <= target)})
@@ -221,10 +218,9 @@ def ablation_table(df: pd.DataFrame, variants, metrics=("coco_mean", "imagenet_t
         for mode in ("removed", "swapped"):
             row = {"variant": VARIANT_LABELS[v], "TTE at evaluation": mode}
             for m in metrics:
-                a, b = arm_values(df, (v, mode), m), arm_values(df, (v, "none"), m)
-                mean, half, n = paired_difference(a, b)
-                row[f"Δ {METRIC_LABELS[m]}"] = fmt(mean, half)
-            row["seeds"] = n
+                t = paired_test(df, (v, mode), (v, "none"), m)
+                row[f"Δ {METRIC_LABELS[m]}"] = fmt(t.mean, t.half95)
+            row["seeds"] = t.n
             rows.append(row)
     return pd.DataFrame(rows)
 

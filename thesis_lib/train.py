@@ -138,8 +138,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict) -> dict:
     from .engine import autocast
     retrieval, zero_shot = eval_sets
-    extras = {}
-    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, autocast(cfg, device), extras)
+    extras, amp = {}, autocast(cfg, device)
+    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, amp, extras)
     result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": metrics,
               "chance": chance_levels(retrieval, zero_shot), "train": {**stats, "device": str(device)},
               "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -147,7 +147,7 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
     if extras:
         result["fusion"] = extras                                # the switches' hard choices (notebook 05)
     if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
-        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id)
+        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, amp)
     ls = layerscale_stats(raw)
     if ls is not None:
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
@@ -168,13 +168,12 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
 ABLATION_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 
 
-def tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, pad_id: int) -> dict:
+def tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, pad_id: int, amp) -> dict:
     """The trained model evaluated with its TTE removed and with the modalities' type vectors swapped."""
-    from .engine import autocast
     out = {}
     for mode in ("removed", "swapped"):
         with tte_ablation(raw, mode):
-            m = evaluate(raw, retrieval, zero_shot, cfg, device, pad_id, autocast(cfg, device))
+            m = evaluate(raw, retrieval, zero_shot, cfg, device, pad_id, amp)
         out[mode] = {k: m[k] for k in ABLATION_METRICS}
     return out
 
