@@ -40,6 +40,14 @@ def test_summary_counts(smoke_world):
     assert s["corpus"]["captions"] == cfg.n_text_corpus
 
 
+def test_image_corpus_is_half_scenes_half_object_centric(smoke_world):
+    import json
+    entries = json.loads((smoke_world / "corpus/labels.json").read_text())["images"]
+    kinds = [e["kind"] for e in entries]
+    assert kinds[:4] == ["scene", "object", "scene", "object"] and kinds.count("object") == len(kinds) // 2
+    assert all(1 <= len(e["labels"]) <= 2 for e in entries if e["kind"] == "object")   # + a small distractor
+
+
 def test_styles_differ_visibly():
     import numpy as np
     rng = np.random.default_rng(0)

@@ -6,7 +6,9 @@ Layout under ``data_dir()/world-<fingerprint>/`` (the same loaders read it as re
   train / restval / val / test (5K test images; 0.2 % of them have a sixth caption, like COCO's 25,010).
 * ``flickr30k/dataset_flickr30k.json`` + ``flickr30k/flickr30k-images/*.jpg``: Karpathy format, 1K test images.
 * ``imagenet/val/<wnid>/*.JPEG`` + ``imagenet/classnames.json`` + ``imagenet/templates.json``: the zero-shot split.
-* ``corpus/images/*.jpg`` + ``corpus/labels.json`` (image-only) and ``corpus/captions.txt`` (text-only).
+* ``corpus/images/*.jpg`` + ``corpus/labels.json`` (image-only) and ``corpus/captions.txt`` (text-only). Half of
+  the image corpus is scenes like the caption sets', half object-centric pictures like the ImageNet stand-in's
+  (``kind`` "scene" | "object" per entry), as the real encoders and teacher were pretrained on ImageNet-1K.
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ from .config import WorldConfig
 from .paths import data_dir, show_progress
 
 JPEG_QUALITY = 90
-WORLD_VERSION = 2   # bump when the world's code draws other pictures or captions (2: patterned object surfaces)
+WORLD_VERSION = 3   # bump when the world's code draws other pictures or captions (2: patterned object surfaces,
+                    # 3: object-centric half of the image corpus)
 _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "corpus_text": 5}
 
 
@@ -138,10 +141,13 @@ def _write_corpora(cfg: WorldConfig, out: Path) -> None:
     out = out / "corpus"
     rng = _rng(cfg, "corpus_images")
     labels = []
-    for k in range(cfg.n_image_corpus):
-        scene = world.sample_scene(rng, "coco" if k % 2 == 0 else "flickr")
+    for k in range(cfg.n_image_corpus):  # scene (COCO-like), object, scene (Flickr-like), object, ...
+        if k % 2:
+            kind, scene = "object", world.class_scene(rng, int(rng.integers(len(world.CLASSES))))
+        else:
+            kind, scene = "scene", world.sample_scene(rng, "coco" if k % 4 == 0 else "flickr")
         _save(world.render(scene, cfg.img_size, rng), out / "images" / f"{k:06d}.jpg")
-        labels.append({"file": f"images/{k:06d}.jpg", "labels": np.flatnonzero(scene.labels()).tolist()})
+        labels.append({"file": f"images/{k:06d}.jpg", "kind": kind, "labels": np.flatnonzero(scene.labels()).tolist()})
     _write_json(out / "labels.json", {"classes": world.CLASSES, "images": labels})
     rng = _rng(cfg, "corpus_text")
     lines = []
