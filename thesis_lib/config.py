@@ -199,7 +199,8 @@ class PretrainConfig:
     """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.pretrain); unused at the thesis scale."""
     image_steps: int = 600       # masked-patch regression of the image encoder (SimMIM-style)
     text_steps: int = 600        # masked language modelling of the text encoder
-    teacher_steps: int = 300     # supervised multi-label scene attributes (the teacher never sees captions)
+    teacher_steps: int = 800     # supervised multi-label scene attributes (the teacher never sees captions)
+    teacher_shape_weight: float = 3.0  # weight of the shape labels' loss (colour-shape pairs and colours: 1)
     batch_size: int = 128
     lr: float = 1e-3
     mask_ratio: float = 0.5      # image: share of patches replaced by the mask token

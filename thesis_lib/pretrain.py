@@ -6,8 +6,11 @@ demo scale these are trained here, on the world's unimodal corpora, with the sam
 * image encoder (Data2Vec2 image class, 2 × the kept depth): masked-patch prediction (SimMIM-style: half of the
   patch embeddings replaced by a learned mask token, the normalised pixels of those patches regressed);
 * text encoder (Data2Vec2 text class, 2 × the kept depth): masked language modelling (15 %, BERT's 80/10/10);
-* teacher (timm BEiT with the pretraining layout): multi-label classification of the colour-shape pairs in the
-  picture, from images only (it never sees a caption), standing in for BEiT v2's semantic CLS.
+* teacher (timm BEiT with the pretraining layout): multi-label classification of the colour-shape pairs, colours
+  and shapes in the picture, from images only (it never sees a caption), standing in for BEiT v2's semantic CLS.
+
+The image corpus is half scenes, half object-centric pictures (as ImageNet-1K, on which Data2Vec2 and BEiT v2 were
+pretrained, is object-centric); the teacher's held-out AUC is reported on each half.
 
 They are written in the original files' layouts (``base_imagenet.pt``, ``nlp_base.pt``, the BEiT v2 ``.pth``), so
 every demo run loads them through ``thesis_lib.checkpoints`` exactly as the thesis scale loads the real files;
@@ -40,7 +43,7 @@ from .transforms import BatchAugment
 from .world_files import WORLD_VERSION, fingerprint
 
 FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
-VERSION = 3  # bump when the pretraining code changes, so cached parts are rebuilt
+VERSION = 4  # bump when the pretraining code changes, so cached parts are rebuilt
 
 
 def _key(cfg: ExperimentConfig) -> dict:
@@ -96,10 +99,11 @@ def pretrain_all(cfg: ExperimentConfig, folder: Path, progress: bool = True) -> 
     multi_hot = torch.zeros(len(images), len(labels["classes"]))
     for i, e in enumerate(labels["images"]):
         multi_hot[i, e["labels"]] = 1
+    kinds = [e["kind"] for e in labels["images"]]
     lines = (root / "corpus" / "captions.txt").read_text().splitlines()
     tok = demo_tokenizer(root, cfg.model.text)
     with torch.random.fork_rng(devices=[]):     # seeds its own stream; the caller's (a training run's) is untouched
-        return {"teacher": pretrain_teacher(cfg, images, multi_hot, folder, progress),
+        return {"teacher": pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress),
                 "image": pretrain_image(cfg, images, folder, progress),
                 "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder, progress)}
 
@@ -117,15 +121,19 @@ def _auc(scores: torch.Tensor, truth: torch.Tensor) -> float:
             ranks = s.argsort().argsort().float() + 1
             n_pos = t.sum()
             aucs.append(((ranks[t].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * (len(t) - n_pos))).item())
-    return sum(aucs) / len(aucs)
+    return sum(aucs) / len(aucs) if aucs else float("nan")
 
 
-def pretrain_teacher(cfg, images, multi_hot, folder, progress) -> dict:
-    """Targets: which colour-shape pairs are present (48), and which colours (8) and shapes (6) are."""
+def pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress) -> dict:
+    """Targets: which colour-shape pairs are present (48), which colours (8) and which shapes (6). The loss is the
+    mean binary cross-entropy within each of the three groups, the shapes' weighted by ``teacher_shape_weight``
+    (shape is the harder attribute: with equal weights the held-out shape AUC stays near 0.7 at this budget)."""
     torch.manual_seed(cfg.data.world.seed)
     p = cfg.pretrain
     beit = build_beit(cfg.teacher, cfg.model.image.img_size)
-    n_colours, n_shapes = len(world.COLOURS), len(world.SHAPES)
+    n, n_colours, n_shapes = multi_hot.shape[1], len(world.COLOURS), len(world.SHAPES)
+    groups = {"colour_shape": slice(0, n), "colour": slice(n, n + n_colours), "shape": slice(n + n_colours, None)}
+    weights = {"colour_shape": 1.0, "colour": 1.0, "shape": p.teacher_shape_weight}
     labels = torch.cat([multi_hot, multi_hot.view(-1, n_colours, n_shapes).amax(2),
                         multi_hot.view(-1, n_colours, n_shapes).amax(1)], dim=1)
     head = nn.Linear(cfg.teacher.dim, labels.shape[1])
@@ -136,7 +144,8 @@ def pretrain_teacher(cfg, images, multi_hot, folder, progress) -> dict:
         g = torch.Generator().manual_seed(mix(1, step))
         idx = torch.randint(n_train, (p.batch_size,), generator=g)
         logits = head(beit.forward_features(aug(images[idx], g))[:, 0])
-        return F.binary_cross_entropy_with_logits(logits, labels[idx]) * 3
+        return sum(w * F.binary_cross_entropy_with_logits(logits[:, groups[k]], labels[idx, groups[k]])
+                   for k, w in weights.items())
 
     loss = _fit(list(beit.parameters()) + list(head.parameters()), p.teacher_steps, p.lr, loss_fn,
                 "pretraining the demo teacher", progress)
@@ -144,11 +153,13 @@ def pretrain_teacher(cfg, images, multi_hot, folder, progress) -> dict:
         x = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)(images[held], torch.Generator())
         scores = head(beit.forward_features(x)[:, 0])
     save_beitv2(Teacher(beit, cfg.teacher.final_norm), folder / FILES["teacher"])
-    n = multi_hot.shape[1]
-    return {"steps": p.teacher_steps, "final_loss": loss,
-            "held_out_auc_colour_shape": _auc(scores[:, :n], labels[held, :n]),
-            "held_out_auc_colour": _auc(scores[:, n:n + n_colours], labels[held, n:n + n_colours]),
-            "held_out_auc_shape": _auc(scores[:, n + n_colours:], labels[held, n + n_colours:])}
+    report = {"steps": p.teacher_steps, "final_loss": loss}
+    for kind in ("object", "scene"):       # held-out AUC on object-centric pictures and on scenes, apart
+        rows = torch.tensor([kinds[i] == kind for i in held.tolist()])
+        for k, cols in groups.items():
+            report[f"held_out_auc_{k}" + ("" if kind == "object" else "_scenes")] = \
+                _auc(scores[rows][:, cols], labels[held][rows][:, cols])
+    return report
 
 
 def pretrain_image(cfg, images, folder, progress) -> dict:

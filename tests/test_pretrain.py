@@ -1,0 +1,21 @@
+import math
+
+from thesis_lib.config import get_config
+from thesis_lib.pretrain import _auc, pretrain_report
+
+
+def test_auc_of_perfect_random_and_reversed_scores():
+    import torch
+    truth = torch.tensor([[1.0], [0.0], [1.0], [0.0]])
+    assert _auc(torch.tensor([[0.9], [0.1], [0.8], [0.2]]), truth) == 1.0
+    assert _auc(torch.tensor([[0.1], [0.9], [0.2], [0.8]]), truth) == 0.0
+    assert math.isnan(_auc(torch.tensor([[0.5], [0.5]]), torch.tensor([[1.0], [1.0]])))   # no negative: undefined
+
+
+def test_teacher_report_separates_object_centric_pictures_from_scenes():
+    report = pretrain_report(get_config("smoke"))["teacher"]
+    for kind in ("", "_scenes"):
+        for group in ("colour_shape", "colour", "shape"):
+            value = report[f"held_out_auc_{group}{kind}"]
+            assert math.isnan(value) or 0.0 <= value <= 1.0
+    assert report["steps"] == get_config("smoke").pretrain.teacher_steps
