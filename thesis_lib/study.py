@@ -5,14 +5,18 @@ differences to the baseline, a verdict per claim) with the thesis's numbers as l
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+import torch
+from tqdm import tqdm
 
 from . import reference
-from .config import PRESETS, TTE_VARIANTS, VARIANTS, VARIANT_LABELS
+from .config import PRESETS, TTE_VARIANTS, VARIANTS, VARIANT_LABELS, get_config
 from .errors import ConfigError
 from .paths import figures_dir, results_dir
 from .results import load_results, read_jsonl
@@ -87,7 +91,6 @@ def study_params(scale="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=N
     if not isinstance(overrides or {}, dict):
         raise ConfigError(f"parameter overrides must be a mapping of config fields, e.g. {{'train.steps': 100}}, "
                           f"got {overrides!r}")
-    from .config import get_config
     get_config(scale, overrides=overrides or {})           # unknown fields and wrong types fail here, early
     return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
                        tuple(sorted((overrides or {}).items())))
@@ -98,9 +101,38 @@ def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]
     for v in variants:
         if v not in VARIANTS:
             raise ConfigError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-    return [run_experiment(params.scale, v, s, params.output_dir, params.device, resume=True,
-                           overwrite=not params.reuse, progress=progress, overrides=params.overrides())
-            for v in variants for s in params.seeds]
+    jobs = [dict(preset=params.scale, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
+                 overwrite=not params.reuse, overrides=params.overrides()) for v in variants for s in params.seeds]
+    return run_many(jobs, progress)
+
+
+def cpu_workers() -> int:
+    """How many runs train at once on CPU: ``THESIS_WORKERS`` when set, else one per core this process may use."""
+    if os.environ.get("THESIS_WORKERS"):
+        return max(1, int(os.environ["THESIS_WORKERS"]))
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_many(jobs: list[dict], progress: bool = True) -> list[dict]:
+    """``run_experiment(**job)`` for every job, in order. On CPU each run trains in a worker process on one thread,
+    ``cpu_workers()`` runs at once: at the demo's width two one-thread runs do 1.5 × the work of one two-thread run
+    (BENCHMARKS.md), and a result does not depend on how many cores the machine has. The world and the demo
+    pretraining are prepared here first, once. On a GPU the runs go one after another in this process."""
+    if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
+        return [run_experiment(**job, progress=progress) for job in jobs]
+    from .prepare import prepare_assets
+    for job in {(j["preset"], j["variant"], repr(sorted(j["overrides"].items()))): j for j in jobs}.values():
+        prepare_assets(get_config(job["preset"], job["variant"], 0, job["overrides"]))
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=torch.set_num_threads,
+                             initargs=(1,)) as pool, \
+            tqdm(total=len(jobs), desc="runs", unit="run", disable=not progress) as bar:
+        futures = [pool.submit(run_experiment, **job, progress=False) for job in jobs]
+        for done in as_completed(futures):
+            r = done.result()                                   # a failed run stops the study with its error
+            bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
+            bar.update()
+    return [f.result() for f in futures]
 
 
 def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:

@@ -10,6 +10,7 @@ A finished run with the same config is reused; an unfinished one continues with 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from filelock import FileLock
 
 from . import __version__
 from .checkpoints import load_teacher, part_source
@@ -68,12 +70,25 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
                        "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0])})
     path = data_dir() / "teacher-targets" / f"{cfg.preset}-{key}.pt"
     if info.is_main and not path.exists():
-        out = [teacher(x.to(device)).float().cpu() for x in pairs.teacher_view_images(cfg.eval.batch_size)]
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(torch.cat(out), f"{path}.tmp")
-        Path(f"{path}.tmp").replace(path)
+        with FileLock(f"{path}.lock"), one_thread():     # parallel runs compute it once, alike on any core count
+            if not path.exists():
+                out = [teacher(x.to(device)).float().cpu() for x in pairs.teacher_view_images(cfg.eval.batch_size)]
+                torch.save(torch.cat(out), f"{path}.tmp")
+                Path(f"{path}.tmp").replace(path)
     barrier(info)
     return torch.load(path)
+
+
+@contextlib.contextmanager
+def one_thread():
+    """CPU work on one thread inside the block (its float results then do not depend on the machine's cores)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
 
 
 def _teacher_identity(cfg: ExperimentConfig) -> str:
