@@ -256,7 +256,7 @@ def _demo() -> ExperimentConfig:
         teacher=TeacherConfig(dim=96, depth=4, num_heads=4, patch_size=8),
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
-        train=TrainConfig(batch_size=128, steps=300, base_lr=3e-3, log_every=25, ckpt_every=100, itm_batch=32),
+        train=TrainConfig(batch_size=128, steps=600, base_lr=3e-3, log_every=25, ckpt_every=100, itm_batch=32),
         eval=EvalConfig(rerank_k=10),
         weights=WeightsConfig(source="demo"),
     )
