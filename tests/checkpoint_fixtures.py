@@ -1,4 +1,4 @@
-"""Tiny random checkpoints with the original files' exact key layouts (checkpoint_layouts.md §4.1), and reference
+"""Tiny random checkpoints with the original files' exact key layouts (docs/sources.md §7.5), and reference
 forward passes written directly from those raw tensors, independent of thesis_lib's modules."""
 import json
 import math

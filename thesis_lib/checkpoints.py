@@ -1,4 +1,4 @@
-"""Loaders for the original checkpoint files, without fairseq or unilm code (checkpoint_layouts.md).
+"""Loaders for the original checkpoint files, without fairseq or unilm code (docs/sources.md §7).
 
 * ``base_imagenet.pt`` (fairseq, Data2Vec2 image): prenet blocks + top-level blocks; "the first 6 blocks" are the
   first 6 top-level blocks with any prenet blocks kept in front (the thesis's ``blocks[:6]``).

@@ -1,7 +1,7 @@
 """Configuration: one frozen dataclass per concern, three named presets.
 
 * ``thesis``: the chapter's real setup (Data2Vec2 ViT-B/16 + Data2Vec2 text, 6 blocks each, one shared block,
-  BEiTv2 ViT-B/16 teacher, 224 px, 64 tokens, batch 256 per GPU, 44,636 steps). Facts: thesis_facts.md §1-4.
+  BEiTv2 ViT-B/16 teacher, 224 px, 64 tokens, batch 256 per GPU, 44,636 steps). Facts: docs/sources.md §1-4.
 * ``demo``: the same classes at tiny width and depth, trained on the embedded world (thesis_lib.world) on CPU.
 * ``smoke``: the demo at toy size, for CI and tests (seconds).
 
@@ -88,7 +88,7 @@ class ImageConfig:
 
 @dataclass(frozen=True)
 class TextConfig:
-    """Text representation, notation chapter Eqs. 6-8; fairseq dictionary layout (checkpoint_layouts.md §2.3)."""
+    """Text representation, notation chapter Eqs. 6-8; fairseq dictionary layout (docs/sources.md §7.3)."""
     vocab_size: int = 50265      # Data2Vec2 text: GPT-2 BPE mapped through dict.txt + <s>,<pad>,</s>,<unk>,<mask>
     max_len: int = 64            # tokens incl. T_CLS and T_SEP (thesis: 64, "inspired by BEiT-3")
     max_positions: int = 512     # learned position table has max_positions + 2 rows (fairseq: pad row + offset)
@@ -105,7 +105,7 @@ BERT_TEXT = TextConfig(vocab_size=30522, max_len=64, max_positions=512, bos_id=1
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (thesis_facts.md §1)."""
+    """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (docs/sources.md §1)."""
     image: ImageConfig = field(default_factory=ImageConfig)
     text: TextConfig = field(default_factory=TextConfig)
     dim: int = 768               # D
@@ -138,7 +138,7 @@ class TeacherConfig:
     mlp_ratio: float = 4.0
     patch_size: int = 16
     init_values: float = 0.1     # BEiT's block LayerScale (gamma_1/gamma_2)
-    final_norm: bool = True      # thesis code @3c2dfdd: forward_features()[:, 0] is LN-ed (thesis_facts §2.1)
+    final_norm: bool = True      # thesis code @3c2dfdd: forward_features()[:, 0] is LN-ed (docs/sources.md §2)
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class WorldConfig:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Where pairs and evaluation sets come from, and how views are made (thesis_facts.md §3)."""
+    """Where pairs and evaluation sets come from, and how views are made (docs/sources.md §3-4)."""
     source: str = "karpathy"     # "world" (generated here) | "karpathy" (real COCO/Flickr30K + ImageNet folders)
     root: str = ""               # data root; "" = thesis_lib.paths.data_dir()
     world: WorldConfig = field(default_factory=WorldConfig)
@@ -173,7 +173,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation (thesis_facts.md §3): AdamW, cosine with 10 % warmup, KD + ITC."""
+    """Optimisation (docs/sources.md §3): AdamW, cosine with 10 % warmup, KD + ITC."""
     batch_size: int = 256        # per process (thesis: 256 per GPU × 2 GPUs)
     steps: int = 44636           # thesis: int(89,273 / 2)
     warmup_frac: float = 0.1

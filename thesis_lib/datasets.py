@@ -1,7 +1,7 @@
 """Loaders for image-caption pairs and class folders: Karpathy JSON, Hugging Face datasets, ImageNet val.
 
 Every source is normalised to ``PairRecord`` (one image with all its captions) or ``ClassRecord``; the embedded
-world is read by exactly these functions (thesis_facts.md §3-4, implementation_anchors.md §4).
+world is read by exactly these functions (docs/sources.md §3-4).
 Conventions: COCO's training split is train + restval (113,287 images); test splits keep every caption (COCO-5K
 has 25,010); images are deduplicated by id. Nothing is skipped silently: a bad input raises ``DataError``.
 """

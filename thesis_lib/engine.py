@@ -1,6 +1,6 @@
 """The training step and loop: AdamW, cosine schedule with warmup, KD + ITC, logging, atomic checkpoints.
 
-Optimiser as the thesis (thesis_facts.md §3): AdamW β = (0.9, 0.98), ε = 1e-6, weight decay 0.01 except on biases,
+Optimiser as the thesis (docs/sources.md §3): AdamW β = (0.9, 0.98), ε = 1e-6, weight decay 0.01 except on biases,
 norms, embeddings (tokens, positions, I_CLS, TTE) and LayerScale vectors; LR = base_lr × global batch / 256; HF's
 cosine schedule with 10 % warmup, stepped every step. Host syncs happen only every ``log_every`` steps: losses are
 summed on the device and read then (that is also when a non-finite loss is detected, before any checkpoint).

@@ -1,4 +1,4 @@
-"""Evaluation: ImageNet-style zero-shot classification and image-text retrieval (thesis_facts.md §4).
+"""Evaluation: ImageNet-style zero-shot classification and image-text retrieval (docs/sources.md §4).
 
 * Zero-shot (open_clip / CLIP_benchmark recipe): class vector = renormalised mean of the L2-normalised prompt
   embeddings over the templates; logits = 100 · image · class; top-1 and top-5 in percent.

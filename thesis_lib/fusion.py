@@ -1,6 +1,6 @@
 """Beyond the chapter: a fusion head for image-text matching, with VLMo's joint attention or Switch-BERT's switches.
 
-Seeds ``002_fda41db7dfb22adc.txt`` (Switch-BERT) and ``003``/``004`` (VLMo); implementation_anchors.md §1.
+Switch-BERT (Guo et al., ECCV 2022, arXiv:2306.14182) and VLMo (arXiv:2111.02358); docs/sources.md §8.
 The head sees both token sequences of the shared part at once, ``X = [text; image]`` (text first, as VLMo/ViLT):
 
   joint   every layer is a pre-LN block with joint attention over the whole sequence (VLMo's VL-expert layers)

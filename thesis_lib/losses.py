@@ -1,4 +1,4 @@
-"""The chapter's training objective: L = L_KD + L_ITC (thesis_facts.md §2).
+"""The chapter's training objective: L = L_KD + L_ITC (docs/sources.md §2).
 
 * ``clip_loss``: image-text contrastive loss, CLIP/open_clip form. Logits = s · v_i·w_jᵀ with a learnable scale
   s = exp(log s), log s initialised at ln(1/0.07) and clamped to [0, ln 100] after each step (FLAVA, VLMo);

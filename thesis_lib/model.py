@@ -1,6 +1,6 @@
 """EMKUM: image encoder + text encoder + one shared pre-LN block, with the chapter's token-type embeddings.
 
-Seed ``000_ddae1de920476931.txt`` (the TTE chapter) and thesis_facts.md §1; code reference: the thesis repo's
+The thesis's TTE chapter (TimCares/MasterThesis; docs/sources.md §8) and docs/sources.md §1; code: the thesis repo's
 ``Sx3HRe.py``/``layers.py`` @3c2dfdd, paraphrased. Image and text pass through the shared block *separately*.
 
 Variants are data (``thesis_lib.config.VARIANT_SPECS``):

@@ -1,7 +1,7 @@
 """The thesis's own numbers, for the reference columns only (never mixed into our results), and the notation
-chapter's errata computed against this code. Sources: thesis_facts.md §5 (both versions of the TTE chapter) and §6.
+chapter's errata computed against this code. Sources: docs/sources.md §5 (both versions of the TTE chapter) and §6.
 
-Two versions exist: the seed chapter (Aug 2024, EMKUM = Data2Vec2 image + Data2Vec2 text; reports ImageNet top-1
+Two versions exist: the August-2024 text (EMKUM = Data2Vec2 image + Data2Vec2 text; reports ImageNet top-1
 and top-5, no "TTE after without LayerScale" row) and the final text (S-SMKE = Data2Vec2 image + BERT text; no
 top-5, adds that row). Retrieval numbers are the mean of the six recalls R@1/5/10 both ways.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .config import get_config
 
-THESIS_AUG = {  # seed chapter 000_ddae1de920476931.txt, Tables 1-2
+THESIS_AUG = {  # TTE chapter, Aug-2024 version, Tables 1-2 (docs/sources.md §5)
     "baseline": {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
     "tte_before": {"imagenet_top1": 25.6, "imagenet_top5": 49.5, "coco_mean": 66.0, "flickr_mean": 77.36},
     "tte_after_ls": {"imagenet_top1": 26.7, "imagenet_top5": 50.9, "coco_mean": 66.6, "flickr_mean": 78.09},
@@ -70,7 +70,7 @@ def thesis_value(version: str, variant: str, metric: str):
 
 
 def notation_errata() -> list[dict]:
-    """Each number the notation chapter states wrongly, beside the value this code computes (thesis_facts §6)."""
+    """Each number the notation chapter states wrongly, beside the value this code computes (docs/sources.md §6)."""
     img = get_config("thesis").model.image
     import torch
     from .representations import TextEmbedding, patchify

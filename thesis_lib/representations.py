@@ -1,9 +1,9 @@
 """Image and text representations and the Transformer block: the notation chapter, Eqs. 1-10.
 
-Seed ``001_36028764c4af68af.txt`` ("Notations and Definitions"); errata in thesis_facts.md §6.
+The thesis's notation chapter ("Notations and Definitions", TimCares/MasterThesis): docs/sources.md §8, errata §6.
 Standard parts come from timm (PatchEmbed, Attention, Mlp, Block); written out here is only what the
 chapter defines: where the positional encodings go (Eq. 2, Eq. 7) and which block is pre-LN (Eqs. 9-10).
-The post-LN block is Data2Vec2's ``AltBlock`` (checkpoint_layouts.md §1.4), needed to carry its weights.
+The post-LN block is Data2Vec2's ``AltBlock`` (docs/sources.md §7.2), needed to carry its weights.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The frozen image teacher: BEiTv2 ViT-B/16 pretrained on ImageNet-1K (``beitv2_base_patch16_224_pt1k.pth``).
 
 Built from timm's ``Beit`` with the pretraining layout (shared relative position bias, no absolute positions,
-LayerScale 0.1; checkpoint_layouts.md §3.3), not timm's fine-tune factory. The KD target is the CLS token of the
+LayerScale 0.1; docs/sources.md §7.4), not timm's fine-tune factory. The KD target is the CLS token of the
 last block after the final LayerNorm, as the chapter's code (@3c2dfdd) takes ``forward_features(x)[:, 0]``;
 ``TeacherConfig.final_norm=False`` takes it before the norm instead (the later S_SMKE_C code).
 """

@@ -68,7 +68,7 @@ def _byte_level_bpe(vocab: dict | str, merges: list | str):
 
 
 def gpt2_fairseq_tokenizer(folder: str | os.PathLike, max_len: int = 64) -> CaptionTokenizer:
-    """Data2Vec2 text's tokenizer from its three files (checkpoint_layouts.md §2.3)."""
+    """Data2Vec2 text's tokenizer from its three files (docs/sources.md §7.3)."""
     folder = Path(folder)
     for name in ("encoder.json", "vocab.bpe", "dict.txt"):
         if not (folder / name).is_file():

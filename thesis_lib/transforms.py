@@ -1,4 +1,4 @@
-"""Image views (thesis_facts.md §3): the student's, the teacher's and the evaluation view.
+"""Image views (docs/sources.md §3): the student's, the teacher's and the evaluation view.
 
 * student: RandomResizedCrop(scale 0.9-1.0, bicubic) + horizontal flip, ImageNet mean/std;
 * teacher: an independent second view, the same plus ColorJitter(0.4, 0.4, 0.4) (BEiT v2's augmentation);
