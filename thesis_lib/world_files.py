@@ -26,11 +26,13 @@ from tqdm import tqdm
 
 from . import world
 from .config import WorldConfig
+from .errors import DataError
 from .paths import data_dir, show_progress
 
 JPEG_QUALITY = 90
 WORLD_VERSION = 3   # bump when the world's code draws other pictures or captions (2: patterned object surfaces,
                     # 3: object-centric half of the image corpus)
+PARTIAL_MARKER = "WORLD_BEING_WRITTEN"   # in a world folder still being written; only such a folder is removed
 _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "corpus_text": 5}
 
 
@@ -41,19 +43,33 @@ def fingerprint(obj) -> str:
 
 def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
     """The world's folder, generated on first use. Safe against concurrent callers and interrupted writes:
-    it is written to a temporary folder under a lock and renamed into place when complete."""
+    it is written to a temporary folder under a lock and renamed into place when complete. A ``root`` given by the
+    user is used only if it holds a finished world or is empty or absent: nothing the project did not create is ever
+    removed or overwritten."""
     root = Path(root) if root else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}"
     if (root / "DONE").exists():
         return root
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise DataError(f"{root} is not a generated world (it has no DONE marker) and is not empty; the demo and smoke "
+                        "scales generate their own data, so leave data_root unset there (it is for the real data at "
+                        "the thesis scale) or name an empty or new folder")
     root.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root) + ".lock"):
         if (root / "DONE").exists():
             return root
         tmp = root.with_name(root.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            if not ((tmp / PARTIAL_MARKER).exists() or (tmp / "DONE").exists()):
+                raise DataError(f"{tmp} exists but holds no marker of this project's world writer (a folder of "
+                                "yours, or a leftover of an older version); move it away to generate the world")
+            shutil.rmtree(tmp)                                       # our own unfinished world: start it over
+        tmp.mkdir()
+        (tmp / PARTIAL_MARKER).write_text("")
         write_world(cfg, tmp, show_progress() if progress is None else progress)
+        (tmp / PARTIAL_MARKER).unlink()
         (tmp / "DONE").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-        shutil.rmtree(root, ignore_errors=True)
+        if root.exists():
+            root.rmdir()                                             # empty, checked above
         os.replace(tmp, root)
     return root
 
