@@ -12,6 +12,7 @@ naming the missing, unexpected and mis-shaped keys.
 from __future__ import annotations
 
 import fnmatch
+import importlib.util
 import os
 import pickle
 import re
@@ -38,6 +39,11 @@ BEIT_DROP = ["mask_token", "lm_head.*", "cls_pt_layers.*", "*relative_position_i
 THESIS_FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_base_patch16_224_pt1k.pth"}
 
 
+def _torch_safe_globals() -> list[str]:
+    from torch import _weights_only_unpickler
+    return list(_weights_only_unpickler._get_allowed_globals())
+
+
 class _Unknown:
     """Stands in for any class a checkpoint pickled from a package that is not installed (fairseq, argparse ...)."""
     def __init__(self, *args, **kwargs):
@@ -47,20 +53,45 @@ class _Unknown:
         self.state = state
 
 
-class _LenientUnpickler(pickle.Unpickler):
+# What the fallback unpickler admits: the globals torch's own ``weights_only`` loader allows (tensor and storage
+# rebuilders, dtypes, OrderedDict, ``_codecs.encode`` for bytes), plus what the original files pickle besides tensors:
+# an argparse Namespace (fairseq's and unilm's "args"), plain builtin types and numpy arrays and scalars (training
+# state). fairseq/omegaconf/typing objects become inert placeholders and are never imported. Any other global
+# (os.system, subprocess.*, builtins.eval ...) is refused.
+SAFE_GLOBALS = {tuple(key.rsplit(".", 1)) for key in _torch_safe_globals()} | {
+    ("argparse", "Namespace"), ("collections", "defaultdict"), ("builtins", "frozenset"), ("builtins", "slice"),
+    ("builtins", "dict"), ("builtins", "list"), ("builtins", "tuple"), ("builtins", "str"), ("builtins", "int"),
+    ("builtins", "float"), ("builtins", "bool"), ("pathlib", "PosixPath"), ("pathlib", "WindowsPath"),
+    ("pathlib", "PurePosixPath"), ("numpy", "dtype"), ("numpy", "ndarray"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+}
+PLACEHOLDER_PACKAGES = ("fairseq", "omegaconf", "hydra", "typing")
+
+
+class _GuardedUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
-        try:
+        top = module.split(".")[0]
+        if (module, name) in SAFE_GLOBALS or (module == "numpy.dtypes" and name.endswith("DType") and "." not in name):
             return super().find_class(module, name)
-        except (ImportError, AttributeError):
-            return _Unknown
+        if top in PLACEHOLDER_PACKAGES or importlib.util.find_spec(top) is None:
+            return _Unknown                                  # a class of a package that is not here: inert stand-in
+        raise pickle.UnpicklingError(f"the file refers to {module}.{name}, which a checkpoint has no reason to hold; "
+                                     "refused (loading it could run code)")
 
 
-_lenient_pickle = types.SimpleNamespace(Unpickler=_LenientUnpickler, load=pickle.load, __name__="pickle")
+def _guarded_load(file, **kwargs):
+    return _GuardedUnpickler(file, **kwargs).load()
+
+
+# torch reads a legacy (non-zip) file's header with ``pickle_module.load``: that must be guarded too
+_guarded_pickle = types.SimpleNamespace(Unpickler=_GuardedUnpickler, load=_guarded_load, __name__="pickle")
 
 
 def torch_load(path: str | os.PathLike) -> dict:
-    """Open a checkpoint safely (``weights_only``) and fall back to a lenient unpickler for files that pickled
-    foreign objects (fairseq configs), so no fairseq/unilm install is needed."""
+    """Open a checkpoint safely (``weights_only``) and fall back to an unpickler that admits only ``SAFE_GLOBALS``
+    (the original fairseq/unilm files pickle an argparse Namespace and foreign config classes, which become inert
+    placeholders), so no fairseq/unilm install is needed and no code in a file can run."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}; download it or pass the right folder")
@@ -71,7 +102,7 @@ def torch_load(path: str | os.PathLike) -> dict:
     except Exception as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err}; the file is truncated or not a torch file") from None
     try:
-        return torch.load(path, map_location="cpu", weights_only=False, pickle_module=_lenient_pickle)
+        return torch.load(path, map_location="cpu", weights_only=False, pickle_module=_guarded_pickle)
     except Exception as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err}") from None
 
