@@ -19,11 +19,11 @@ from tqdm import tqdm
 
 from .config import ExperimentConfig
 from .distributed import DistInfo
-from .errors import CheckpointError, NonFiniteLossError
+from .errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
 from .fusion import anneal, itm_loss
 from .losses import clip_loss, kd_contrastive, kd_mse
 from .paths import show_progress
-from .results import RunPaths, append_jsonl, differences, read_jsonl
+from .results import RunPaths, append_jsonl, differences, read_jsonl, write_text_atomic
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
 
@@ -90,8 +90,19 @@ def save_checkpoint(paths: RunPaths, raw, opt, sched, step: int, cfg: Experiment
              "step": step, "config": asdict(cfg), "world_size": world_size, "rng": torch.get_rng_state(),
              "numpy_rng": np.random.get_state()}
     tmp = paths.checkpoint.with_name(f".checkpoint.{os.getpid()}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, paths.checkpoint)                        # a kill leaves the previous checkpoint intact
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, paths.checkpoint)                    # a kill leaves the previous checkpoint intact
+    except (OSError, RuntimeError) as err:                   # a full disk: torch raises RuntimeError
+        tmp.unlink(missing_ok=True)
+        raise OutputDirError(f"cannot write the checkpoint at step {step} to {paths.dir}: {err}; free disk space "
+                             "and resume (the previous checkpoint is intact)") from None
+
+
+def remove_stale_temporaries(paths: RunPaths) -> None:
+    """Temporary files a killed process left in this run's folder (a checkpoint-sized one at the thesis scale)."""
+    for tmp in [*paths.dir.glob(".*.tmp"), *paths.result.parent.glob(f".{paths.result.name}.*.tmp")]:
+        tmp.unlink(missing_ok=True)
 
 
 def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig, world_size: int = 1) -> int:
@@ -118,8 +129,16 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
     t = cfg.train
     amp = autocast(cfg, device)
     if info.is_main:
+        remove_stale_temporaries(paths)                   # the run's lock (or rank 0 alone) owns the folder
         rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]   # drop lines of a killed run
-        paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        steps = [0] + [r["step"] for r in rows]          # a row is logged at every checkpoint: resuming this run's
+        if start_step and paths.metrics.exists() and (   # own checkpoint, the curve must reach it, in order
+                steps[-1] != start_step or any(b <= a for a, b in zip(steps, steps[1:]))):
+            raise ResultConflictError(
+                f"{paths.metrics} does not reach the checkpoint's step {start_step} (it holds {len(rows)} rows, the "
+                f"last at step {steps[-1]}): the training curve was cut or edited, and resuming would lose part of "
+                f"it. Delete {paths.dir} to train this run again, or restore the file")
+        write_text_atomic(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
     sums, bad_step = None, torch.full((), -1, device=device)
     window_start, t0, steps_done = start_step, time.perf_counter(), 0
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
@@ -145,8 +164,10 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
         done = step + 1
         if done % t.log_every == 0 or done % t.ckpt_every == 0 or done == t.steps:
             if int(bad_step) >= 0:
-                raise NonFiniteLossError(f"the loss became non-finite at step {int(bad_step)}; the last good "
-                                         f"checkpoint ({paths.checkpoint}) is kept; lower the learning rate")
+                kept = (f"the last good checkpoint ({paths.checkpoint}) is kept" if paths.checkpoint.exists()
+                        else "no checkpoint had been written yet")
+                raise NonFiniteLossError(f"the loss became non-finite at step {int(bad_step)}; {kept}; lower the "
+                                         "learning rate")
             mean = (sums / (done - window_start)).tolist()
             row = {"step": done, **dict(zip(["loss", *parts], mean)), "lr": sched.get_last_lr()[0],
                    "logit_scale": raw.logit_scale.exp()[0].item(), "layerscale": layerscale_stats(raw)}

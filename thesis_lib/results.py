@@ -76,18 +76,43 @@ def differences(stored: dict, wanted: dict, stored_world: int | None = None, wor
     return diffs
 
 
-def write_json_atomic(path: Path, obj) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path``, flush it to disk, then rename it over ``path``: a kill at any
+    moment leaves either the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, sort_keys=False))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=False))
+
+
+RESULT_FIELDS = ("preset", "variant", "seed", "metrics", "config", "train")
 
 
 def read_result(path: Path) -> dict:
+    """A stored result; a file that is not one (corrupt, not UTF-8, not an object, a field or metric missing) is a
+    ResultConflictError that names it."""
     try:
-        return json.loads(Path(path).read_text())
-    except json.JSONDecodeError as err:
-        raise ResultConflictError(f"result file {path} is corrupt ({err.msg}); delete it to recompute the run") from None
+        result = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ResultConflictError(f"result file {path} is corrupt ({getattr(err, 'msg', err)}); delete it to "
+                                  "recompute the run") from None
+    missing = [k for k in RESULT_FIELDS if k not in result] if isinstance(result, dict) else list(RESULT_FIELDS)
+    if not missing and not all(k in result["metrics"] for k in ("imagenet_top1", "coco_mean", "flickr_mean")):
+        missing = ["metrics.imagenet_top1 / coco_mean / flickr_mean"]
+    if missing:
+        raise ResultConflictError(f"result file {path} is not a result of thesis_lib (missing: {', '.join(missing)}); "
+                                  "delete it to recompute the run")
+    return result
 
 
 def existing_result(paths: RunPaths, config: dict, overwrite: bool, world_size: int = 1) -> dict | None:
