@@ -301,6 +301,8 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, text=BERT_TEXT))  # final thesis text
     if cfg.model.text_encoder not in ("data2vec2", "bert"):
         raise ConfigError(f"unknown text encoder {cfg.model.text_encoder!r}; choose data2vec2 or bert")
+    from .config_checks import check_config
+    check_config(cfg)
     return cfg
 
 
@@ -329,10 +331,19 @@ def _coerce(name, current, value):
             raise ConfigError(f"config field {name!r} expects a bool, got {value!r}")
         return value
     if isinstance(current, tuple):
-        return tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+        items = tuple(value.split(",")) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) \
+            else (value,)
+        if current and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in current):
+            try:                                              # numeric tuples stay numeric ("0.8,1.0" -> floats)
+                return tuple(float(v) for v in items)
+            except (TypeError, ValueError):
+                raise ConfigError(f"config field {name!r} expects numbers, got {value!r}") from None
+        return items
+    if isinstance(current, int) and (isinstance(value, bool) or isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"config field {name!r} expects int, got {value!r}")
     try:
         return type(current)(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"config field {name!r} expects {type(current).__name__}, got {value!r}") from None
 
 
