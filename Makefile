@@ -36,5 +36,6 @@ figures: setup
 	$(BIN)/python -m thesis_lib.figures --scale $(SCALE)
 	$(BIN)/python -m thesis_lib.report --scale $(SCALE) --update-readme > /dev/null
 
+# --allow-root only where it is needed (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
 lab: setup
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)

@@ -42,7 +42,9 @@ def _read_json(path: Path, what: str) -> dict:
         raise DataError(f"{what} not found: {path}; check the path (for COCO/Flickr30K use dataset_coco.json / "
                         "dataset_flickr30k.json from Karpathy's caption_datasets.zip)")
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as err:
+        raise DataError(f"{what} {path} is not UTF-8 text (byte {err.start}); is it the right file?") from None
     except json.JSONDecodeError as err:
         raise DataError(f"{what} {path} is not valid JSON ({err.msg} at line {err.lineno}, column {err.colno}); "
                         "the file is truncated or corrupt: download it again") from None
@@ -53,6 +55,12 @@ def _field(entry: dict, key: str, where: str):
         raise DataError(f"{where} has no field {key!r}; a Karpathy entry needs filename, split and "
                         "sentences[].raw")
     return entry[key]
+
+
+def _caption(raw, where: str) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise DataError(f"{where} is {raw!r}: every caption must be a non-empty string")
+    return raw.strip()
 
 
 def load_karpathy_split(json_path: str | os.PathLike, image_root: str | os.PathLike, split: str,
@@ -77,9 +85,14 @@ def load_karpathy_split(json_path: str | os.PathLike, image_root: str | os.PathL
         if _field(entry, "split", where) not in wanted:
             continue
         sentences = _field(entry, "sentences", where)
-        caps = tuple(_field(s, "raw", f"{where}.sentences[{j}]").strip() for j, s in enumerate(sentences))
+        caps = tuple(_caption(_field(s, "raw", f"{where}.sentences[{j}]"), f"{where}.sentences[{j}].raw")
+                     for j, s in enumerate(sentences))
         image_id = entry.get("cocoid", entry.get("imgid", _field(entry, "filename", where)))
         path = str(image_root / entry.get("filepath", "") / _field(entry, "filename", where))
+        if image_id in merged and merged[image_id].image != path:
+            raise DataError(f"{where}: image id {image_id!r} is also the id of {merged[image_id].image}, another "
+                            f"file ({path}); ids must be unique per image (COCO lists an image twice under one id, "
+                            "with the same file)")
         if image_id in merged:
             old = merged[image_id]
             merged[image_id] = PairRecord(image_id, old.image, old.captions + caps, old.split)
@@ -150,7 +163,7 @@ def load_imagenet_folder(root: str | os.PathLike) -> tuple[list[ClassRecord], li
     root = Path(root)
     if not root.is_dir():
         raise DataError(f"class-folder root not found: {root}; pass the ImageNet val folder (val/<wnid>/*.JPEG)")
-    folders = sorted(p for p in root.iterdir() if p.is_dir())
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))  # not .ipynb_checkpoints
     if not folders:
         raise DataError(f"{root} has no class folders; expected val/<wnid>/*.JPEG (run "
                         "valprep.sh on ImageNet's flat val folder first)")
@@ -168,6 +181,11 @@ def load_imagenet_folder(root: str | os.PathLike) -> tuple[list[ClassRecord], li
                for f in sorted(d.iterdir()) if f.suffix.lower() in exts]
     if not records:
         raise DataError(f"{root}: the class folders hold no images (.JPEG/.jpg/.png)")
+    have = {r.label for r in records}
+    empty = [d.name for label, d in enumerate(folders) if label not in have]
+    if empty:
+        raise DataError(f"{root}: {len(empty)} class folder(s) hold no images, e.g. {empty[0]}; a class without "
+                        "images would be scored as if it were absent")
     return records, list(names), list(templates)
 
 
@@ -188,7 +206,7 @@ def open_image(image) -> Image.Image:
         img = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image) if isinstance(image, bytes) else image)
         img.load()
         return img.convert("RGB")
-    except (OSError, UnidentifiedImageError, SyntaxError) as err:
+    except (OSError, UnidentifiedImageError, SyntaxError, Image.DecompressionBombError) as err:
         name = image if isinstance(image, str) else "<image bytes>"
         raise DataError(f"cannot read image {name}: {err}; the file is corrupt or truncated, replace it") from None
 

@@ -8,6 +8,7 @@ which redraws every figure from ``results/`` alone, without training.
 from __future__ import annotations
 
 import argparse
+import sys
 from functools import partial
 
 import numpy as np
@@ -15,6 +16,7 @@ import torch
 
 from . import mechanisms, plotting, study, world
 from .config import get_config
+from .errors import ThesisError
 from .representations import PostLNBlock, pre_ln_block, sincos_2d
 
 TABLE1 = ("baseline", "tte_before", "tte_before_noln")
@@ -114,12 +116,27 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
-    params = study.study_params(args.scale, args.seeds, "cpu", args.output_dir)
+    try:
+        params = study.study_params(args.scale, args.seeds, "cpu", args.output_dir)
+    except ThesisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     torch.manual_seed(0)
+    skipped = []
     for name in FIGURES:
-        plt.close(draw(name, params))
+        try:
+            plt.close(draw(name, params))
+        except Exception as err:          # a figure whose runs do not exist yet: say so, draw the others
+            skipped.append(name)
+            print(f"skipped {name}: its results are missing or incomplete ({type(err).__name__}: {err})",
+                  file=sys.stderr)
+            plt.close("all")
+            continue
         print(f"{params.figures / name}.png/.pdf")
-    return 0
+    if skipped:
+        print(f"{len(skipped)} of {len(FIGURES)} figures skipped; run the notebooks that train their variants",
+              file=sys.stderr)
+    return 1 if skipped else 0
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 
 import pandas as pd
 
 from . import reference, study
 from .config import CONTROL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
+from .errors import ThesisError
 from .paths import ROOT
+from .results import write_text_atomic
 from .stats import fmt, mean_ci
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -36,17 +39,23 @@ def results_markdown(params) -> str:
     if df.empty:
         return f"_No results of the {params.scale} scale yet: run `make reproduce`._"
     seeds = sorted(set(df.seed))
+    present = [v for v in VARIANTS if v in set(df.variant)]
+    missing = [v for v in VARIANTS if v not in present]
     ours = {}
-    for v in VARIANTS:
+    for v in present:
         sub = df[df.variant == v]
         ours[VARIANT_LABELS[v]] = {study.METRIC_LABELS[m]: fmt(*mean_ci(sub[m])) for m in study.TABLE_METRICS}
     thesis = {VARIANT_LABELS[v]: {study.METRIC_LABELS[m]: "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
-        for ver in ("aug", "final")) for m in study.TABLE_METRICS} for v in VARIANTS}
+        for ver in ("aug", "final")) for m in study.TABLE_METRICS} for v in present}
     table = pd.DataFrame(ours).T
     for m in study.TABLE_METRICS:
         table[f"thesis: {study.METRIC_LABELS[m]}"] = [thesis[i][study.METRIC_LABELS[m]] for i in table.index]
     table.index.name = "variant"
+    if missing:                                     # e.g. one run from the command line: show it, name the rest
+        return "\n\n".join([f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
+                             _markdown(table), f"No results yet for {', '.join(missing)}: the claims need every "
+                             "variant of Table 2 (run notebook 03, or `make reproduce`)."])
     claims = study.claim_table(df).set_index("claim")
     ablation = study.ablation_table(df, [v for v in ("tte_after", "tte_after_ls", "tte_shared") if v in set(df.variant)])
     ls = df[df.variant == "tte_after_ls"]
@@ -89,7 +98,7 @@ def update_readme(text: str, path=ROOT / "README.md") -> None:
     readme = path.read_text()
     if START not in readme or END not in readme:
         raise SystemExit(f"{path} has no {START} ... {END} block")
-    path.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{text}\n{END}",
+    write_text_atomic(path, re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{text}\n{END}",
                            readme, flags=re.S))
 
 
@@ -99,7 +108,11 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--update-readme", action="store_true")
     args = p.parse_args(argv)
-    text = results_markdown(study.study_params(args.scale, args.seeds, "cpu", need_data=False))
+    try:
+        text = results_markdown(study.study_params(args.scale, args.seeds, "cpu", need_data=False))
+    except ThesisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if args.update_readme:
         update_readme(text)
     print(text)

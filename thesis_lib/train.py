@@ -235,6 +235,12 @@ def main(argv=None) -> int:
             raise
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("interrupted; any checkpoint written so far is kept: run the same command with --resume to continue",
+              file=sys.stderr)
+        return 130
     if result:
         m = result["metrics"]
         print(f"{result['variant']} seed {result['seed']}: ImageNet top-1 {m['imagenet_top1']:.2f}  "
