@@ -224,3 +224,279 @@ def test_a_run_gives_the_same_result_whether_or_not_the_caches_existed(tmp_path,
     first = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "first", progress=False)
     again = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "again", progress=False)
     assert first["metrics"] == again["metrics"]
+
+
+# ------------------------------------------------------------------ never delete, never run code, never lose a curve
+
+def test_a_user_folder_given_as_data_root_at_a_generating_scale_is_never_touched(tmp_path):
+    from thesis_lib.pipeline import data_root
+    mine = tmp_path / "my-data"
+    (mine / "coco").mkdir(parents=True)
+    (mine / "precious.txt").write_text("years of work")
+    before = sorted(p.relative_to(mine) for p in mine.rglob("*"))
+    with pytest.raises(DataError, match="not a generated world"):
+        data_root(get_config("smoke", overrides={"data.root": str(mine)}))
+    assert sorted(p.relative_to(mine) for p in mine.rglob("*")) == before
+    assert (mine / "precious.txt").read_text() == "years of work"
+    assert not (tmp_path / "my-data.partial").exists()
+
+
+def test_a_foreign_partial_folder_is_not_removed(tmp_path):
+    from thesis_lib.world_files import ensure_world
+    (tmp_path / "w.partial").mkdir()
+    (tmp_path / "w.partial" / "keep.txt").write_text("x")
+    with pytest.raises(DataError, match="holds no marker of this project's world writer"):
+        ensure_world(get_config("smoke").data.world, tmp_path / "w", progress=False)
+    assert (tmp_path / "w.partial" / "keep.txt").exists()
+
+
+class _Payload:
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+@pytest.mark.parametrize("where", ["model", "args", "raw pickle"])
+def test_a_checkpoint_that_would_run_code_is_refused_and_nothing_runs(tmp_path, where):
+    import pickle
+    marker = tmp_path / "ran"
+    if where == "raw pickle":       # not a torch zip: torch reads its header with the pickle module it is given
+        (tmp_path / "evil.pt").write_bytes(pickle.dumps(_Payload(f"touch {marker}")))
+    else:
+        torch.save({"model": {"w": torch.ones(2)}, where: _Payload(f"touch {marker}")}, tmp_path / "evil.pt")
+    with pytest.raises(CheckpointError, match="refused"):
+        torch_load(tmp_path / "evil.pt")
+    assert not marker.exists()
+
+
+def test_the_guarded_loader_reads_what_checkpoints_hold(tmp_path):
+    import argparse
+
+    import numpy as np
+    state = {"model": {"w": torch.ones(2)}, "args": argparse.Namespace(lr=np.float32(2.0), name="x"),
+             "numpy_rng": np.random.get_state(), "best": np.float64(1.5), "dtype": torch.float16}
+    torch.save(state, tmp_path / "ok.pt")
+    back = torch_load(tmp_path / "ok.pt")
+    assert back["args"].lr == 2.0 and back["best"] == 1.5 and back["numpy_rng"][0] == "MT19937"
+
+
+def test_a_resume_refuses_a_training_curve_cut_short(tmp_path):
+    out = tmp_path / "out"
+    run_experiment("smoke", "baseline", 0, out, progress=False)
+    run_dir = out / "results" / "smoke" / "baseline"
+    (run_dir / "seed0.json").unlink()                               # as if killed before the result was written
+    curve = run_dir / "seed0" / "metrics.jsonl"
+    curve.write_text(curve.read_text().splitlines(keepends=True)[0])    # a curve cut by a kill mid-rewrite
+    with pytest.raises(ResultConflictError, match="does not reach the checkpoint's step 6"):
+        run_experiment("smoke", "baseline", 0, out, resume=True, progress=False)
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_clear_error_and_leaves_no_temporary(tmp_path, monkeypatch):
+    save = torch.save
+
+    def no_space(obj, path, *args, **kwargs):
+        if ".checkpoint." not in str(path):
+            return save(obj, path, *args, **kwargs)
+        open(path, "wb").write(b"partial")
+        raise RuntimeError("[enforce fail at inline_container.cc] PytorchStreamWriter failed writing file: "
+                           "No space left on device")
+    monkeypatch.setattr(torch, "save", no_space)
+    with pytest.raises(OutputDirError, match="cannot write the checkpoint at step 3"):
+        run_experiment("smoke", "baseline", 0, tmp_path, progress=False)
+    assert not list((tmp_path / "results").rglob("*.tmp"))
+
+
+def test_temporaries_left_by_a_killed_run_are_removed_when_it_resumes(tmp_path):
+    run_dir = tmp_path / "results" / "smoke" / "baseline" / "seed0"
+    run_dir.mkdir(parents=True)
+    (run_dir / ".checkpoint.99999.tmp").write_bytes(b"\0" * 1000)
+    run_experiment("smoke", "baseline", 0, tmp_path, resume=True, progress=False)
+    assert not list(run_dir.glob(".*.tmp"))
+
+
+# ------------------------------------------------------------------------- property: any override value is safe
+
+FIELDS = ("seed", "train.batch_size", "train.steps", "train.log_every", "train.ckpt_every", "train.warmup_frac",
+          "train.base_lr", "train.weight_decay", "train.eps", "train.betas", "train.precision", "train.grad_clip",
+          "train.logit_scale_init", "train.logit_scale_max", "model.num_heads", "model.image.patch_size",
+          "model.tte_layer_scale", "model.variant", "data.crop_scale", "eval.retrieval_chunk", "eval.batch_size")
+
+
+def _values():
+    from hypothesis import strategies as st
+    return st.one_of(st.integers(-3, 40), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+                     st.text(max_size=6), st.sampled_from(["fp8", "bf16", "1e-3", "0.5,1.0", "nan", "tte_after_ls"]),
+                     st.lists(st.floats(-1, 2), max_size=3), st.integers(2 ** 31, 2 ** 40))
+
+
+def test_any_config_override_trains_one_smoke_step_or_raises_config_error(tmp_path_factory):
+    """Property (hypothesis): an override either resolves to a config that trains one smoke step, or raises
+    ConfigError; never another exception."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(field=st.sampled_from(FIELDS), value=_values())
+    def check(field, value):
+        try:
+            cfg = get_config("smoke", seed=value if field == "seed" else 0,
+                             overrides=None if field == "seed" else {field: value})
+        except ConfigError:
+            return
+        from dataclasses import replace
+        cfg = replace(cfg, train=replace(cfg.train, steps=1))
+        run_experiment(config=cfg, out_dir=tmp_path_factory.mktemp("prop"), progress=False)
+
+    check()
+
+
+def test_make_lab_starts_a_server_that_answers(tmp_path):
+    """``make lab`` serves the notebooks folder, as root (where it needs jupyter's --allow-root) and as a user."""
+    import shutil
+    import socket
+    import urllib.request
+    from thesis_lib.paths import ROOT
+    if not (ROOT / ".venv" / "bin" / "jupyter").exists() or not shutil.which("make"):
+        pytest.skip("needs the .venv that `make setup` creates")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = f"LAB_ARGS=--no-browser --port={port} --ServerApp.token= --ServerApp.root_dir={ROOT / 'notebooks'}"
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path)}
+    server = subprocess.Popen(["make", "-s", "-o", ".venv/bin/.installed", "lab", args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        listing = None
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/", timeout=2) as r:
+                    listing = json.loads(r.read())
+                break
+            except OSError:
+                if server.poll() is not None:
+                    pytest.fail(f"make lab exited: {server.stderr.read().decode()[-500:]}")
+                time.sleep(0.5)
+        names = {c["name"] for c in (listing or {}).get("content", [])}
+        assert "03_tte_layerscale.ipynb" in names, names
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+# ------------------------------------------------------------------ one clear line where a traceback used to be
+
+@pytest.mark.parametrize("field,value,message", [
+    ("train.batch_size", 0, "train.batch_size must be an integer ≥ 1"),
+    ("train.ckpt_every", 0, "train.ckpt_every must be an integer ≥ 1"),
+    ("train.base_lr", "nan", "train.base_lr must be a finite number > 0"),
+    ("model.num_heads", 5, r"model.dim \(32\) must be divisible by model.num_heads \(5\)"),
+    ("model.image.patch_size", 5, r"img_size \(16\) must be divisible by model.image.patch_size \(5\)"),
+    ("train.steps", 0, "train.steps must be an integer ≥ 1"),
+    ("train.precision", "fp8", "train.precision must be one of auto, fp32, bf16, fp16"),
+    ("train.warmup_frac", 2, "the peak is never reached"),
+    ("data.crop_scale", "a,b", "config field 'data.crop_scale' expects numbers"),
+])
+def test_catalogue_config_values_out_of_range(field, value, message):
+    with pytest.raises(ConfigError, match=message):
+        get_config("smoke", overrides={field: value})
+
+
+def test_catalogue_seed_beyond_numpy_range():
+    with pytest.raises(ConfigError, match=r"seed must be in \[0, 2\^32\)"):
+        get_config("smoke", seed=2 ** 32)
+
+
+def test_catalogue_result_files_of_the_wrong_shape(tmp_path):
+    from thesis_lib.results import read_result
+    good = {"preset": "smoke", "variant": "baseline", "seed": 0, "config": {}, "train": {},
+            "metrics": {"imagenet_top1": 1.0, "coco_mean": 1.0}}
+    for name, content in (("list.json", b"[1, 2]"), ("latin1.json", "{\"a\": \"\xe9\"}".encode("latin-1")),
+                          ("no_metric.json", json.dumps(good).encode())):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ResultConflictError, match=f"{name} is (not a result|corrupt)"):
+            read_result(tmp_path / name)
+
+
+def test_catalogue_karpathy_json_not_utf8_null_or_empty_caption_duplicate_id(tiny_coco):
+    path = tiny_coco / "dataset_coco.json"
+    original = path.read_text()
+    path.write_bytes(original.replace("caption 0 of image 0", "caption \xe9").encode("latin-1"))
+    with pytest.raises(DataError, match="is not UTF-8"):
+        load_karpathy_split(path, tiny_coco / "images", "train")
+    for raw in (None, "  "):
+        data = json.loads(original)
+        data["images"][0]["sentences"][1]["raw"] = raw
+        path.write_text(json.dumps(data))
+        with pytest.raises(DataError, match=r"images\[0\].sentences\[1\].raw is .*non-empty string"):
+            load_karpathy_split(path, tiny_coco / "images", "train")
+    data = json.loads(original)
+    tests = [e for e in data["images"] if e["split"] == "test"]
+    tests[1]["cocoid"] = tests[2]["cocoid"]                          # two different files, one id
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match="is also the id of .*another file"):
+        load_karpathy_split(path, tiny_coco / "images", "test")
+
+
+def test_catalogue_decompression_bomb_is_a_data_error(tmp_path, monkeypatch):
+    from PIL import Image
+    Image.new("RGB", (64, 64)).save(tmp_path / "bomb.png")
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)             # 64² > 2 × 1000: PIL refuses to decode
+    with pytest.raises(DataError, match="cannot read image .*bomb.png"):
+        open_image(str(tmp_path / "bomb.png"))
+
+
+def test_catalogue_hidden_folder_is_no_class_and_an_empty_class_folder_is_an_error(tmp_path):
+    from PIL import Image
+    from thesis_lib.datasets import load_imagenet_folder
+    val = tmp_path / "val"
+    for wnid in ("n01", "n02"):
+        (val / wnid).mkdir(parents=True)
+        Image.new("RGB", (8, 8)).save(val / wnid / "a.JPEG")
+    (val / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "classnames.json").write_text(json.dumps({"classnames": ["cat", "dog"]}))
+    records, names, _ = load_imagenet_folder(val)
+    assert names == ["cat", "dog"] and len(records) == 2
+    (val / "n02" / "a.JPEG").unlink()
+    with pytest.raises(DataError, match="1 class folder.* hold no images, e.g. n02"):
+        load_imagenet_folder(val)
+
+
+def test_catalogue_non_finite_loss_before_the_first_checkpoint_names_none(tmp_path, monkeypatch):
+    import thesis_lib.engine as engine
+    real = engine.compute_loss
+
+    def poisoned(*args, **kwargs):
+        loss, parts = real(*args, **kwargs)
+        return loss * float("nan"), parts
+    monkeypatch.setattr(engine, "compute_loss", poisoned)
+    with pytest.raises(NonFiniteLossError, match="at step 1; no checkpoint had been written yet"):
+        run_experiment("smoke", out_dir=tmp_path, progress=False)
+
+
+def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
+    import thesis_lib.train as train
+    monkeypatch.setenv("THESIS_PROGRESS", "0")                      # main() sets it for --no-progress
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "run_experiment", interrupted)
+    assert main(["--preset", "smoke", "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--resume" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("module", ["thesis_lib.report", "thesis_lib.figures"])
+def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, module):
+    bad = subprocess.run([sys.executable, "-m", module, "--scale", "huge"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "scale must be one of" in bad.stderr
+    run_experiment("smoke", "baseline", 0, tmp_path, progress=False)
+    args = ["--scale", "smoke", "--seeds", "[0]"] + (["--output-dir", str(tmp_path)] if "figures" in module else [])
+    env = {**os.environ, "THESIS_RESULTS": str(tmp_path / "results")}
+    one = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert "Traceback" not in one.stderr, one.stderr[-800:]
+    if "report" in module:      # the table of what exists, and what is missing
+        assert one.returncode == 0 and "No results yet for tte_before" in one.stdout
+    else:                       # the figures that can be drawn are, the others named; exit 1 says some are missing
+        assert one.returncode == 1 and "skipped 04_gamma" in one.stderr and "figures skipped" in one.stderr
+        assert list(tmp_path.rglob("01_baseline_curves.png"))
