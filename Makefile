@@ -29,12 +29,12 @@ reproduce: setup
 	rm -rf results/$(SCALE) results/_ablations
 	# the scale goes in through THESIS_SCALE, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
 	export THESIS_PROGRESS=0 THESIS_SCALE=$(SCALE); for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
-	$(BIN)/python -m thesis_lib.report --scale $(SCALE) --update-readme > /dev/null
+	$(BIN)/python -m thesis_lib.study.report --scale $(SCALE) --update-readme > /dev/null
 
 # Redraw every figure and the README's results block from the stored results (no training).
 figures: setup
-	$(BIN)/python -m thesis_lib.figures --scale $(SCALE)
-	$(BIN)/python -m thesis_lib.report --scale $(SCALE) --update-readme > /dev/null
+	$(BIN)/python -m thesis_lib.study.figures --scale $(SCALE)
+	$(BIN)/python -m thesis_lib.study.report --scale $(SCALE) --update-readme > /dev/null
 
 # --allow-root only where it is needed (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
 lab: setup

@@ -22,9 +22,9 @@ import torch
 from torch import nn
 
 from thesis_lib import get_config
-from thesis_lib.distributed import DistInfo
-from thesis_lib.engine import autocast, compute_loss, make_optimizer
 from thesis_lib.evaluate import retrieval_recalls
+from thesis_lib.training.distributed import DistInfo
+from thesis_lib.training.engine import autocast, compute_loss, make_optimizer
 
 SINGLE = DistInfo()
 
@@ -79,7 +79,7 @@ class SyntheticPairs:
     size, captions of 8-24 BPE tokens padded to 64, the same vectorised views and per-batch trimming."""
 
     def __init__(self, cfg, n_images: int = 1024):
-        from thesis_lib.pipeline import TrainPairs
+        from thesis_lib.data.train_pairs import TrainPairs
         g = torch.Generator().manual_seed(0)
         S, L = cfg.model.image.img_size, cfg.model.text.max_len
         self.cfg, self.pad_id = cfg, cfg.model.text.pad_id
@@ -94,18 +94,20 @@ class SyntheticPairs:
         self._perm = (None, None)
         for name in ("indices", "batch", "batches", "teacher_view_images"):
             setattr(self, name, getattr(TrainPairs, name).__get__(self))
-        from thesis_lib.transforms import BatchAugment
+        from thesis_lib.data.transforms import BatchAugment
         self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
         self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
 
 
 def build(cfg, device, fused_attn=True, synthetic=False):
-    """Model, teacher, data and optimiser of a config, the way thesis_lib.train builds them."""
+    """Model, teacher, data and optimiser of a config, the way thesis_lib.training.run builds them."""
     import timm.layers.config as timm_cfg
-    from thesis_lib.checkpoints import load_teacher
-    from thesis_lib.model import build_model
-    from thesis_lib.pipeline import TrainPairs, data_root
-    from thesis_lib.train import load_tokenizer, teacher_targets
+
+    from thesis_lib.data.roots import data_root
+    from thesis_lib.data.train_pairs import TrainPairs
+    from thesis_lib.models.emkum import build_model
+    from thesis_lib.models.sources import load_teacher
+    from thesis_lib.training.run import load_tokenizer, teacher_targets
     old = timm_cfg._USE_FUSED_ATTN
     timm_cfg.set_fused_attn(fused_attn)
     try:
@@ -165,7 +167,7 @@ def step_breakdown(cfg, device, steps=10) -> tuple[dict, float]:
 
 
 def _step_runner(cfg, device, fused_attn=True, compile_model=False, synthetic=False):
-    """A closure ``run(n)`` doing n training steps the way thesis_lib.train does; it returns the last batch."""
+    """A closure ``run(n)`` doing n training steps the way thesis_lib.training.run does; it returns the last batch."""
     model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
     runner = torch.compile(model) if compile_model else model
     amp, batches = autocast(cfg, device), pairs.batches(0, 10 ** 6, targets)
@@ -245,7 +247,7 @@ def _naive_recalls(img, txt, t2i):
 def classifier_rate(device, n_classes=20, n_templates=80, preset="thesis") -> dict:
     """Building the zero-shot classifier at the thesis preset on a class subset; per prompt, batched vs per class."""
     from thesis_lib.evaluate import embed_texts
-    from thesis_lib.model import build_model
+    from thesis_lib.models.emkum import build_model
     cfg = get_config(preset)
     model = build_model(cfg).to(device).eval()
     g = torch.Generator().manual_seed(0)

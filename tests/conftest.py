@@ -1,12 +1,11 @@
 """Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves."""
 import json
 import os
+import tempfile
 
 import numpy as np
 import pytest
 from PIL import Image
-
-import tempfile
 
 os.environ.setdefault("THESIS_SCALE", "smoke")   # notebooks under nbval run at the smoke scale
 os.environ.setdefault("THESIS_PROGRESS", "0")
@@ -69,5 +68,5 @@ def tiny_flickr(tmp_path):
 @pytest.fixture(scope="session")
 def smoke_world(tmp_path_factory):
     from thesis_lib import get_config
-    from thesis_lib.world_files import ensure_world
+    from thesis_lib.data.world_files import ensure_world
     return ensure_world(get_config("smoke").data.world, tmp_path_factory.mktemp("world") / "w", progress=False)

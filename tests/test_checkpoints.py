@@ -4,14 +4,27 @@ import types
 
 import pytest
 import torch
+from checkpoint_fixtures import (
+    beitv2_file,
+    beitv2_reference,
+    d2v_image_file,
+    d2v_image_reference,
+    d2v_text_file,
+    d2v_text_reference,
+)
 
-from checkpoint_fixtures import (beitv2_file, beitv2_reference, d2v_image_file, d2v_image_reference, d2v_text_file,
-                                 d2v_text_reference)
 from thesis_lib import CheckpointError
-from thesis_lib.checkpoints import (load_beitv2, load_data2vec2_image, load_data2vec2_text, save_data2vec2_image,
-                                    save_data2vec2_text, timm_beitv2, torch_load)
 from thesis_lib.config import ImageConfig, TeacherConfig, TextConfig
-from thesis_lib.encoders import hf_encoder
+from thesis_lib.models.checkpoints import (
+    load_beitv2,
+    load_data2vec2_image,
+    load_data2vec2_text,
+    save_data2vec2_image,
+    save_data2vec2_text,
+    timm_beitv2,
+    torch_load,
+)
+from thesis_lib.models.encoders import hf_encoder
 
 IMG_CFG = ImageConfig(img_size=32, patch_size=8)
 TXT_CFG = TextConfig(vocab_size=60, max_positions=20, mask_id=59)
@@ -115,8 +128,14 @@ def test_demo_writers_round_trip(tmp_path):
 
 
 def test_transformers_routes(tmp_path):
-    from transformers import (BertConfig, BertModel, Data2VecTextConfig, Data2VecTextModel, Data2VecVisionConfig,
-                              Data2VecVisionModel)
+    from transformers import (
+        BertConfig,
+        BertModel,
+        Data2VecTextConfig,
+        Data2VecTextModel,
+        Data2VecVisionConfig,
+        Data2VecVisionModel,
+    )
     small = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=2, intermediate_size=64)
     torch.manual_seed(0)
     bert = BertModel(BertConfig(vocab_size=60, **small), add_pooling_layer=False).eval()

@@ -4,8 +4,14 @@ import pytest
 import torch
 
 from thesis_lib import DataError
-from thesis_lib.datasets import (load_hf_pairs, load_imagenet_folder, load_karpathy_split, load_uint8, open_image,
-                                 retrieval_index)
+from thesis_lib.data.datasets import (
+    load_hf_pairs,
+    load_imagenet_folder,
+    load_karpathy_split,
+    load_uint8,
+    open_image,
+    retrieval_index,
+)
 
 
 def test_coco_train_includes_restval(tiny_coco):
@@ -103,7 +109,7 @@ def test_imagenet_folder_errors(tmp_path):
 
 
 def test_shipped_imagenet_metadata():
-    from thesis_lib.datasets import imagenet_templates
+    from thesis_lib.data.datasets import imagenet_templates
     from thesis_lib.paths import ASSETS
     names = json.loads((ASSETS / "imagenet_classnames.json").read_text())["classnames"]
     assert len(names) == 1000 and names[0] == "tench" and len(imagenet_templates()) == 80

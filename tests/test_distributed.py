@@ -1,4 +1,4 @@
-"""thesis_lib.distributed under several CPU processes (gloo): ranks stay in sync, the fusion heads included.
+"""thesis_lib.training.distributed under several CPU processes (gloo): ranks stay in sync, the fusion heads included.
 (The gathered contrastive loss equals the one-process loss: tests/test_losses.py.)"""
 import json
 import os
@@ -11,7 +11,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from thesis_lib import CheckpointError, ResultConflictError, ThesisError, run_experiment
-from thesis_lib.distributed import DistInfo, check_in_sync
+from thesis_lib.training.distributed import DistInfo, check_in_sync
 
 
 def _sync_worker(rank, world, init_file, out_dir, diverge):
@@ -46,7 +46,7 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     only if every parameter is equal on both ranks; the result records 2 processes, and a one-process call neither
     reuses it nor resumes from its checkpoint (its global batch and data order differ)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "thesis_lib.train", "--preset", "smoke", "--variant", "switch_sib", "--out", str(tmp_path),
+           "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "switch_sib", "--out", str(tmp_path),
            "--no-progress"]
     run = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
                          timeout=600, check=False)

@@ -2,15 +2,7 @@ import pytest
 import torch
 
 from thesis_lib import run_experiment
-from thesis_lib.fusion import (
-    MODES,
-    FusionHead,
-    FusionLayer,
-    anneal,
-    gumbel_weights,
-    hard_negatives,
-    mode_masks,
-)
+from thesis_lib.models.fusion import MODES, FusionHead, FusionLayer, anneal, gumbel_weights, hard_negatives, mode_masks
 
 
 def test_switch_attention_masks_are_switch_bert_table_1():

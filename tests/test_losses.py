@@ -5,8 +5,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn import functional as F
 
-from thesis_lib.distributed import DistInfo
-from thesis_lib.losses import clip_loss, kd_contrastive, kd_mse
+from thesis_lib.training.distributed import DistInfo
+from thesis_lib.training.losses import clip_loss, kd_contrastive, kd_mse
 
 
 def test_clip_loss_equals_its_formula():

@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
 
-from thesis_lib import mechanisms
 from thesis_lib.config import VARIANT_LABELS
+from thesis_lib.study import mechanisms
 
 
 @pytest.fixture(scope="module")

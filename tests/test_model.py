@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from thesis_lib import VARIANTS, get_config
-from thesis_lib.model import IMAGE, TEXT, SharedBlock, build_model, parameter_table
-from thesis_lib.teacher import build_teacher
+from thesis_lib.models.emkum import IMAGE, TEXT, SharedBlock, build_model, parameter_table
+from thesis_lib.models.teacher import build_teacher
 
 PAIR = dict(images=torch.randn(3, 3, 16, 16), tokens=torch.tensor([[0, 7, 8, 2, 1, 1]] * 3))
 
@@ -184,7 +184,7 @@ def test_added_parameters_come_from_their_own_stream():
 
 
 def test_tte_ablation_removes_or_swaps_the_type_vectors():
-    from thesis_lib.model import tte_ablation
+    from thesis_lib.models.emkum import tte_ablation
     torch.manual_seed(0)
     model = build_model("smoke", "tte_after").eval()
     with torch.no_grad():

@@ -6,9 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from checkpoint_fixtures import beitv2_file, d2v_image_file, d2v_text_file, gpt2_tokenizer_files
+from PIL import Image
 
 VOCAB = 4 + 261 + 1          # fairseq specials + dict.txt lines of the tiny GPT-2 BPE + <mask>
 
@@ -68,6 +67,7 @@ def test_committed_notebook_outputs_hold_no_machine_specific_path():
     """Warnings that print a file path (a missing ipywidgets, a pandas deprecation) would leak the path of the
     machine that ran the notebook into the repository; their causes are fixed, and this keeps them out."""
     import re
+
     from thesis_lib.paths import ROOT
     pattern = re.compile(r"(?:^|[\s'\"(])/(?:home|work|tmp|Users|usr|opt|root|var)/[\w.-]+")
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):

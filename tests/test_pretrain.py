@@ -1,7 +1,7 @@
 import math
 
 from thesis_lib.config import get_config
-from thesis_lib.pretrain import _auc, pretrain_report
+from thesis_lib.training.pretrain import _auc, pretrain_report
 
 
 def test_auc_of_perfect_random_and_reversed_scores():

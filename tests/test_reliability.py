@@ -10,18 +10,28 @@ import time
 
 import pytest
 import torch
-
 from checkpoint_fixtures import d2v_image_file
-from thesis_lib import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError, OutputDirError,
-                        ResultConflictError, TokenizerError, get_config, run_experiment)
-from thesis_lib.checkpoints import load_data2vec2_image, torch_load
-from thesis_lib.config import ImageConfig, TextConfig
-from thesis_lib.datasets import load_karpathy_split, open_image
-from thesis_lib.study import study_params
-from thesis_lib.tokenizer import CaptionTokenizer, check_tokenizer
-from thesis_lib.train import main, resolve_device
 
-CLI = [sys.executable, "-m", "thesis_lib.train", "--preset", "smoke", "--no-progress"]
+from thesis_lib import (
+    CheckpointError,
+    ConfigError,
+    DataError,
+    DeviceError,
+    NonFiniteLossError,
+    OutputDirError,
+    ResultConflictError,
+    TokenizerError,
+    get_config,
+    run_experiment,
+)
+from thesis_lib.config import ImageConfig, TextConfig
+from thesis_lib.data.datasets import load_karpathy_split, open_image
+from thesis_lib.data.tokenizer import CaptionTokenizer, check_tokenizer
+from thesis_lib.models.checkpoints import load_data2vec2_image, torch_load
+from thesis_lib.study.runs import study_params
+from thesis_lib.training.run import main, resolve_device
+
+CLI = [sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--no-progress"]
 
 
 def _cli(*args, timeout=300):
@@ -148,7 +158,7 @@ def test_catalogue_resume_with_a_checkpoint_of_another_variant(tmp_path):
 
 
 def test_catalogue_non_finite_loss_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
-    import thesis_lib.engine as engine
+    import thesis_lib.training.engine as engine
     real = engine.compute_loss
     calls = {"n": 0}
 
@@ -229,7 +239,7 @@ def test_a_run_gives_the_same_result_whether_or_not_the_caches_existed(tmp_path,
 # ------------------------------------------------------------------ never delete, never run code, never lose a curve
 
 def test_a_user_folder_given_as_data_root_at_a_generating_scale_is_never_touched(tmp_path):
-    from thesis_lib.pipeline import data_root
+    from thesis_lib.data.roots import data_root
     mine = tmp_path / "my-data"
     (mine / "coco").mkdir(parents=True)
     (mine / "precious.txt").write_text("years of work")
@@ -242,7 +252,7 @@ def test_a_user_folder_given_as_data_root_at_a_generating_scale_is_never_touched
 
 
 def test_a_foreign_partial_folder_is_not_removed(tmp_path):
-    from thesis_lib.world_files import ensure_world
+    from thesis_lib.data.world_files import ensure_world
     (tmp_path / "w.partial").mkdir()
     (tmp_path / "w.partial" / "keep.txt").write_text("x")
     with pytest.raises(DataError, match="holds no marker of this project's world writer"):
@@ -356,6 +366,7 @@ def test_make_lab_starts_a_server_that_answers(tmp_path):
     import shutil
     import socket
     import urllib.request
+
     from thesis_lib.paths import ROOT
     if not (ROOT / ".venv" / "bin" / "jupyter").exists() or not shutil.which("make"):
         pytest.skip("needs the .venv that `make setup` creates")
@@ -408,7 +419,7 @@ def test_catalogue_seed_beyond_numpy_range():
 
 
 def test_catalogue_result_files_of_the_wrong_shape(tmp_path):
-    from thesis_lib.results import read_result
+    from thesis_lib.training.results import read_result
     good = {"preset": "smoke", "variant": "baseline", "seed": 0, "config": {}, "train": {},
             "metrics": {"imagenet_top1": 1.0, "coco_mean": 1.0}}
     for name, content in (("list.json", b"[1, 2]"), ("latin1.json", "{\"a\": \"\xe9\"}".encode("latin-1")),
@@ -448,7 +459,8 @@ def test_catalogue_decompression_bomb_is_a_data_error(tmp_path, monkeypatch):
 
 def test_catalogue_hidden_folder_is_no_class_and_an_empty_class_folder_is_an_error(tmp_path):
     from PIL import Image
-    from thesis_lib.datasets import load_imagenet_folder
+
+    from thesis_lib.data.datasets import load_imagenet_folder
     val = tmp_path / "val"
     for wnid in ("n01", "n02"):
         (val / wnid).mkdir(parents=True)
@@ -463,7 +475,7 @@ def test_catalogue_hidden_folder_is_no_class_and_an_empty_class_folder_is_an_err
 
 
 def test_catalogue_non_finite_loss_before_the_first_checkpoint_names_none(tmp_path, monkeypatch):
-    import thesis_lib.engine as engine
+    import thesis_lib.training.engine as engine
     real = engine.compute_loss
 
     def poisoned(*args, **kwargs):
@@ -475,7 +487,7 @@ def test_catalogue_non_finite_loss_before_the_first_checkpoint_names_none(tmp_pa
 
 
 def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
-    import thesis_lib.train as train
+    import thesis_lib.training.run as train
     monkeypatch.setenv("THESIS_PROGRESS", "0")                      # main() sets it for --no-progress
 
     def interrupted(*args, **kwargs):
@@ -486,7 +498,7 @@ def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
     assert err.count("\n") == 1 and "--resume" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("module", ["thesis_lib.report", "thesis_lib.figures"])
+@pytest.mark.parametrize("module", ["thesis_lib.study.report", "thesis_lib.study.figures"])
 def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, module):
     bad = subprocess.run([sys.executable, "-m", module, "--scale", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "scale must be one of" in bad.stderr

@@ -6,8 +6,15 @@ from torch.nn import functional as F
 
 from thesis_lib import get_config
 from thesis_lib.config import ImageConfig, TextConfig
-from thesis_lib.representations import (ImageEmbedding, PostLNBlock, TextEmbedding, TransformerStack, patchify,
-                                        pre_ln_block, sincos_2d)
+from thesis_lib.models.representations import (
+    ImageEmbedding,
+    PostLNBlock,
+    TextEmbedding,
+    TransformerStack,
+    patchify,
+    pre_ln_block,
+    sincos_2d,
+)
 
 VIT_B_BLOCK = 7_087_872  # 12·768² + 13·768 (qkv, proj, fc1, fc2 with biases; two LayerNorms)
 

@@ -3,7 +3,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from thesis_lib.stats import PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power, verdict
+from thesis_lib.study.stats import PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power, verdict
 
 
 def test_mean_ci_matches_the_t_table():

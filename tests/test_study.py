@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from thesis_lib import study
-from thesis_lib.reference import CLAIMS, PRIMARY_METRIC
+from thesis_lib.study.reference import CLAIMS, PRIMARY_METRIC
 
 SEEDS = range(5)
 
@@ -90,7 +90,7 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     trained here on one thread, bit for bit, whatever the number of workers."""
     import torch
 
-    from thesis_lib.train import one_thread, run_experiment
+    from thesis_lib.training.run import one_thread, run_experiment
     monkeypatch.setenv("THESIS_WORKERS", "2")
     params = study.study_params("smoke", [0, 1], "cpu", str(tmp_path / "parallel"))
     parallel = study.run_grid(params, ["tte_after_ls"], progress=False)

@@ -1,11 +1,11 @@
 
 import pytest
 import torch
-
 from checkpoint_fixtures import gpt2_tokenizer_files
+
 from thesis_lib import TokenizerError, get_config
 from thesis_lib.config import TextConfig
-from thesis_lib.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
+from thesis_lib.data.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
 
 
 @pytest.fixture

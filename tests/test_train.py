@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from thesis_lib import ConfigError, ResultConflictError, get_config, run_experiment
-from thesis_lib.engine import compute_loss, make_optimizer, param_groups
-from thesis_lib.losses import SINGLE
-from thesis_lib.model import build_model
-from thesis_lib.teacher import build_teacher
-from thesis_lib.train import main
+from thesis_lib.models.emkum import build_model
+from thesis_lib.models.teacher import build_teacher
+from thesis_lib.training.engine import compute_loss, make_optimizer, param_groups
+from thesis_lib.training.losses import SINGLE
+from thesis_lib.training.run import main
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_cli_errors_are_one_line(capsys):
 
 
 def test_cli_runs_as_a_module(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "thesis_lib.train", "--preset", "smoke", "--variant", "tte_before",
+    proc = subprocess.run([sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "tte_before",
                            "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tte_before seed 0: ImageNet top-1")
@@ -122,7 +122,7 @@ def test_committed_results_hold_no_machine_specific_path():
 
 
 def test_symbolic_demo_part_resolves_to_the_demo_pretraining_file():
-    from thesis_lib.checkpoints import part_source
+    from thesis_lib.models.sources import part_source
     cfg = get_config("smoke", overrides={"weights.source": "random", "weights.teacher": "demo"})
     demo = get_config("smoke", overrides={"weights.source": "demo"})
     assert part_source(cfg, "image") == "" and part_source(cfg, "teacher") == part_source(demo, "teacher")
@@ -136,7 +136,7 @@ def test_committed_demo_results_are_runs_of_the_current_demo_config():
 
     from thesis_lib.config import TTE_VARIANTS
     from thesis_lib.paths import ROOT
-    from thesis_lib.results import differences
+    from thesis_lib.training.results import differences
     seeds = {}
     for path in sorted((ROOT / "results" / "demo").glob("*/seed*.json")):
         stored = json.loads(path.read_text())

@@ -1,7 +1,13 @@
 import torch
 from PIL import Image
 
-from thesis_lib.transforms import BatchAugment, eval_transform, normalise_uint8, student_transform, teacher_transform
+from thesis_lib.data.transforms import (
+    BatchAugment,
+    eval_transform,
+    normalise_uint8,
+    student_transform,
+    teacher_transform,
+)
 
 
 def _batch(n=4, s=16):

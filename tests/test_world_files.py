@@ -1,8 +1,9 @@
 import hashlib
 
-from thesis_lib import get_config, world
-from thesis_lib.datasets import load_karpathy_split
-from thesis_lib.world_files import ensure_world, summary
+from thesis_lib import get_config
+from thesis_lib.data import world
+from thesis_lib.data.datasets import load_karpathy_split
+from thesis_lib.data.world_files import ensure_world, summary
 
 
 def _digest(root):

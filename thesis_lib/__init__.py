@@ -6,16 +6,16 @@ Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_spl
 __version__ = "0.1.0"
 
 from .config import PRESETS, VARIANTS, ExperimentConfig, get_config  # noqa: E402
-from .datasets import load_karpathy_split  # noqa: E402
-from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError,  # noqa: E402
-                     OutputDirError, ResultConflictError, ThesisError, TokenizerError)
+from .data.datasets import load_karpathy_split  # noqa: E402
+from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError, OutputDirError,
+    ResultConflictError, ThesisError, TokenizerError)
 from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
-from .model import build_model  # noqa: E402
+from .models.emkum import build_model  # noqa: E402
 
 
-def __getattr__(name):  # run_experiment lazily, so `python -m thesis_lib.train` does not import its module twice
+def __getattr__(name):  # run_experiment lazily, so `python -m thesis_lib.training.run` does not import its module twice
     if name == "run_experiment":
-        from .train import run_experiment
+        from .training.run import run_experiment
         return run_experiment
     raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
 

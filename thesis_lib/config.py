@@ -2,7 +2,7 @@
 
 * ``thesis``: the chapter's real setup (Data2Vec2 ViT-B/16 + Data2Vec2 text, 6 blocks each, one shared block,
   BEiTv2 ViT-B/16 teacher, 224 px, 64 tokens, batch 256 per GPU, 44,636 steps). Facts: docs/sources.md §1-4.
-* ``demo``: the same classes at tiny width and depth, trained on the embedded world (thesis_lib.world) on CPU.
+* ``demo``: the same classes at tiny width and depth, trained on the embedded world (thesis_lib.data.world) on CPU.
 * ``smoke``: the demo at toy size, for CI and tests (seconds).
 
 ``get_config(preset, variant=..., seed=..., overrides={"train.steps": 10})`` resolves a full ``ExperimentConfig``;
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 
+
 @dataclass(frozen=True)
 class VariantSpec:
     """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this.
@@ -28,7 +29,7 @@ class VariantSpec:
     image_input_norm  False: the image encoder's input LayerNorm is skipped, as the thesis code's TTE-before path
                 did (commit 7339fb2 of TimCares/MasterThesis)
     block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
-    fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.fusion)
+    fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.models.fusion)
     sib         the fusion head's Switch-Input Block
     """
     label: str
@@ -143,7 +144,7 @@ class TeacherConfig:
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """The embedded image-caption world (thesis_lib.world); sizes of every split."""
+    """The embedded image-caption world (thesis_lib.data.world); sizes of every split."""
     seed: int = 0
     img_size: int = 32           # rendered resolution (a parameter; the model's img_size must match)
     n_train: int = 4000          # caption-pair train images (5 captions each)
@@ -196,7 +197,7 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.pretrain); unused at the thesis scale."""
+    """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.training.pretrain); unused at the thesis scale."""
     image_steps: int = 600       # masked-patch regression of the image encoder (SimMIM-style)
     text_steps: int = 600        # masked language modelling of the text encoder
     teacher_steps: int = 800     # supervised multi-label scene attributes (the teacher never sees captions)

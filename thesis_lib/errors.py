@@ -1,6 +1,6 @@
 """Exception types: every user-facing failure raises one of these with a message that says what to fix.
 
-The CLI (``python -m thesis_lib.train``) prints such an error as one line and exits with code 2; any other
+The CLI (``python -m thesis_lib.training.run``) prints such an error as one line and exits with code 2; any other
 exception is a bug and keeps its traceback. The catalogue of bad inputs and their messages is in the README.
 """
 

@@ -14,8 +14,9 @@ import contextlib
 
 import torch
 
-from .model import EMKUM
-from .pipeline import RetrievalSet, ZeroShotSet, image_batches, trim
+from .data.eval_sets import RetrievalSet, ZeroShotSet, image_batches
+from .data.tokenizer import trim
+from .models.emkum import EMKUM
 
 RECALL_KEYS = ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")
 
@@ -112,7 +113,7 @@ def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroSh
         for k, v in retrieval_recalls(img, txt, rs.text_to_image, chunk).items():
             metrics[f"{name}_{k}"] = v
         if getattr(model, "fusion", None) is not None and name in cfg.eval.rerank_sets:
-            from .fusion import fusion_metrics
+            from .models.fusion import fusion_metrics
             fm = fusion_metrics(model, rs, img @ txt.t(), cfg, device, pad_id, autocast or contextlib.nullcontext())
             metrics.update({f"{name}_{k}": v for k, v in fm["metrics"].items()})
             if extras is not None:

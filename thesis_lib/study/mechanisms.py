@@ -10,12 +10,12 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from .config import VARIANT_LABELS, get_config
-from .fusion import INPUTS, MODES
-from .model import build_model, parameter_table
-from .results import load_results
+from ..config import VARIANT_LABELS, get_config
+from ..models.emkum import build_model, parameter_table
+from ..models.fusion import INPUTS, MODES
+from ..training.results import load_results
 from .stats import fmt, mean_ci, paired_difference, verdict
-from .study import arm_values
+from .tables import arm_values
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking

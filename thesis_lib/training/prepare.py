@@ -5,13 +5,13 @@ calls it once in its own process before it starts parallel runs, so that no two 
 """
 from __future__ import annotations
 
-from .config import ExperimentConfig
+from ..config import ExperimentConfig
 
 
 def prepare_assets(cfg: ExperimentConfig) -> None:
-    from .checkpoints import part_source
-    from .pipeline import data_root
-    from .train import load_tokenizer
+    from ..data.roots import data_root
+    from ..models.sources import part_source
+    from .run import load_tokenizer
     root = data_root(cfg)
     load_tokenizer(cfg, root)
     for part in ("image", "text", "teacher"):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from .config import config_diff
-from .errors import OutputDirError, ResultConflictError
+from ..config import config_diff
+from ..errors import OutputDirError, ResultConflictError
 
 # fields that change how a run is executed or logged, not what it computes
 OPERATIONAL = ("train.log_every", "train.ckpt_every", "data.num_workers", "eval.batch_size", "eval.retrieval_chunk")

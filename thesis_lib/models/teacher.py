@@ -11,7 +11,7 @@ import torch
 from timm.models.beit import Beit
 from torch import nn
 
-from .config import TeacherConfig
+from ..config import TeacherConfig
 
 
 def build_beit(cfg: TeacherConfig, img_size: int) -> Beit:

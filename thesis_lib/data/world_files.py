@@ -24,10 +24,10 @@ import numpy as np
 from filelock import FileLock
 from tqdm import tqdm
 
+from ..config import WorldConfig
+from ..errors import DataError
+from ..paths import data_dir, show_progress
 from . import world
-from .config import WorldConfig
-from .errors import DataError
-from .paths import data_dir, show_progress
 
 JPEG_QUALITY = 90
 WORLD_VERSION = 3   # bump when the world's code draws other pictures or captions (2: patterned object surfaces,
@@ -148,8 +148,8 @@ def _write_zero_shot(cfg: WorldConfig, out: Path) -> None:
             image_no = label * cfg.n_zeroshot_per_class + k + 1
             img = world.render(world.class_scene(rng, label), cfg.img_size, rng)
             _save(img, out / "val" / f"w{label:08d}" / f"WORLD_val_{image_no:08d}.JPEG")
-    _write_json(out / "classnames.json", {"source": "thesis_lib.world.CLASSES", "classnames": world.CLASSES})
-    _write_json(out / "templates.json", {"source": "thesis_lib.world.ZERO_SHOT_TEMPLATES",
+    _write_json(out / "classnames.json", {"source": "thesis_lib.data.world.CLASSES", "classnames": world.CLASSES})
+    _write_json(out / "templates.json", {"source": "thesis_lib.data.world.ZERO_SHOT_TEMPLATES",
                                          "templates": world.ZERO_SHOT_TEMPLATES})
 
 

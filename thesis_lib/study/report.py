@@ -1,6 +1,6 @@
 """The README's results block, written from the stored results (never by hand):
 
-    python -m thesis_lib.report [--scale demo] [--update-readme]
+    python -m thesis_lib.tables.report [--scale demo] [--update-readme]
 
 prints Table 2 (ours: mean ± 95 % CI over seeds; the thesis's two versions as reference columns), the paired
 differences with the verdicts, and the LayerScale statistics; ``--update-readme`` replaces the block between the
@@ -14,11 +14,11 @@ import sys
 
 import pandas as pd
 
-from . import reference, study
-from .config import CONTROL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
-from .errors import ThesisError
-from .paths import ROOT
-from .results import write_text_atomic
+from ..config import CONTROL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
+from ..errors import ThesisError
+from ..paths import ROOT
+from ..training.results import write_text_atomic
+from . import reference, runs, tables
 from .stats import fmt, mean_ci
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -35,7 +35,7 @@ def _markdown(df: pd.DataFrame) -> str:
 
 
 def results_markdown(params) -> str:
-    df = study.results_frame(params, VARIANTS + CONTROL_VARIANTS)
+    df = tables.results_frame(params, VARIANTS + CONTROL_VARIANTS)
     if df.empty:
         return f"_No results of the {params.scale} scale yet: run `make reproduce`._"
     seeds = sorted(set(df.seed))
@@ -44,20 +44,20 @@ def results_markdown(params) -> str:
     ours = {}
     for v in present:
         sub = df[df.variant == v]
-        ours[VARIANT_LABELS[v]] = {study.METRIC_LABELS[m]: fmt(*mean_ci(sub[m])) for m in study.TABLE_METRICS}
-    thesis = {VARIANT_LABELS[v]: {study.METRIC_LABELS[m]: "/".join(
+        ours[VARIANT_LABELS[v]] = {tables.METRIC_LABELS[m]: fmt(*mean_ci(sub[m])) for m in tables.TABLE_METRICS}
+    thesis = {VARIANT_LABELS[v]: {tables.METRIC_LABELS[m]: "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
-        for ver in ("aug", "final")) for m in study.TABLE_METRICS} for v in present}
+        for ver in ("aug", "final")) for m in tables.TABLE_METRICS} for v in present}
     table = pd.DataFrame(ours).T
-    for m in study.TABLE_METRICS:
-        table[f"thesis: {study.METRIC_LABELS[m]}"] = [thesis[i][study.METRIC_LABELS[m]] for i in table.index]
+    for m in tables.TABLE_METRICS:
+        table[f"thesis: {tables.METRIC_LABELS[m]}"] = [thesis[i][tables.METRIC_LABELS[m]] for i in table.index]
     table.index.name = "variant"
     if missing:                                     # e.g. one run from the command line: show it, name the rest
         return "\n\n".join([f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              _markdown(table), f"No results yet for {', '.join(missing)}: the claims need every "
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
-    claims = study.claim_table(df).set_index("claim")
-    ablation = study.ablation_table(df, [v for v in ("tte_after", "tte_after_ls", "tte_shared") if v in set(df.variant)])
+    claims = tables.claim_table(df).set_index("claim")
+    ablation = tables.ablation_table(df, [v for v in ("tte_after", "tte_after_ls", "tte_shared") if v in set(df.variant)])
     ls = df[df.variant == "tte_after_ls"]
     gamma = (f"mean γ {fmt(*mean_ci(ls.gamma_mean), 6)}, std {fmt(*mean_ci(ls.gamma_std), 5)}, max "
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
@@ -66,10 +66,10 @@ def results_markdown(params) -> str:
         f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
         _markdown(table),
-        f"The claims, paired by seed, decided on the primary metric ({study.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
+        f"The claims, paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
         "with Holm's correction; secondary metrics in parentheses decide nothing (see `thesis_lib/stats.py`):",
         _markdown(claims), "Precision of the paired differences to the baseline (95 % half-width, points):",
-        _markdown(study.precision_table(df).set_index("variant")),
+        _markdown(tables.precision_table(df).set_index("variant")),
         "Is the TTE used? Each trained model evaluated with its TTE removed or the type vectors swapped:",
         _markdown(ablation.set_index("variant")) if len(ablation) else "",
         f"Learned TTE LayerScale: {gamma}" if gamma else "", mechanisms_markdown(params)]).strip()
@@ -78,7 +78,7 @@ def results_markdown(params) -> str:
 def mechanisms_markdown(params) -> str:
     """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
     from . import mechanisms
-    df = study.results_frame(params, mechanisms.DUAL + mechanisms.FUSION)
+    df = tables.results_frame(params, mechanisms.DUAL + mechanisms.FUSION)
     if df.empty or "mome" not in set(df.variant):
         return ""
     fusion = [v for v in mechanisms.FUSION if v in set(df.variant)]
@@ -103,13 +103,13 @@ def update_readme(text: str, path=ROOT / "README.md") -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.tables.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", default="demo")
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--update-readme", action="store_true")
     args = p.parse_args(argv)
     try:
-        text = results_markdown(study.study_params(args.scale, args.seeds, "cpu", need_data=False))
+        text = results_markdown(runs.study_params(args.scale, args.seeds, "cpu", need_data=False))
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

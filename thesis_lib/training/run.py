@@ -1,7 +1,7 @@
 """Train and evaluate one run: the one entry point of the CLI, the notebooks and the tests.
 
-    python -m thesis_lib.train --preset demo --variant tte_after_ls --seed 0 --out . [--resume]
-    torchrun --nproc_per_node 2 -m thesis_lib.train --preset thesis --variant baseline --device cuda \\
+    python -m thesis_lib.training.run --preset demo --variant tte_after_ls --seed 0 --out . [--resume]
+    torchrun --nproc_per_node 2 -m thesis_lib.training.run --preset thesis --variant baseline --device cuda \\
         --data-root /data --checkpoints /ckpt                 # DDP; on CPU the same code runs with gloo
 
 ``run_experiment(...)`` returns the result dict that is also written to ``results/<preset>/<variant>/seed<N>.json``.
@@ -21,19 +21,28 @@ import numpy as np
 import torch
 from filelock import FileLock
 
-from . import __version__
-from .checkpoints import load_teacher, part_source
-from .config import ExperimentConfig, PRESETS, VARIANTS, get_config
+from .. import __version__
+from ..config import PRESETS, VARIANTS, ExperimentConfig, get_config
+from ..data.eval_sets import build_eval_sets
+from ..data.roots import data_root
+from ..data.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer, trim
+from ..data.train_pairs import TrainPairs
+from ..data.world_files import fingerprint
+from ..errors import DeviceError, ThesisError
+from ..evaluate import chance_levels, evaluate
+from ..models.emkum import build_model, tte_ablation
+from ..models.sources import load_teacher, part_source
+from ..paths import data_dir, results_dir
 from .distributed import barrier, check_in_sync, init_distributed
-from .engine import layerscale_stats, load_checkpoint, make_optimizer, tte_contribution, train_loop
-from .errors import DeviceError, ThesisError
-from .evaluate import chance_levels, evaluate
-from .model import build_model, tte_ablation
-from .paths import data_dir, results_dir
-from .pipeline import TrainPairs, build_eval_sets, data_root, seed_everything, trim
+from .engine import layerscale_stats, load_checkpoint, make_optimizer, train_loop, tte_contribution
 from .results import RunPaths, check_writable, existing_result, read_result, write_json_atomic
-from .tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
-from .world_files import fingerprint
+
+
+def seed_everything(seed: int) -> None:
+    import random
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -172,7 +181,7 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
     n = min(256, len(coco.tokens))
     images = coco.images[:n] if isinstance(coco.images, torch.Tensor) else None
     if images is not None:
-        from .transforms import normalise_uint8
+        from ..data.transforms import normalise_uint8
         ratio = tte_contribution(raw, normalise_uint8(images, cfg.data.mean, cfg.data.std).to(device),
                                  trim(coco.tokens[:n], tokenizer.pad_id).to(device))
         if ratio is not None:
@@ -194,7 +203,7 @@ def tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, pad_id: int, am
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.train", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.training.run", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="demo", help=f"one of {', '.join(PRESETS)}")
     p.add_argument("--variant", default="baseline", help=f"one of {', '.join(VARIANTS)}")
@@ -250,3 +259,4 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

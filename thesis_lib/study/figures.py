@@ -1,7 +1,7 @@
 """Every figure by name: ``draw(name, params)`` builds it from code (notation figures) or from the stored results
 (the study figures), saves PNG + PDF and returns it. The notebooks call ``draw``; so does
 
-    python -m thesis_lib.figures [--scale demo] [--output-dir DIR]      (make figures)
+    python -m thesis_lib.tables.figures [--scale demo] [--output-dir DIR]      (make figures)
 
 which redraws every figure from ``results/`` alone, without training.
 """
@@ -14,10 +14,11 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import mechanisms, plotting, study, world
-from .config import get_config
-from .errors import ThesisError
-from .representations import PostLNBlock, pre_ln_block, sincos_2d
+from ..config import get_config
+from ..data import world
+from ..errors import ThesisError
+from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
+from . import mechanisms, plotting, runs, tables
 
 TABLE1 = ("baseline", "tte_before", "tte_before_noln")
 TABLE2 = ("baseline", "tte_before", "tte_after", "tte_after_ls")
@@ -55,19 +56,19 @@ def fig_pre_vs_post_ln(params):
 
 
 def _bars(params, variants, metrics=None):
-    df = study.results_frame(params, variants)
-    labels = study.METRIC_LABELS if metrics is None else {m: mechanisms.LABELS[m] for m in metrics}
+    df = tables.results_frame(params, variants)
+    labels = tables.METRIC_LABELS if metrics is None else {m: mechanisms.LABELS[m] for m in metrics}
     present = set(df.variant) if len(df) else set()
     return plotting.results_bars(df, [v for v in variants if v in present], labels)
 
 
 def fig_baseline_curves(params):
-    return plotting.loss_curves(study.curves(params, "baseline"))
+    return plotting.loss_curves(tables.curves(params, "baseline"))
 
 
 def fig_loss_curves(params):
     import pandas as pd
-    return plotting.loss_curves(pd.concat([study.curves(params, v) for v in TABLE2]))
+    return plotting.loss_curves(pd.concat([tables.curves(params, v) for v in TABLE2]))
 
 
 def gammas(params) -> dict:
@@ -80,7 +81,7 @@ def gammas(params) -> dict:
 
 
 def fig_tte_contribution(params):
-    return plotting.tte_contribution(study.results_frame(params, ("tte_after", "tte_after_ls")))
+    return plotting.tte_contribution(tables.results_frame(params, ("tte_after", "tte_after_ls")))
 
 
 FIGURES = {
@@ -93,9 +94,9 @@ FIGURES = {
     "03_loss_curves": fig_loss_curves,
     "04_gamma_histogram": lambda p: plotting.gamma_histogram(gammas(p)),
     "04_gamma_per_channel": lambda p: plotting.gamma_per_channel(gammas(p)),
-    "04_gamma_evolution": lambda p: plotting.gamma_evolution(study.curves(p, "tte_after_ls")),
+    "04_gamma_evolution": lambda p: plotting.gamma_evolution(tables.curves(p, "tte_after_ls")),
     "04_tte_contribution": fig_tte_contribution,
-    "04_tte_ablation": lambda p: plotting.tte_ablation(study.results_frame(p, TTE_USED), TTE_USED, ABLATION_METRICS),
+    "04_tte_ablation": lambda p: plotting.tte_ablation(tables.results_frame(p, TTE_USED), TTE_USED, ABLATION_METRICS),
     "05_dual_encoder_bars": lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
     "05_fusion_bars": lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
     "05_switch_choices": lambda p: plotting.switch_choices(mechanisms.switch_choices(p)),
@@ -111,13 +112,13 @@ def draw(name: str, params):
 
 def main(argv=None) -> int:
     import matplotlib.pyplot as plt
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.figures", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.tables.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--scale", default="demo")
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
     try:
-        params = study.study_params(args.scale, args.seeds, "cpu", args.output_dir)
+        params = runs.study_params(args.scale, args.seeds, "cpu", args.output_dir)
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -25,8 +25,8 @@ from timm.models.vision_transformer import Block
 from torch import nn
 from torch.nn import functional as F
 
-from .config import ExperimentConfig, ModelConfig, get_config, replace_path
-from .errors import ConfigError
+from ..config import ExperimentConfig, ModelConfig, get_config, replace_path
+from ..errors import ConfigError
 from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder, bert_encoder
 from .fusion import FusionHead
 from .representations import key_padding_mask
@@ -203,12 +203,12 @@ def _resolve(preset_or_cfg, variant: str | None) -> ExperimentConfig:
 
 def build_model(preset_or_cfg="demo", variant: str | None = None, pretrained: bool = False) -> EMKUM:
     """EMKUM of a preset (or a resolved config) and variant. ``pretrained=True`` loads the encoders from the
-    config's weight sources (``thesis_lib.checkpoints.load_encoders``); otherwise all weights are random.
+    config's weight sources (``thesis_lib.models.checkpoints.load_encoders``); otherwise all weights are random.
     Build inside ``with torch.device("meta"):`` to count thesis-scale parameters without memory."""
     cfg = _resolve(preset_or_cfg, variant)
     image_encoder = text_encoder = None
     if pretrained:
-        from .checkpoints import load_encoders
+        from .sources import load_encoders
         image_encoder, text_encoder = load_encoders(cfg)
     return EMKUM(cfg.model, cfg.teacher.dim, image_encoder, text_encoder, logit_scale_init=cfg.train.logit_scale_init)
 

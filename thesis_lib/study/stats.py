@@ -1,6 +1,6 @@
 """Statistics over seeds: mean ± 95 % confidence interval (Student's t), paired differences, and the four verdicts.
 
-A claim of the chapter is decided on one declared primary metric (``thesis_lib.reference.CLAIMS``) from the paired
+A claim of the chapter is decided on one declared primary metric (``thesis_lib.study.reference.CLAIMS``) from the paired
 differences over seeds (each seed gives both runs the same initial weights and batches):
 
 * *reproduced* / *contradicted*: the two-sided paired t-test rejects "no difference" at 5 % after Holm's

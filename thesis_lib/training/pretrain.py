@@ -13,7 +13,7 @@ The image corpus is half scenes, half object-centric pictures (as ImageNet-1K, o
 pretrained, is object-centric); the teacher's held-out AUC is reported on each half.
 
 They are written in the original files' layouts (``base_imagenet.pt``, ``nlp_base.pt``, the BEiT v2 ``.pth``), so
-every demo run loads them through ``thesis_lib.checkpoints`` exactly as the thesis scale loads the real files;
+every demo run loads them through ``thesis_lib.models.checkpoints`` exactly as the thesis scale loads the real files;
 the student keeps the first half of each encoder's blocks, as the thesis keeps 6 of 12.
 """
 from __future__ import annotations
@@ -29,18 +29,19 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
-from . import world
-from .checkpoints import save_beitv2, save_data2vec2_image, save_data2vec2_text
-from .config import ExperimentConfig
-from .datasets import load_uint8
-from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
-from .paths import data_dir, show_progress
-from .pipeline import data_root, mix, tokenize, trim
-from .representations import patchify
-from .teacher import Teacher, build_beit
-from .tokenizer import demo_tokenizer
-from .transforms import BatchAugment
-from .world_files import WORLD_VERSION, fingerprint
+from ..config import ExperimentConfig
+from ..data import world
+from ..data.datasets import load_uint8
+from ..data.roots import data_root
+from ..data.tokenizer import demo_tokenizer, tokenize, trim
+from ..data.train_pairs import mix
+from ..data.transforms import BatchAugment
+from ..data.world_files import WORLD_VERSION, fingerprint
+from ..models.checkpoints import save_beitv2, save_data2vec2_image, save_data2vec2_text
+from ..models.encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
+from ..models.representations import patchify
+from ..models.teacher import Teacher, build_beit
+from ..paths import data_dir, show_progress
 
 FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
 VERSION = 4  # bump when the pretraining code changes, so cached parts are rebuilt

@@ -1,5 +1,5 @@
 """Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
-variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.figures`` redraws them all)."""
+variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.figures`` redraws them all)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,7 +10,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from .config import VARIANT_LABELS, VARIANTS
+from ..config import VARIANT_LABELS, VARIANTS
 from .reference import LAYERSCALE
 from .stats import mean_ci
 

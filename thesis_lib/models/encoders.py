@@ -3,14 +3,14 @@
 Every encoder maps its input to (H_L, padding_mask) and accepts an optional ``type_vector`` (D,) that is added to
 every token of its block input H_0 (VLMo-style TTE before the encoders, Eqs. 1-2; VLMo adds it to the embedding
 output, i.e. after the embedding LayerNorm). Parameter names follow the original checkpoints (docs/sources.md §7)
-so that ``thesis_lib.checkpoints`` maps keys one-to-one.
+so that ``thesis_lib.models.checkpoints`` maps keys one-to-one.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .config import ImageConfig, TextConfig
+from ..config import ImageConfig, TextConfig
 from .representations import ImageEmbedding, PostLNBlock, TextEmbedding, TransformerStack
 
 

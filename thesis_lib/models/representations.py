@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import partial
 
 import torch
-from torch import nn
 from timm.layers import Attention, Mlp, PatchEmbed
 from timm.models.vision_transformer import Block
+from torch import nn
 
-from .config import ImageConfig, TextConfig
+from ..config import ImageConfig, TextConfig
 
 
 def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:

@@ -194,7 +194,8 @@ def itm_loss(head: FusionHead, image, text, scale: torch.Tensor, image_index: to
 def token_sequences(model, images, tokens, cfg, device, pad_id: int, amp) -> tuple:
     """The shared part's output sequences of every image and caption of a retrieval set (captions padded to the
     longest; pads are masked wherever they go)."""
-    from .pipeline import image_batches, trim
+    from ..data.eval_sets import image_batches
+    from ..data.tokenizer import trim
     bs = cfg.eval.batch_size
     img = []
     for x in image_batches(images, cfg, bs):

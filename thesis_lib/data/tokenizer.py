@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from filelock import FileLock
 
-from .config import TextConfig
-from .errors import TokenizerError
+from ..config import TextConfig
+from ..errors import TokenizerError
 
 DEMO_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, fairseq's order for the first four
 
@@ -134,3 +134,15 @@ def demo_tokenizer(world_root: str | os.PathLike, cfg: TextConfig) -> CaptionTok
                            f"demo-bpe:{path.name}", bpe.id_to_token)
     check_tokenizer(tok, cfg)
     return tok
+
+
+def tokenize(tokenizer: CaptionTokenizer, captions: list[str], chunk: int = 65536) -> torch.Tensor:
+    """All captions at once -> (n, max_len) int32 (padding = tokenizer.pad_id)."""
+    parts = [tokenizer(captions[i:i + chunk])[0].to(torch.int32) for i in range(0, len(captions), chunk)]
+    return torch.cat(parts) if parts else torch.empty(0, tokenizer.max_len, dtype=torch.int32)
+
+
+def trim(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Drop the columns that are padding in every row (exact: pads are masked in attention)."""
+    longest = int(tokens.ne(pad_id).sum(1).max()) if len(tokens) else 1
+    return tokens[:, :max(longest, 1)].long()

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from .errors import DataError
-from .paths import ASSETS
+from ..errors import DataError
+from ..paths import ASSETS
 
 KARPATHY_SPLITS = ("train", "restval", "val", "test")
 

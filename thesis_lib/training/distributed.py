@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from .errors import ThesisError
+from ..errors import ThesisError
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
     from torch.distributed import _functional_collectives as fc
     if hasattr(fc, "all_gather_single"):     # autograd-aware; its backward reduce-scatters the sum
         return fc.all_gather_single(x.contiguous(), 0, dist.group.WORLD)
-    import torch.distributed.nn.functional as dist_fn   # older torch (deprecated in newer ones)
+    import torch.distributed.nn.functional as dist_fn  # older torch (deprecated in newer ones)
     return torch.cat(dist_fn.all_gather(x), dim=0)
 
 

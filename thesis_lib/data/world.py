@@ -5,7 +5,7 @@ A scene holds 1-4 objects; each object has a shape, a colour, a size and a posit
 background, with colour jitter, random rotation and pixel noise, so that recognising them takes learning.
 Two styles mirror the thesis's evaluation sets: ``coco`` (1-3 objects, short plain captions, indoor-ish
 backgrounds) and ``flickr`` (2-4 objects, longer descriptive captions that name the background). The files
-are written by ``thesis_lib.world_files`` in the formats of the real datasets.
+are written by ``thesis_lib.data.world_files`` in the formats of the real datasets.
 """
 from __future__ import annotations
 

@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .config import ExperimentConfig
+from ..config import ExperimentConfig
+from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
+from ..models.fusion import anneal, itm_loss
+from ..paths import show_progress
 from .distributed import DistInfo
-from .errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
-from .fusion import anneal, itm_loss
 from .losses import clip_loss, kd_contrastive, kd_mse
-from .paths import show_progress
 from .results import RunPaths, append_jsonl, differences, read_jsonl, write_text_atomic
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
@@ -108,7 +108,7 @@ def remove_stale_temporaries(paths: RunPaths) -> None:
 def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig, world_size: int = 1) -> int:
     """Restore a run; refuses a checkpoint of another variant, seed, config or number of processes (the data
     order and global batch depend on it). Returns the step to continue from."""
-    from .checkpoints import torch_load
+    from ..models.checkpoints import torch_load
     state = torch_load(path)
     if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import get_config
+from ..config import get_config
 
 THESIS_AUG = {  # TTE chapter, Aug-2024 version, Tables 1-2 (docs/sources.md §5)
     "baseline": {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
@@ -73,7 +73,8 @@ def notation_errata() -> list[dict]:
     """Each number the notation chapter states wrongly, beside the value this code computes (docs/sources.md §6)."""
     img = get_config("thesis").model.image
     import torch
-    from .representations import TextEmbedding, patchify
+
+    from ..models.representations import TextEmbedding, patchify
     flat = patchify(torch.zeros(1, 3, img.img_size, img.img_size), img.patch_size).shape[-1]
     text = get_config("thesis").model.text
     cls_pos = int(TextEmbedding(text, 8).positions(torch.tensor([[text.bos_id, 5, text.eos_id]]))[0, 0])

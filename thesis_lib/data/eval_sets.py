@@ -1,0 +1,101 @@
+"""The three evaluation sets (COCO-5K, Flickr30K-1K, ImageNet-1K zero-shot) as tensors or file lists, and their
+evaluation-view image batches."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from ..config import ExperimentConfig
+from . import datasets as ds
+from .roots import data_root, pair_records
+from .tokenizer import CaptionTokenizer, tokenize
+from .transforms import eval_transform, normalise_uint8
+
+
+class _ImageFiles(Dataset):
+    def __init__(self, images: list, transform):
+        self.images, self.transform = images, transform
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        return self.transform(ds.open_image(self.images[i]))
+
+
+def image_batches(images, cfg: ExperimentConfig, batch_size: int):
+    """Evaluation-view batches of an image set: a uint8 tensor (in memory) or a list of files (DataLoader)."""
+    if isinstance(images, torch.Tensor):
+        for i in range(0, len(images), batch_size):
+            yield normalise_uint8(images[i:i + batch_size], cfg.data.mean, cfg.data.std)
+        return
+    t = eval_transform(cfg.model.image.img_size, cfg.data.mean, cfg.data.std)
+    yield from DataLoader(_ImageFiles(images, t), batch_size=batch_size, num_workers=cfg.data.num_workers)
+
+
+# ----------------------------------------------------------------------------------------------- evaluation sets
+
+
+@dataclass
+class RetrievalSet:
+    name: str
+    images: object               # uint8 tensor (N, 3, S, S) or list of files
+    tokens: torch.Tensor         # (T, L) int32, every caption of every image
+    text_to_image: torch.Tensor  # (T,)
+
+
+@dataclass
+class ZeroShotSet:
+    images: object
+    labels: torch.Tensor         # (N,)
+    classnames: list[str]
+    templates: list[str]
+    prompt_tokens: torch.Tensor  # (C · n_templates, L): class-major
+
+
+def decoded(files: list, size: int) -> torch.Tensor:
+    """``load_uint8`` with a disk cache keyed by the files' names, sizes and modification times, so each image
+    set is decoded once per machine rather than once per run."""
+    import hashlib
+
+    from ..paths import data_dir
+    h = hashlib.sha1(str(size).encode())
+    for f in files:
+        st = os.stat(f) if isinstance(f, str) else None
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode() if st else repr(f).encode())
+    path = data_dir() / "decoded" / f"{h.hexdigest()[:16]}.npy"
+    if path.exists():
+        return torch.from_numpy(np.load(path))
+    images = ds.load_uint8(files, size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
+    np.save(tmp, images.numpy())
+    os.replace(tmp, path)
+    return images
+
+
+def _images(cfg, files: list):
+    return decoded(files, cfg.model.image.img_size) if cfg.data.in_memory else files
+
+
+def build_eval_sets(cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None):
+    root = root or data_root(cfg)
+    sets = []
+    for name in ("coco", "flickr30k"):
+        images, captions, t2i = ds.retrieval_index(pair_records(cfg, name, "test", root))
+        sets.append(RetrievalSet(name, _images(cfg, images), tokenize(tokenizer, captions), t2i))
+    records, classnames, templates = ds.load_imagenet_folder(root / "imagenet" / "val")
+    if cfg.data.zeroshot_templates == "openai":
+        templates = ds.imagenet_templates()
+    prompts = [t.format(c) for c in classnames for t in templates]
+    zs = ZeroShotSet(_images(cfg, [r.image for r in records]), torch.tensor([r.label for r in records]),
+                     classnames, templates, tokenize(tokenizer, prompts))
+    return sets, zs
+
+
+# ----------------------------------------------------------------------------------------------- training pairs

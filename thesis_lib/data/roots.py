@@ -1,0 +1,40 @@
+"""Where the data lives: the data root of a config and the image-caption records of a named training set.
+
+Both kinds of data have one layout under their root (the world writes it; put your copies the same way)::
+
+    coco/dataset_coco.json            coco/images/{train2014,val2014}/*.jpg
+    flickr30k/dataset_flickr30k.json  flickr30k/flickr30k-images/*.jpg
+    imagenet/val/<wnid>/*.JPEG        (+ optional imagenet/classnames.json, templates.json)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import ExperimentConfig
+from ..errors import DataError
+from . import datasets as ds
+
+TRAIN_SETS = {"coco": ("coco/dataset_coco.json", "coco/images"),
+              "flickr30k": ("flickr30k/dataset_flickr30k.json", "flickr30k/flickr30k-images")}
+
+
+def data_root(cfg: ExperimentConfig) -> Path:
+    if cfg.data.source == "world":
+        from .world_files import ensure_world
+        return ensure_world(cfg.data.world, cfg.data.root or None)
+    if not cfg.data.root:
+        raise DataError("no data root given for the real data; pass data_root (a folder holding coco/, flickr30k/ "
+                        "and imagenet/val/, see thesis_lib.pipeline)")
+    root = Path(cfg.data.root)
+    if not root.is_dir():
+        raise DataError(f"data root not found: {root}")
+    return root
+
+
+def pair_records(cfg: ExperimentConfig, name: str, split: str, root: Path) -> list[ds.PairRecord]:
+    if name.startswith("hf:"):
+        return ds.load_hf_pairs(name[3:], split=split)
+    if name not in TRAIN_SETS:
+        raise DataError(f"unknown pair dataset {name!r}; use coco, flickr30k or hf:<name or folder>")
+    rel_json, rel_images = TRAIN_SETS[name]
+    return ds.load_karpathy_split(root / rel_json, root / rel_images, split)

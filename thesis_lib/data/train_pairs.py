@@ -1,0 +1,121 @@
+"""Training pairs: one image-caption pair per sample, as the thesis trains. Batches are a pure function of
+(seed, step, rank): the order is a seeded permutation per epoch and the views are drawn from a generator seeded by
+the step, so a resumed run sees exactly the batches an uninterrupted run would have seen."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from ..config import ExperimentConfig
+from ..errors import DataError
+from . import datasets as ds
+from .eval_sets import decoded, image_batches
+from .roots import data_root, pair_records
+from .tokenizer import CaptionTokenizer, tokenize, trim
+from .transforms import BatchAugment, eval_transform, normalise_uint8, student_transform, teacher_transform
+
+
+def mix(*ints: int) -> int:
+    """A deterministic 63-bit seed from integers (Python's hash() of strings changes between processes)."""
+    return int(np.random.SeedSequence([int(i) for i in ints]).generate_state(2, np.uint64)[0] >> np.uint64(1))
+
+
+class TrainPairs:
+    """Every (image, caption) pair of the training sets; ``batches(start, stop)`` yields one process's share of
+    each step, in memory (uint8 tensor + vectorised views) or from files (a DataLoader with workers)."""
+
+    def __init__(self, cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None,
+                 rank: int = 0, world_size: int = 1):
+        root = root or data_root(cfg)
+        records = [r for name in cfg.data.train_sets for r in pair_records(cfg, name, "train", root)]
+        self.cfg, self.rank, self.world_size = cfg, rank, world_size
+        self.pad_id = tokenizer.pad_id
+        self.image_files = [r.image for r in records]
+        self.tokens = tokenize(tokenizer, [c for r in records for c in r.captions])
+        self.pair_image = torch.tensor([i for i, r in enumerate(records) for _ in r.captions])
+        self.images = decoded(self.image_files, cfg.model.image.img_size) if cfg.data.in_memory else None
+        self.global_batch = cfg.train.batch_size * world_size
+        if len(self.pair_image) < self.global_batch:
+            raise DataError(f"the training set has {len(self.pair_image)} pairs, fewer than one global batch "
+                            f"({self.global_batch}); lower train.batch_size")
+        self.steps_per_epoch = len(self.pair_image) // self.global_batch   # drop_last, as the thesis
+        self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
+        self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+        self._perm = (None, None)
+
+    def __len__(self):
+        return len(self.pair_image)
+
+    def indices(self, step: int) -> torch.Tensor:
+        """Pair indices of this process at ``step``: a fresh seeded permutation every epoch, drop_last."""
+        epoch, offset = divmod(step, self.steps_per_epoch)
+        if self._perm[0] != epoch:
+            g = torch.Generator().manual_seed(mix(self.cfg.seed, epoch))
+            self._perm = (epoch, torch.randperm(len(self.pair_image), generator=g))
+        start = offset * self.global_batch + self.rank * self.cfg.train.batch_size
+        return self._perm[1][start:start + self.cfg.train.batch_size]
+
+    def batch(self, step: int, teacher_targets: torch.Tensor | None = None) -> dict:
+        """In-memory batch: {"images", "tokens", "image_index"} + "targets" (cached teacher CLS) or
+        "teacher_images" (the teacher's own view)."""
+        idx = self.indices(step)
+        image_idx = self.pair_image[idx]
+        g = torch.Generator().manual_seed(mix(self.cfg.seed, step, self.rank))
+        raw = self.images[image_idx]
+        out = {"tokens": trim(self.tokens[idx], self.pad_id), "image_index": image_idx,
+               "images": self.student_aug(raw, g)}
+        if teacher_targets is not None:
+            out["targets"] = teacher_targets[image_idx]
+        elif self.cfg.data.teacher_view == "augmented":
+            out["teacher_images"] = self.teacher_aug(raw, g)
+        else:
+            out["teacher_images"] = normalise_uint8(raw, self.cfg.data.mean, self.cfg.data.std)
+        return out
+
+    def batches(self, start_step: int, stop_step: int, teacher_targets: torch.Tensor | None = None):
+        if self.images is not None:
+            for step in range(start_step, stop_step):
+                yield self.batch(step, teacher_targets)
+            return
+        workers = self.cfg.data.num_workers
+        loader = DataLoader(_StepStream(self, start_step, stop_step), batch_size=self.cfg.train.batch_size,
+                            num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
+        for images, teacher_images, tokens, image_idx in loader:
+            out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
+            if teacher_targets is not None:
+                out["targets"] = teacher_targets[image_idx]
+            else:
+                out["teacher_images"] = teacher_images
+            yield out
+
+    def teacher_view_images(self, batch_size: int):
+        """The fixed teacher view of every training image, in order (to cache teacher targets once)."""
+        source = self.images if self.images is not None else self.image_files
+        return image_batches(source, self.cfg, batch_size)
+
+
+class _StepStream(Dataset):
+    """Item k = sample k % B of step start + k // B of this process; each sample's randomness is seeded by
+    (seed, step, rank, k), so the stream is the same whichever worker decodes it and after a resume."""
+
+    def __init__(self, pairs: TrainPairs, start: int, stop: int):
+        cfg, size = pairs.cfg, pairs.cfg.model.image.img_size
+        self.pairs, self.start, self.stop, self.B = pairs, start, stop, cfg.train.batch_size
+        self.student = student_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
+        self.teacher = (teacher_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
+                        if cfg.data.teacher_view == "augmented" else eval_transform(size, cfg.data.mean, cfg.data.std))
+
+    def __len__(self):
+        return (self.stop - self.start) * self.B
+
+    def __getitem__(self, k):
+        step, j = divmod(k, self.B)
+        step += self.start
+        pair = int(self.pairs.indices(step)[j])
+        image = int(self.pairs.pair_image[pair])
+        torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
+        img = ds.open_image(self.pairs.image_files[image])
+        return self.student(img), self.teacher(img), self.pairs.tokens[pair], image

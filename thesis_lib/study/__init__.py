@@ -1,0 +1,28 @@
+"""The study: the chapter's question asked of the library. Its runs (``runs``: parameters, the grid of variants ×
+seeds), its statistics (``stats``), the thesis's reported numbers and claims (``reference``), the tables and verdicts
+(``tables``), notebook 05's comparisons (``mechanisms``), the figures and the README's results block. It sits above the
+library (``data``, ``models``, ``training``, ``evaluate``) and nothing there imports it, as open_clip keeps its
+training app apart from the library.
+
+The notebooks call it as ``study.<name>``: the names below.
+"""
+from .runs import StudyParams, cpu_workers, run_grid, run_many, run_random_init, study_params
+from .tables import (
+                     METRIC_LABELS,
+                     TABLE_METRICS,
+                     ablation_table,
+                     arm_values,
+                     claim_table,
+                     curves,
+                     difference_table,
+                     paired_comparison,
+                     paired_test,
+                     precision_table,
+                     preconditions,
+                     results_frame,
+                     results_table,
+)
+
+__all__ = ["StudyParams", "cpu_workers", "run_grid", "run_many", "run_random_init", "study_params", "METRIC_LABELS",
+           "TABLE_METRICS", "ablation_table", "arm_values", "claim_table", "curves", "difference_table",
+           "paired_comparison", "paired_test", "precision_table", "preconditions", "results_frame", "results_table"]

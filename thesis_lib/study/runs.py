@@ -1,0 +1,133 @@
+"""The study's runs: its parameters (one object per notebook) and the grid of (variant, seed) runs, trained in
+parallel one-thread worker processes on CPU."""
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from ..config import PRESETS, VARIANTS, get_config
+from ..errors import ConfigError
+from ..paths import figures_dir, results_dir
+from ..training.run import resolve_device, run_experiment
+
+
+@dataclass(frozen=True)
+class StudyParams:
+    scale: str
+    seeds: tuple
+    device: str
+    output_dir: str | None
+    data_root: str | None
+    checkpoints: str | None
+    reuse: bool
+    extra: tuple = ()        # further config overrides as (dotted field, value) pairs
+
+    @property
+    def results_root(self) -> Path:
+        return results_dir(self.output_dir)
+
+    @property
+    def figures(self) -> Path:
+        return figures_dir(self.scale, self.output_dir)
+
+    def overrides(self) -> dict:
+        out = {}
+        if self.data_root:
+            out["data.root"] = self.data_root
+        if self.checkpoints:
+            out["weights.checkpoint_dir"] = self.checkpoints
+        return {**out, **dict(self.extra)}
+
+
+def default_scale() -> str:
+    """The notebooks' default scale: ``THESIS_SCALE`` when set (CI runs them at ``smoke``), else ``demo``."""
+    return os.environ.get("THESIS_SCALE", "demo")
+
+
+def study_params(scale="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=None, data_root=None, checkpoints=None,
+                 reuse=True, need_data: bool = True, overrides: dict | None = None) -> StudyParams:
+    """Validate the notebook parameters (papermill passes ``-p`` values as YAML: wrong types arrive as strings).
+    ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
+    if scale not in PRESETS:
+        raise ConfigError(f"parameter scale must be one of {', '.join(PRESETS)}, got {scale!r}")
+    if isinstance(seeds, str):
+        try:
+            seeds = ast.literal_eval(seeds)
+        except (ValueError, SyntaxError):
+            raise ConfigError(f"parameter seeds must be a list of integers, got the string {seeds!r}; "
+                              "pass e.g. -p seeds '[0, 1, 2]'") from None
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        seeds = [seeds]
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise ConfigError(f"parameter seeds must be a non-empty list of non-negative integers, got {seeds!r}")
+    if not isinstance(reuse, bool):
+        raise ConfigError(f"parameter reuse must be True or False, got {reuse!r}")
+    resolve_device(device)                                   # DeviceError when the device does not exist
+    if need_data and scale == "thesis" and not (data_root and checkpoints):
+        raise ConfigError("scale 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
+                          "(base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, tokenizer files)")
+    if not isinstance(overrides or {}, dict):
+        raise ConfigError(f"parameter overrides must be a mapping of config fields, e.g. {{'train.steps': 100}}, "
+                          f"got {overrides!r}")
+    get_config(scale, overrides=overrides or {})           # unknown fields and wrong types fail here, early
+    return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
+                       tuple(sorted((overrides or {}).items())))
+
+
+def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]:
+    """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
+    for v in variants:
+        if v not in VARIANTS:
+            raise ConfigError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
+    jobs = [dict(preset=params.scale, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
+                 overwrite=not params.reuse, overrides=params.overrides()) for v in variants for s in params.seeds]
+    return run_many(jobs, progress)
+
+
+def cpu_workers() -> int:
+    """How many runs train at once on CPU: ``THESIS_WORKERS`` when set, else one per core this process may use."""
+    if os.environ.get("THESIS_WORKERS"):
+        return max(1, int(os.environ["THESIS_WORKERS"]))
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_many(jobs: list[dict], progress: bool = True) -> list[dict]:
+    """``run_experiment(**job)`` for every job, in order. On CPU each run trains in a worker process on one thread,
+    ``cpu_workers()`` runs at once: at the demo's width two one-thread runs do 1.5 × the work of one two-thread run
+    (BENCHMARKS.md), and a result does not depend on how many cores the machine has. The world and the demo
+    pretraining are prepared here first, once. On a GPU the runs go one after another in this process."""
+    if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
+        return [run_experiment(**job, progress=progress) for job in jobs]
+    from ..training.prepare import prepare_assets
+    for job in {(j["preset"], j["variant"], repr(sorted(j["overrides"].items()))): j for j in jobs}.values():
+        prepare_assets(get_config(job["preset"], job["variant"], 0, job["overrides"]))
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=torch.set_num_threads,
+                             initargs=(1,)) as pool, \
+            tqdm(total=len(jobs), desc="runs", unit="run", disable=not progress) as bar:
+        futures = [pool.submit(run_experiment, **job, progress=False) for job in jobs]
+        for done in as_completed(futures):
+            r = done.result()                                   # a failed run stops the study with its error
+            bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
+            bar.update()
+    return [f.result() for f in futures]
+
+
+def run_random_init(params: StudyParams, progress: bool = True) -> list[dict]:
+    """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
+    Stored apart, under ``results/_ablations/random-init/``."""
+    from ..models.sources import part_source
+    cfg = get_config(params.scale, overrides=params.overrides())
+    teacher = "demo" if cfg.weights.source == "demo" and not cfg.weights.teacher else part_source(cfg, "teacher")
+    overrides = {**params.overrides(), "weights.source": "random", "weights.teacher": teacher}
+    out = params.results_root / "_ablations" / "random-init"
+    return run_many([dict(preset=params.scale, variant="baseline", seed=s, out_dir=out, device=params.device,
+                          resume=True, overrides=overrides) for s in params.seeds], progress)
