@@ -6,7 +6,7 @@ SCALE ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
 
-.PHONY: setup demo test reproduce figures lab clean-results
+.PHONY: setup demo test verify reproduce figures lab clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# Retrain one committed demo run (seed 0) of each variant family and compare it with results/demo bit for bit
+# (about 15 min on 2 cores; set THESIS_DATA to reuse the demo's prepared assets).
+verify: setup
+	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo
 
 # Rerun every notebook at SCALE (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
 reproduce: setup
