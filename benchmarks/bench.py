@@ -103,11 +103,13 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     """Model, teacher, data and optimiser of a config, the way thesis_lib.training.run builds them."""
     import timm.layers.config as timm_cfg
 
-    from thesis_lib.data.roots import data_root
+    from thesis_lib.data.tokenizer import load_tokenizer
     from thesis_lib.data.train_pairs import TrainPairs
     from thesis_lib.models.emkum import build_model
     from thesis_lib.models.sources import load_teacher
-    from thesis_lib.training.run import load_tokenizer, teacher_targets
+    from thesis_lib.training.prepare import prepare_assets
+    from thesis_lib.training.run import teacher_targets
+    root = prepare_assets(cfg, pretrained=cfg.weights.source == "demo") if not synthetic or cfg.weights.source == "demo" else None
     old = timm_cfg._USE_FUSED_ATTN
     timm_cfg.set_fused_attn(fused_attn)
     try:
@@ -122,7 +124,6 @@ def build(cfg, device, fused_attn=True, synthetic=False):
             with torch.no_grad():
                 targets = torch.cat([teacher(x.to(device)).float() for x in pairs.teacher_view_images(64)])
     else:
-        root = data_root(cfg)
         pairs = TrainPairs(cfg, load_tokenizer(cfg, root), root)
         targets = teacher_targets(cfg, teacher, pairs, device, SINGLE)
     opt, sched = make_optimizer(model, cfg, 1)

@@ -1,6 +1,7 @@
 import math
 
 from thesis_lib.config import get_config
+from thesis_lib.training.prepare import prepare_assets
 from thesis_lib.training.pretrain import _auc, pretrain_report
 
 
@@ -13,7 +14,9 @@ def test_auc_of_perfect_random_and_reversed_scores():
 
 
 def test_teacher_report_separates_object_centric_pictures_from_scenes():
-    report = pretrain_report(get_config("smoke"))["teacher"]
+    cfg = get_config("smoke")
+    prepare_assets(cfg)
+    report = pretrain_report(cfg)["teacher"]
     for kind in ("", "_scenes"):
         for group in ("colour_shape", "colour", "shape"):
             value = report[f"held_out_auc_{group}{kind}"]

@@ -5,7 +5,13 @@ from checkpoint_fixtures import gpt2_tokenizer_files
 
 from thesis_lib import TokenizerError, get_config
 from thesis_lib.config import TextConfig
-from thesis_lib.data.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer
+from thesis_lib.data.tokenizer import (
+    check_tokenizer,
+    demo_tokenizer,
+    gpt2_fairseq_tokenizer,
+    hf_tokenizer,
+    prepare_demo_tokenizer,
+)
 
 
 @pytest.fixture
@@ -50,6 +56,7 @@ def test_hf_tokenizer_and_vocabulary_mismatch(tmp_path):
 
 def test_demo_tokenizer_is_trained_once_and_fits_the_encoder(smoke_world):
     cfg = get_config("smoke").model.text
+    prepare_demo_tokenizer(smoke_world, cfg)
     tok = demo_tokenizer(smoke_world, cfg)
     assert tok.vocab_size <= cfg.vocab_size and (tok.bos_id, tok.pad_id, tok.eos_id, tok.mask_id) == (0, 1, 2, 4)
     ids, pad = tok(["a small red ball to the left of a blue box"])

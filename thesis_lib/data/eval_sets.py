@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from ..cache import write_atomic
 from ..config import ExperimentConfig
 from . import datasets as ds
 from .roots import data_root, pair_records
@@ -72,10 +73,11 @@ def decoded(files: list, size: int) -> torch.Tensor:
     if path.exists():
         return torch.from_numpy(np.load(path))
     images = ds.load_uint8(files, size)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
-    np.save(tmp, images.numpy())
-    os.replace(tmp, path)
+
+    def save(tmp):
+        with open(tmp, "wb") as f:
+            np.save(f, images.numpy())
+    write_atomic(path, save)
     return images
 
 

@@ -20,8 +20,8 @@ TRAIN_SETS = {"coco": ("coco/dataset_coco.json", "coco/images"),
 
 def data_root(cfg: ExperimentConfig) -> Path:
     if cfg.data.source == "world":
-        from .world_files import ensure_world
-        return ensure_world(cfg.data.world, cfg.data.root or None)
+        from .world_files import world_root
+        return world_root(cfg.data.world, cfg.data.root or None)
     if not cfg.data.root:
         raise DataError("no data root given for the real data; pass data_root (a folder holding coco/, flickr30k/ "
                         "and imagenet/val/, see thesis_lib.pipeline)")

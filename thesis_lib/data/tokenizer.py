@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 import torch
-from filelock import FileLock
 
-from ..config import TextConfig
+from ..cache import build_once, write_atomic
+from ..config import ExperimentConfig, TextConfig
 from ..errors import TokenizerError
 
 DEMO_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, fairseq's order for the first four
@@ -112,20 +112,27 @@ def train_bpe(lines: list[str], vocab_size: int, path: str | os.PathLike) -> Non
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=DEMO_SPECIALS, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(lines, trainer)
-    tmp = str(path) + ".tmp"
-    tok.save(tmp)
-    os.replace(tmp, path)
+    write_atomic(path, lambda tmp: tok.save(str(tmp)))
+
+
+def _demo_bpe_file(world_root: str | os.PathLike, cfg: TextConfig) -> Path:
+    return Path(world_root) / f"tokenizer-bpe{cfg.vocab_size}.json"
+
+
+def prepare_demo_tokenizer(world_root: str | os.PathLike, cfg: TextConfig) -> Path:
+    """Train the demo's BPE on the world's text-only corpus (``corpus/captions.txt``) unless it is cached."""
+    path = _demo_bpe_file(world_root, cfg)
+    lines = lambda: (Path(world_root) / "corpus" / "captions.txt").read_text().splitlines()  # noqa: E731
+    return build_once(path, lambda: train_bpe(lines(), cfg.vocab_size, path))
 
 
 def demo_tokenizer(world_root: str | os.PathLike, cfg: TextConfig) -> CaptionTokenizer:
-    """The demo's BPE, trained once on the world's text-only corpus (``corpus/captions.txt``) and cached."""
+    """The demo's BPE from its file (``prepare_demo_tokenizer`` writes it; loading never trains)."""
     from tokenizers import Tokenizer
-    path = Path(world_root) / f"tokenizer-bpe{cfg.vocab_size}.json"
+    path = _demo_bpe_file(world_root, cfg)
     if not path.exists():
-        with FileLock(str(path) + ".lock"):
-            if not path.exists():
-                lines = (Path(world_root) / "corpus" / "captions.txt").read_text().splitlines()
-                train_bpe(lines, cfg.vocab_size, path)
+        raise TokenizerError(f"the demo tokenizer is not prepared ({path} is missing); prepare it first: python -m "
+                             "thesis_lib.training.prepare --preset <scale>; run_experiment does this itself")
     bpe = Tokenizer.from_file(str(path))
 
     def encode(captions):
@@ -146,3 +153,21 @@ def trim(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Drop the columns that are padding in every row (exact: pads are masked in attention)."""
     longest = int(tokens.ne(pad_id).sum(1).max()) if len(tokens) else 1
     return tokens[:, :max(longest, 1)].long()
+
+
+def uses_demo_tokenizer(cfg: ExperimentConfig) -> bool:
+    return not cfg.weights.tokenizer and cfg.weights.source in ("demo", "random") and cfg.data.source == "world"
+
+
+def load_tokenizer(cfg: ExperimentConfig, root: Path) -> CaptionTokenizer:
+    """The run's tokenizer: the demo BPE, a Hugging Face one (``hf:<name>``, or BERT's for the BERT text encoder),
+    or the thesis's GPT-2 BPE in fairseq's dictionary from the checkpoint folder."""
+    src, text = cfg.weights.tokenizer, cfg.model.text
+    if uses_demo_tokenizer(cfg):
+        tok = demo_tokenizer(root, text)
+    elif src.startswith("hf:") or (not src and cfg.model.text_encoder == "bert"):
+        tok = hf_tokenizer(src[3:] if src else "bert-base-uncased", text.max_len)
+    else:
+        tok = gpt2_fairseq_tokenizer(src or cfg.weights.checkpoint_dir, text.max_len)
+    check_tokenizer(tok, text)
+    return tok

@@ -13,7 +13,6 @@ Layout under ``data_dir()/world-<fingerprint>/`` (the same loaders read it as re
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -24,6 +23,7 @@ import numpy as np
 from filelock import FileLock
 from tqdm import tqdm
 
+from ..cache import fingerprint
 from ..config import WorldConfig
 from ..errors import DataError
 from ..paths import data_dir, show_progress
@@ -36,23 +36,37 @@ PARTIAL_MARKER = "WORLD_BEING_WRITTEN"   # in a world folder still being written
 _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "corpus_text": 5}
 
 
-def fingerprint(obj) -> str:
-    blob = json.dumps(dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else obj, sort_keys=True)
-    return hashlib.sha1(blob.encode()).hexdigest()[:10]
+def world_folder(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
+    return Path(root) if root else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}"
 
 
-def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
-    """The world's folder, generated on first use. Safe against concurrent callers and interrupted writes:
-    it is written to a temporary folder under a lock and renamed into place when complete. A ``root`` given by the
-    user is used only if it holds a finished world or is empty or absent: nothing the project did not create is ever
-    removed or overwritten."""
-    root = Path(root) if root else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}"
-    if (root / "DONE").exists():
-        return root
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+def _check_foreign(root: Path) -> None:
+    if root.exists() and not (root / "DONE").exists() and (not root.is_dir() or any(root.iterdir())):
         raise DataError(f"{root} is not a generated world (it has no DONE marker) and is not empty; the demo and smoke "
                         "scales generate their own data, so leave data_root unset there (it is for the real data at "
                         "the thesis scale) or name an empty or new folder")
+
+
+def world_root(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
+    """The generated world's folder; an error naming the preparation step if it is not there (never generates)."""
+    root = world_folder(cfg, root)
+    _check_foreign(root)
+    if not (root / "DONE").exists():
+        raise DataError(f"the embedded world is not generated at {root}; generate it first: python -m "
+                        "thesis_lib.training.prepare --preset <scale> (thesis_lib.training.prepare.prepare_assets(cfg)); "
+                        "run_experiment and the notebooks do this themselves")
+    return root
+
+
+def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
+    """The world's folder, generated unless it exists. Safe against concurrent callers and interrupted writes:
+    it is written to a temporary folder under a lock and renamed into place when complete. A ``root`` given by the
+    user is used only if it holds a finished world or is empty or absent: nothing the project did not create is ever
+    removed or overwritten."""
+    root = world_folder(cfg, root)
+    if (root / "DONE").exists():
+        return root
+    _check_foreign(root)
     root.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(root) + ".lock"):
         if (root / "DONE").exists():

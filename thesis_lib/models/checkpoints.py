@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..cache import torch_save_atomic
 from ..config import ImageConfig, TeacherConfig, TextConfig
 from ..errors import CheckpointError
 from .encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
@@ -229,12 +230,6 @@ def timm_beitv2(name_or_file: str, cfg: TeacherConfig, img_size: int) -> Teacher
 
 # ------------------------------------------------------------------------------- writing (demo pretraining)
 
-def _atomic_save(obj, path) -> None:
-    tmp = f"{path}.tmp"
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def _unselect_blocks(sd: dict) -> dict:
     return {re.sub(r"^blocks\.blocks\.", "blocks.", k): v for k, v in sd.items()}
 
@@ -247,7 +242,7 @@ def save_data2vec2_image(enc: Data2Vec2ImageEncoder, path, num_heads: int) -> No
                      "num_heads": num_heads, "norm_eps": enc.norm.eps, "layer_norm_first": False,
                      "modalities": {"image": {"prenet_depth": 0, "patch_size": img.patch_size,
                                               "input_size": img.img_size, "num_extra_tokens": 1}}}}
-    _atomic_save({"cfg": cfg, "model": sd}, path)
+    torch_save_atomic({"cfg": cfg, "model": sd}, path)
 
 
 def save_data2vec2_text(enc: Data2Vec2TextEncoder, path, num_heads: int) -> None:
@@ -255,11 +250,11 @@ def save_data2vec2_text(enc: Data2Vec2TextEncoder, path, num_heads: int) -> None
     sd = _rename(_unselect_blocks(enc.state_dict()), TEXT_KEYS, reverse=True)
     cfg = {"model": {"depth": len(enc.blocks.blocks), "num_heads": num_heads, "norm_eps": enc.norm.eps,
                      "modalities": {"text": {"prenet_depth": 0}}}}
-    _atomic_save({"cfg": cfg, "model": sd}, path)
+    torch_save_atomic({"cfg": cfg, "model": sd}, path)
 
 
 def save_beitv2(teacher: Teacher, path) -> None:
-    _atomic_save({"model": teacher.beit.state_dict()}, path)
+    torch_save_atomic({"model": teacher.beit.state_dict()}, path)
 
 
 # ------------------------------------------------------------------------------- one call per run

@@ -2,17 +2,48 @@
 and loading them. Loading is file I/O: a part that is not on disk is an error that names the preparation step."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from torch import nn
 
+from ..cache import fingerprint
 from ..config import ExperimentConfig
+from ..data.world_files import WORLD_VERSION
 from ..errors import CheckpointError
+from ..paths import data_dir
 from .checkpoints import load_beitv2, load_data2vec2_image, load_data2vec2_text, timm_beitv2
 from .encoders import hf_encoder
 from .teacher import Teacher, build_beit
 
 THESIS_FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_base_patch16_224_pt1k.pth"}
+DEMO_FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
+DEMO_VERSION = 4  # bump when the demo pretraining (training/pretrain.py) changes, so its cached parts are rebuilt
+PREPARE = "python -m thesis_lib.training.prepare --preset {preset} (thesis_lib.training.prepare.prepare_assets(cfg))"
+
+
+def demo_key(cfg: ExperimentConfig) -> dict:
+    """Everything the demo's pretrained parts depend on: their cache folder is named by its fingerprint."""
+    m = cfg.model
+    return {"version": DEMO_VERSION, "world": {"version": WORLD_VERSION, **dataclasses.asdict(cfg.data.world)},
+            "image": dataclasses.asdict(m.image), "text": dataclasses.asdict(m.text),
+            "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth, m.image_norm_eps, m.text_norm_eps],
+            "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),
+            "views": [cfg.data.crop_scale, cfg.data.mean, cfg.data.std]}
+
+
+def demo_folder(cfg: ExperimentConfig) -> Path:
+    return data_dir() / f"pretrained-{cfg.preset}-{fingerprint(demo_key(cfg))}"
+
+
+def demo_part(cfg: ExperimentConfig, part: str) -> Path:
+    """The file of a demo part; an error naming the preparation step if it was not prepared (never trains)."""
+    folder = demo_folder(cfg)
+    if not (folder / "DONE").exists():
+        raise CheckpointError(f"the demo's pretrained {part} is not prepared on this machine ({folder} is missing or "
+                              f"unfinished); prepare it first: {PREPARE.format(preset=cfg.preset)}. run_experiment "
+                              "and the notebooks do this themselves")
+    return folder / DEMO_FILES[part]
 
 
 def part_source(cfg: ExperimentConfig, part: str) -> str:
@@ -21,8 +52,7 @@ def part_source(cfg: ExperimentConfig, part: str) -> str:
     if chosen and chosen != "demo":
         return chosen
     if chosen == "demo" or w.source == "demo":
-        from ..training.pretrain import demo_weights
-        return str(demo_weights(cfg)[part])
+        return str(demo_part(cfg, part))
     if w.source == "thesis":
         if part == "text" and cfg.model.text_encoder == "bert":
             return "hf:bert-base-uncased"

@@ -12,10 +12,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from ..config import PRESETS, VARIANTS, get_config
+from ..config import PRESETS, get_config
 from ..errors import ConfigError
 from ..paths import figures_dir, results_dir
 from ..training.run import resolve_device, run_experiment
+from ..variants import VARIANTS
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,6 @@ class StudyParams:
         if self.checkpoints:
             out["weights.checkpoint_dir"] = self.checkpoints
         return {**out, **dict(self.extra)}
-
-
-def default_scale() -> str:
-    """The notebooks' default scale: ``THESIS_SCALE`` when set (CI runs them at ``smoke``), else ``demo``."""
-    return os.environ.get("THESIS_SCALE", "demo")
 
 
 def study_params(scale="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=None, data_root=None, checkpoints=None,
@@ -107,8 +103,9 @@ def run_many(jobs: list[dict], progress: bool = True) -> list[dict]:
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
         return [run_experiment(**job, progress=progress) for job in jobs]
     from ..training.prepare import prepare_assets
-    for job in {(j["preset"], j["variant"], repr(sorted(j["overrides"].items()))): j for j in jobs}.values():
-        prepare_assets(get_config(job["preset"], job["variant"], 0, job["overrides"]))
+    configs = {repr(c): c for c in (get_config(j["preset"], j["variant"], 0, j.get("overrides")) for j in jobs)}
+    for cfg in configs.values():
+        prepare_assets(cfg)
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=torch.set_num_threads,
                              initargs=(1,)) as pool, \

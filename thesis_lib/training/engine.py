@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from dataclasses import asdict
 
@@ -17,13 +16,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from ..cache import torch_save_atomic, write_text_atomic
 from ..config import ExperimentConfig
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
 from .distributed import DistInfo
 from .losses import clip_loss, kd_contrastive, kd_mse
-from .results import RunPaths, append_jsonl, differences, read_jsonl, write_text_atomic
+from .results import RunPaths, append_jsonl, differences, read_jsonl
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
 
@@ -89,12 +89,9 @@ def save_checkpoint(paths: RunPaths, raw, opt, sched, step: int, cfg: Experiment
     state = {"model": raw.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
              "step": step, "config": asdict(cfg), "world_size": world_size, "rng": torch.get_rng_state(),
              "numpy_rng": np.random.get_state()}
-    tmp = paths.checkpoint.with_name(f".checkpoint.{os.getpid()}.tmp")
     try:
-        torch.save(state, tmp)
-        os.replace(tmp, paths.checkpoint)                    # a kill leaves the previous checkpoint intact
+        torch_save_atomic(state, paths.checkpoint)           # a kill leaves the previous checkpoint intact
     except (OSError, RuntimeError) as err:                   # a full disk: torch raises RuntimeError
-        tmp.unlink(missing_ok=True)
         raise OutputDirError(f"cannot write the checkpoint at step {step} to {paths.dir}: {err}; free disk space "
                              "and resume (the previous checkpoint is intact)") from None
 

@@ -1,18 +1,61 @@
-"""Preparing a run's assets before training: the embedded world, its tokenizer and the demo pretraining.
+"""Preparing a run's assets, the one step that generates data or trains before a run: the embedded world, the demo
+tokenizer and the demo's pretrained stand-ins (image encoder, text encoder, teacher). Each is cached on disk under a
+fingerprint of what it depends on, so this is instant after the first time; loading (``build_model``, the data
+loaders) only reads these files and names this step when one is missing.
 
-Each is cached on disk under a fingerprint of what it depends on, so this is instant after the first time. The study
-calls it once in its own process before it starts parallel runs, so that no two workers build the same asset.
+    python -m thesis_lib.training.prepare --preset demo [--set KEY=VALUE ...]
+
+``run_experiment`` calls ``prepare_assets`` first; the study calls it once in its own process before it starts
+parallel runs, so that no two workers build the same asset.
 """
 from __future__ import annotations
 
-from ..config import ExperimentConfig
+import argparse
+import sys
+from pathlib import Path
+
+from ..config import PRESETS, ExperimentConfig, get_config
+from ..data.roots import data_root
+from ..data.tokenizer import prepare_demo_tokenizer, uses_demo_tokenizer
+from ..data.world_files import ensure_world
+from ..errors import ThesisError
+
+PARTS = ("image", "text", "teacher")
 
 
-def prepare_assets(cfg: ExperimentConfig) -> None:
-    from ..data.roots import data_root
-    from ..models.sources import part_source
-    from .run import load_tokenizer
-    root = data_root(cfg)
-    load_tokenizer(cfg, root)
-    for part in ("image", "text", "teacher"):
-        part_source(cfg, part)         # a "demo" part pretrains on first use; a file or "" is only named
+def prepare_world(cfg: ExperimentConfig) -> Path:
+    """The data root; the embedded world is generated here unless it exists (real data is only checked)."""
+    if cfg.data.source == "world":
+        ensure_world(cfg.data.world, cfg.data.root or None)
+    return data_root(cfg)
+
+
+def prepare_assets(cfg: ExperimentConfig, pretrained: bool = True) -> Path:
+    """World, tokenizer and (``pretrained``) the demo parts the config asks for; returns the data root."""
+    root = prepare_world(cfg)
+    if uses_demo_tokenizer(cfg):
+        prepare_demo_tokenizer(root, cfg.model.text)
+    w = cfg.weights
+    if pretrained and any(getattr(w, part) == "demo" or (w.source == "demo" and not getattr(w, part)) for part in PARTS):
+        from .pretrain import demo_weights
+        demo_weights(cfg)
+    return root
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.training.prepare", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="demo", help=f"one of {', '.join(PRESETS)}")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    args = p.parse_args(argv)
+    try:
+        overrides = dict(item.partition("=")[::2] for item in args.set)
+        root = prepare_assets(get_config(args.preset, overrides=overrides))
+    except ThesisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"prepared: {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

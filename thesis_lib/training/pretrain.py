@@ -18,17 +18,16 @@ the student keeps the first half of each encoder's blocks, as the thesis keeps 6
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import torch
-from filelock import FileLock
 from torch import nn
 from torch.nn import functional as F
 from tqdm import tqdm
 
+from ..cache import build_once
 from ..config import ExperimentConfig
 from ..data import world
 from ..data.datasets import load_uint8
@@ -36,45 +35,31 @@ from ..data.roots import data_root
 from ..data.tokenizer import demo_tokenizer, tokenize, trim
 from ..data.train_pairs import mix
 from ..data.transforms import BatchAugment
-from ..data.world_files import WORLD_VERSION, fingerprint
 from ..models.checkpoints import save_beitv2, save_data2vec2_image, save_data2vec2_text
 from ..models.encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
 from ..models.representations import patchify
+from ..models.sources import DEMO_FILES, demo_folder, demo_key, demo_part
 from ..models.teacher import Teacher, build_beit
-from ..paths import data_dir, show_progress
-
-FILES = {"image": "base_imagenet.pt", "text": "nlp_base.pt", "teacher": "beitv2_pt.pth"}
-VERSION = 4  # bump when the pretraining code changes, so cached parts are rebuilt
-
-
-def _key(cfg: ExperimentConfig) -> dict:
-    m = cfg.model
-    return {"version": VERSION, "world": {"version": WORLD_VERSION, **dataclasses.asdict(cfg.data.world)}, "image": dataclasses.asdict(m.image),
-            "text": dataclasses.asdict(m.text), "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth,
-                                                        m.image_norm_eps, m.text_norm_eps],
-            "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),
-            "views": [cfg.data.crop_scale, cfg.data.mean, cfg.data.std]}
+from ..paths import show_progress
 
 
 def demo_weights(cfg: ExperimentConfig, progress: bool | None = None) -> dict[str, Path]:
-    """Paths of the demo's pretrained image encoder, text encoder and teacher (pretrained on first use)."""
-    folder = data_dir() / f"pretrained-{cfg.preset}-{fingerprint(_key(cfg))}"
-    files = {part: folder / name for part, name in FILES.items()}
-    if (folder / "DONE").exists():
-        return files
-    folder.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder) + ".lock"):
-        if not (folder / "DONE").exists():
-            report = pretrain_all(cfg, folder, show_progress() if progress is None else progress)
-            (folder / "pretrain.json").write_text(json.dumps({"config": _key(cfg), "report": report}, indent=1))
-            (folder / "DONE").write_text("")
-    return files
+    """Paths of the demo's pretrained image encoder, text encoder and teacher, pretrained here unless cached."""
+    folder = demo_folder(cfg)
+
+    def build():
+        folder.mkdir(parents=True, exist_ok=True)
+        report = pretrain_all(cfg, folder, show_progress() if progress is None else progress)
+        (folder / "pretrain.json").write_text(json.dumps({"config": demo_key(cfg), "report": report}, indent=1))
+        (folder / "DONE").write_text("")
+    build_once(folder / "DONE", build)
+    return {part: folder / name for part, name in DEMO_FILES.items()}
 
 
 def pretrain_report(cfg: ExperimentConfig) -> dict:
     """What the demo pretraining reached (held-out scores), for the notebooks."""
-    folder = demo_weights(cfg)["image"].parent
-    return json.loads((folder / "pretrain.json").read_text())["report"]
+    demo_part(cfg, "image")                                   # an error naming the preparation step if missing
+    return json.loads((demo_folder(cfg) / "pretrain.json").read_text())["report"]
 
 
 def _fit(params, steps: int, lr: float, loss_fn, desc: str, progress: bool) -> float:
@@ -153,7 +138,7 @@ def pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress) -> dict:
     with torch.no_grad():
         x = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)(images[held], torch.Generator())
         scores = head(beit.forward_features(x)[:, 0])
-    save_beitv2(Teacher(beit, cfg.teacher.final_norm), folder / FILES["teacher"])
+    save_beitv2(Teacher(beit, cfg.teacher.final_norm), folder / DEMO_FILES["teacher"])
     report = {"steps": p.teacher_steps, "final_loss": loss}
     for kind in ("object", "scene"):       # held-out AUC on object-centric pictures and on scenes, apart
         rows = torch.tensor([kinds[i] == kind for i in held.tolist()])
@@ -190,7 +175,7 @@ def pretrain_image(cfg, images, folder, progress) -> dict:
                 "pretraining the demo image encoder", progress)
     with torch.no_grad():
         held_loss = masked_loss(aug(images[held], torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0))
-    save_data2vec2_image(enc, folder / FILES["image"], m.num_heads)
+    save_data2vec2_image(enc, folder / DEMO_FILES["image"], m.num_heads)
     return {"steps": p.image_steps, "final_loss": loss, "held_out_masked_mse": held_loss.item()}
 
 
@@ -219,5 +204,5 @@ def pretrain_text(cfg, tokens, mask_id, folder, progress) -> dict:
                 "pretraining the demo text encoder", progress)
     with torch.no_grad():
         _, acc = mlm_loss(tokens[held], torch.Generator().manual_seed(0))
-    save_data2vec2_text(enc, folder / FILES["text"], m.num_heads)
+    save_data2vec2_text(enc, folder / DEMO_FILES["text"], m.num_heads)
     return {"steps": p.text_steps, "final_loss": loss, "held_out_mlm_accuracy": acc.item()}

@@ -76,25 +76,6 @@ def differences(stored: dict, wanted: dict, stored_world: int | None = None, wor
     return diffs
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, flush it to disk, then rename it over ``path``: a kill at any
-    moment leaves either the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, obj) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=1, sort_keys=False))
-
-
 RESULT_FIELDS = ("preset", "variant", "seed", "metrics", "config", "train")
 
 

@@ -19,23 +19,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from filelock import FileLock
 
-from .. import __version__
-from ..config import PRESETS, VARIANTS, ExperimentConfig, get_config
+from ..cache import build_once, fingerprint, torch_save_atomic, write_json_atomic
+from ..config import PRESETS, ExperimentConfig, get_config
 from ..data.eval_sets import build_eval_sets
-from ..data.roots import data_root
-from ..data.tokenizer import check_tokenizer, demo_tokenizer, gpt2_fairseq_tokenizer, hf_tokenizer, trim
+from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
-from ..data.world_files import fingerprint
 from ..errors import DeviceError, ThesisError
 from ..evaluate import chance_levels, evaluate
 from ..models.emkum import build_model, tte_ablation
 from ..models.sources import load_teacher, part_source
 from ..paths import data_dir, results_dir
+from ..variants import VARIANTS
+from ..version import __version__
 from .distributed import barrier, check_in_sync, init_distributed
 from .engine import layerscale_stats, load_checkpoint, make_optimizer, train_loop, tte_contribution
-from .results import RunPaths, check_writable, existing_result, read_result, write_json_atomic
+from .prepare import prepare_assets
+from .results import RunPaths, check_writable, existing_result, read_result
 
 
 def seed_everything(seed: int) -> None:
@@ -57,18 +57,6 @@ def resolve_device(name: str) -> torch.device:
         raise DeviceError(f"unknown device {name!r}; use cpu, cuda, cuda:N or auto") from None
 
 
-def load_tokenizer(cfg: ExperimentConfig, root: Path):
-    src, text = cfg.weights.tokenizer, cfg.model.text
-    if not src and cfg.weights.source in ("demo", "random") and cfg.data.source == "world":
-        tok = demo_tokenizer(root, text)
-    elif src.startswith("hf:") or (not src and cfg.model.text_encoder == "bert"):
-        tok = hf_tokenizer(src[3:] if src else "bert-base-uncased", text.max_len)
-    else:
-        tok = gpt2_fairseq_tokenizer(src or cfg.weights.checkpoint_dir, text.max_len)
-    check_tokenizer(tok, text)
-    return tok
-
-
 @torch.no_grad()
 def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, info) -> torch.Tensor | None:
     """The teacher's CLS of every training image, computed once and cached on disk. Exact only when the teacher
@@ -78,13 +66,14 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
     key = fingerprint({"teacher": asdict(cfg.teacher), "weights": _teacher_identity(cfg), "views": asdict(cfg.data),
                        "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0])})
     path = data_dir() / "teacher-targets" / f"{cfg.preset}-{key}.pt"
-    if info.is_main and not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(f"{path}.lock"), one_thread():     # parallel runs compute it once, alike on any core count
-            if not path.exists():
-                out = [teacher(x.to(device)).float().cpu() for x in pairs.teacher_view_images(cfg.eval.batch_size)]
-                torch.save(torch.cat(out), f"{path}.tmp")
-                Path(f"{path}.tmp").replace(path)
+
+    def compute():
+        with one_thread():                               # alike on any core count
+            out = [teacher(x.to(device)).float().cpu() for x in pairs.teacher_view_images(cfg.eval.batch_size)]
+        torch_save_atomic(torch.cat(out), path)
+
+    if info.is_main:
+        build_once(path, compute)                        # parallel runs compute it once
     barrier(info)
     return torch.load(path)
 
@@ -128,8 +117,8 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
 
 
 def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) -> dict:
+    root = prepare_assets(cfg)          # world, tokenizer, demo pretraining: built once, cached on disk
     seed_everything(cfg.seed)
-    root = data_root(cfg)
     tokenizer = load_tokenizer(cfg, root)
     eval_sets = build_eval_sets(cfg, tokenizer, root) if info.is_main else None   # fail early on bad eval data
     raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(device)
