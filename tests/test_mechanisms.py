@@ -1,8 +1,9 @@
 import pandas as pd
 import pytest
 
-from thesis_lib.config import VARIANT_LABELS
+from thesis_lib import study
 from thesis_lib.study import mechanisms
+from thesis_lib.variants import VARIANT_LABELS
 
 
 @pytest.fixture(scope="module")
@@ -26,4 +27,4 @@ def test_comparisons_and_summary_tables():
                        "imagenet_top1": [12.0, 13.0, 14.0, 10.0, 11.0, 12.0]})
     table = mechanisms.comparisons(df, [("mome", "baseline")], ("imagenet_top1",))
     assert table.loc[0, "difference (95 % CI)"] == "2.00 ± 0.00" and table.loc[0, "verdict"] == "better"
-    assert mechanisms.summary(df, ["mome"], ("imagenet_top1",)).iloc[0]["seeds"] == 3
+    assert study.summary(df, ["mome"], ("imagenet_top1",)).iloc[0]["seeds"] == 3

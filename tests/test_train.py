@@ -134,9 +134,9 @@ def test_committed_demo_results_are_runs_of_the_current_demo_config():
     notebook and describe a model the code no longer builds; every chapter variant has at least five seeds."""
     from dataclasses import asdict
 
-    from thesis_lib.config import TTE_VARIANTS
     from thesis_lib.paths import ROOT
     from thesis_lib.training.results import differences
+    from thesis_lib.variants import TTE_VARIANTS
     seeds = {}
     for path in sorted((ROOT / "results" / "demo").glob("*/seed*.json")):
         stored = json.loads(path.read_text())

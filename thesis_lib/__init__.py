@@ -3,14 +3,14 @@
 Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_split``, ``retrieval_recalls``,
 ``zero_shot_accuracy``, ``run_experiment``.
 """
-__version__ = "0.1.0"
-
-from .config import PRESETS, VARIANTS, ExperimentConfig, get_config  # noqa: E402
+from .version import __version__  # noqa: F401
+from .config import PRESETS, ExperimentConfig, get_config  # noqa: E402
 from .data.datasets import load_karpathy_split  # noqa: E402
-from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError, OutputDirError,
-    ResultConflictError, ThesisError, TokenizerError)
+from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError,  # noqa: E402
+                     OutputDirError, ResultConflictError, ThesisError, TokenizerError)
 from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
 from .models.emkum import build_model  # noqa: E402
+from .variants import VARIANTS  # noqa: E402
 
 
 def __getattr__(name):  # run_experiment lazily, so `python -m thesis_lib.training.run` does not import its module twice

@@ -15,55 +15,9 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this.
-
-    tte         where the token-type embedding goes: "" (none), "before" (the encoders' input, Eqs. 1-3) or
-                "after" (the encoders' output, Eqs. 4-5)
-    layerscale  the TTE is scaled by a LayerScale γ (init ``ModelConfig.tte_layer_scale``) shared by both modalities
-    shared_type both modalities get the same type vector (the mean of the two rows): a negative control with the
-                TTE's parameters but no modality information
-    image_input_norm  False: the image encoder's input LayerNorm is skipped, as the thesis code's TTE-before path
-                did (commit 7339fb2 of TimCares/MasterThesis)
-    block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
-    fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.models.fusion)
-    sib         the fusion head's Switch-Input Block
-    """
-    label: str
-    tte: str = ""
-    layerscale: bool = False
-    shared_type: bool = False
-    image_input_norm: bool = True
-    block: str = "shared"
-    fusion: str = ""
-    sib: bool = False
-
-
-VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them
-    "baseline": VariantSpec("EMKUM (no TTE)"),
-    "tte_before": VariantSpec("EMKUM_TTE (before encoders)", tte="before"),
-    "tte_after": VariantSpec("TTE after encoders, no LayerScale", tte="after"),
-    "tte_after_ls": VariantSpec("EMKUM_TTE' (after encoders + LayerScale)", tte="after", layerscale=True),
-    # controls (notebooks 02 and 04)
-    "tte_before_noln": VariantSpec("TTE before encoders, image input LayerNorm skipped (thesis code)",
-                                   tte="before", image_input_norm=False),
-    "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)", tte="after",
-                              layerscale=True, shared_type=True),
-    # beyond the chapter (notebook 05)
-    "mome": VariantSpec("MoME shared block (VLMo experts)", block="mome"),
-    "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", fusion="joint"),
-    "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
-    "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
-}
-TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's Tables 1-2
-CONTROL_VARIANTS = ("tte_before_noln", "tte_shared")
-MECHANISM_VARIANTS = ("mome", "fusion_joint", "switch", "switch_sib")       # notebook 05, beyond the chapter
-VARIANTS = tuple(VARIANT_SPECS)
 PRESETS = ("thesis", "demo", "smoke")
-VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}
 
 
 @dataclass(frozen=True)
@@ -72,7 +26,7 @@ class ImageConfig:
     img_size: int = 224          # H = W (the chapter's "244" is a typo, errata 1)
     patch_size: int = 16         # P, the patch side (the chapter calls 14 "P", errata 2)
     in_chans: int = 3            # C
-    pos_embed: str = "sincos"    # "sincos" (fixed 2-D, Data2Vec2) | "learned"; I_CLS always gets 0 (Eq. 2)
+    pos_embed: str = "sincos"    # "sincos" (fixed 2-D, Data2Vec2) | "learned"; I_CLS always gets 0 (notation Eq. 2)
 
     @property
     def grid(self) -> int:       # patches per side: 224 / 16 = 14
@@ -93,7 +47,7 @@ class TextConfig:
     vocab_size: int = 50265      # Data2Vec2 text: GPT-2 BPE mapped through dict.txt + <s>,<pad>,</s>,<unk>,<mask>
     max_len: int = 64            # tokens incl. T_CLS and T_SEP (thesis: 64, "inspired by BEiT-3")
     max_positions: int = 512     # learned position table has max_positions + 2 rows (fairseq: pad row + offset)
-    cls_position: str = "learned"  # "learned": T_CLS gets a position (Data2Vec2, BERT) | "zero": Eq. 7
+    cls_position: str = "learned"  # "learned": T_CLS gets a position (Data2Vec2, BERT) | "zero": notation Eq. 7
     bos_id: int = 0              # T_CLS (<s>)
     pad_id: int = 1              # <pad>; its embedding and position rows are zero
     eos_id: int = 2              # T_SEP (</s>)
@@ -120,7 +74,7 @@ class ModelConfig:
     shared_depth: int = 1        # one shared block (VLMo/BEiT-3 use two)
     shared_layer_scale: float = 0.2  # LayerScale inside the shared block ("half the depth of BEiT, so 0.2")
     variant: str = "baseline"    # one of VARIANTS
-    tte_layer_scale: float = 1e-5  # γ init of the TTE LayerScale (Eqs. 4-5)
+    tte_layer_scale: float = 1e-5  # γ init of the TTE LayerScale (TTE chapter Eqs. 4-5)
     itc_fc1_tap: bool = False    # thesis code @3c2dfdd: a second ITC on the CLS of the shared block's fc1
     fusion_depth: int = 2        # fusion_* / switch*: layers of the image-text matching head (SIB needs >= 2)
     switch_tau: tuple = (1.0, 0.1)  # Gumbel-softmax temperature, annealed exponentially from [0] to [1]
@@ -346,24 +300,6 @@ def _coerce(name, current, value):
         return type(current)(value)
     except (TypeError, ValueError, OverflowError):
         raise ConfigError(f"config field {name!r} expects {type(current).__name__}, got {value!r}") from None
-
-
-def config_from_dict(d: dict) -> ExperimentConfig:
-    """Inverse of ``dataclasses.asdict`` for ExperimentConfig (lists become tuples)."""
-    def build(cls, values):
-        kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.name not in values:
-                continue
-            v = values[f.name]
-            sub = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
-            if dataclasses.is_dataclass(sub):
-                v = build(type(sub), v)
-            elif isinstance(v, list):
-                v = tuple(v)
-            kwargs[f.name] = v
-        return cls(**kwargs)
-    return build(ExperimentConfig, d)
 
 
 def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:

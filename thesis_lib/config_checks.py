@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from .errors import ConfigError
+from .variants import VARIANTS
 
 CHOICES = {
     "train.precision": ("auto", "fp32", "bf16", "fp16"), "train.kd_loss": ("mse", "contrastive"),
@@ -62,7 +63,6 @@ def problems(cfg) -> list[str]:
     out += [f"{k} must be a finite number, got {_get(cfg, k)!r}" for k in FINITE if not _is_number(_get(cfg, k))]
     out += [f"{k} must lie strictly between 0 and 1, got {_get(cfg, k)!r}" for k in UNIT_OPEN
             if not (_is_number(_get(cfg, k)) and 0 < _get(cfg, k) < 1)]
-    from .config import VARIANTS
     t, m, d = cfg.train, cfg.model, cfg.data
     if m.variant not in VARIANTS:
         out.append(f"model.variant must be one of {', '.join(VARIANTS)}, got {m.variant!r}")

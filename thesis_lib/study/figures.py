@@ -45,7 +45,7 @@ def fig_positional_similarity(params):
 
 def pre_post_ln_scales(scale: str, depth: int = 24) -> dict:
     m = get_config(scale).model
-    return {"pre-LN (Eqs. 9-10)": plotting.activation_scale_at_init(
+    return {"pre-LN (notation Eqs. 9-10)": plotting.activation_scale_at_init(
                 partial(pre_ln_block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
             "post-LN (Vaswani et al.; Data2Vec2)": plotting.activation_scale_at_init(
                 partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
@@ -57,7 +57,7 @@ def fig_pre_vs_post_ln(params):
 
 def _bars(params, variants, metrics=None):
     df = tables.results_frame(params, variants)
-    labels = tables.METRIC_LABELS if metrics is None else {m: mechanisms.LABELS[m] for m in metrics}
+    labels = tables.METRIC_LABELS if metrics is None else {m: tables.METRIC_LABELS[m] for m in metrics}
     present = set(df.variant) if len(df) else set()
     return plotting.results_bars(df, [v for v in variants if v in present], labels)
 

@@ -10,27 +10,18 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..config import VARIANT_LABELS, get_config
+from ..config import get_config
 from ..models.emkum import build_model, parameter_table
 from ..models.fusion import INPUTS, MODES
 from ..training.results import load_results
+from ..variants import VARIANT_LABELS
 from .stats import fmt, mean_ci, paired_difference, verdict
-from .tables import arm_values
+from .tables import METRIC_LABELS, arm_values, runs_of
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
-DEMO_FUSION = ("fusion_joint", "switch_sib")                     # what notebook 05 trains by default (time)
 DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
 FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")
-LABELS = {"imagenet_top1": "ImageNet top-1", "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval",
-          "flickr_itm_acc": "Flickr ITM acc. (hard negative)", "flickr_itm_acc_random": "Flickr ITM acc. (random)", "flickr_rerank_mean": "Flickr retrieval, re-ranked"}
-
-
-def summary(df: pd.DataFrame, variants, metrics) -> pd.DataFrame:
-    """Mean ± 95 % CI over seeds per variant and metric (percent)."""
-    rows = [{"variant": VARIANT_LABELS[v], "seeds": int((df.variant == v).sum()),
-             **{LABELS[m]: fmt(*mean_ci(df[df.variant == v][m])) for m in metrics}} for v in variants]
-    return pd.DataFrame(rows).set_index("variant")
 
 
 def _direction(mean: float, half: float) -> str:
@@ -43,7 +34,7 @@ def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     for a, b in pairs:
         for m in metrics:
             mean, half, n = paired_difference(arm_values(df, (a, "none"), m), arm_values(df, (b, "none"), m))
-            rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": LABELS[m],
+            rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
                          "difference (95 % CI)": fmt(mean, half), "seeds": n, "verdict": _direction(mean, half)})
     return pd.DataFrame(rows)
 
@@ -52,7 +43,7 @@ def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
     """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run)."""
     rows = []
     for v in variants:
-        sub = df[df.variant == v]
+        sub = runs_of(df, v)
         mean, half = mean_ci(sub.flickr_rerank_mean - sub.flickr_mean)
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(mean, half),
                      "seeds": len(sub), "verdict": _direction(mean, half)})

@@ -10,9 +10,10 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from ..config import VARIANT_LABELS, VARIANTS
+from ..variants import VARIANT_LABELS, VARIANTS
 from .reference import LAYERSCALE
 from .stats import mean_ci
+from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
@@ -98,9 +99,10 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | No
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False)
     for ax, (m, label) in zip(axes[0], metrics.items()):
         for i, v in enumerate(variants):
-            mean, half = mean_ci(df[df.variant == v][m])
+            values = runs_of(df, v)[m]
+            mean, half = mean_ci(values)
             ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4)
-            ax.scatter(np.full(sum(df.variant == v), i), df[df.variant == v][m], color="black", s=8, zorder=3)
+            ax.scatter(np.full(len(values), i), values, color="black", s=8, zorder=3)
         ax.set_xticks(range(len(variants)), [SHORT[v] for v in variants], rotation=25, ha="right")
         ax.set_title(label)
     axes[0][0].set_ylabel("percent (mean ± 95 % CI over seeds; dots: seeds)")
@@ -164,13 +166,22 @@ def gamma_evolution(curves: pd.DataFrame):
 
 
 def tte_contribution(df: pd.DataFrame):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant (the share of the shared block's input that is TTE)."""
-    long = df.melt(id_vars=["variant", "seed"], value_vars=["tte_ratio_image", "tte_ratio_text"],
-                   var_name="modality", value_name="ratio").dropna()
-    long["modality"] = long.modality.str.replace("tte_ratio_", "")
-    long["variant"] = long.variant.map(lambda v: VARIANT_LABELS[v])
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant (the share of the shared block's input that is TTE): mean ±
+    95 % CI over seeds, the same interval as every table (dots: seeds)."""
+    variants = list(dict.fromkeys(df.variant))
+    width = 0.8 / max(len(variants), 1)
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    sns.barplot(long, x="modality", y="ratio", hue="variant", errorbar=("ci", 95), ax=ax)
+    for j, v in enumerate(variants):
+        for i, modality in enumerate(("image", "text")):
+            values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
+            mean, half = mean_ci(values)
+            x = i + (j - (len(variants) - 1) / 2) * width
+            ax.bar(x, mean, width, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3,
+                   label=VARIANT_LABELS[v] if i == 0 else None)
+            ax.scatter(np.full(len(values), x), values, color="black", s=6, zorder=3)
+    ax.set_xticks([0, 1], ["image", "text"])
+    ax.set_xlabel("modality")
+    ax.legend(fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
     return fig
@@ -183,7 +194,7 @@ def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
     for ax, (m, label) in zip(axes[0], metrics.items()):
         ticks = []
         for i, (v, mode) in enumerate((v, mode) for v in variants for mode in ("removed", "swapped")):
-            sub = df[df.variant == v]
+            sub = runs_of(df, v)
             if f"{mode}:{m}" not in sub:
                 continue
             d = (sub[f"{mode}:{m}"] - sub[m]).dropna()

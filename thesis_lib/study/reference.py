@@ -90,7 +90,7 @@ def notation_errata() -> list[dict]:
          "how": "patchify(): C·P² = 3·16·16"},
         {"chapter says": "E_w ends with [T_CLS] (second special token)", "stated": "[T_CLS]", "computed": "[T_SEP]",
          "how": "tokenizer: bos_id=T_CLS first, eos_id=T_SEP last"},
-        {"chapter says": "T_CLS gets a zero positional encoding (Eq. 7)", "stated": "0",
+        {"chapter says": "T_CLS gets a zero positional encoding (notation Eq. 7)", "stated": "0",
          "computed": f"position row {cls_pos} (learned) in Data2Vec2 text; 'zero' is an option",
          "how": "TextEmbedding.positions, cls_position='learned'"},
         {"chapter says": "FFN = LN(GELU(h W1ᵀ + b1)) W2ᵀ + b2 (inner LayerNorm)", "stated": "inner LN",

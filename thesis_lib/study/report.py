@@ -14,10 +14,10 @@ import sys
 
 import pandas as pd
 
-from ..config import CONTROL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
+from ..cache import write_text_atomic
 from ..errors import ThesisError
 from ..paths import ROOT
-from ..training.results import write_text_atomic
+from ..variants import CONTROL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
 from . import reference, runs, tables
 from .stats import fmt, mean_ci
 
@@ -41,14 +41,10 @@ def results_markdown(params) -> str:
     seeds = sorted(set(df.seed))
     present = [v for v in VARIANTS if v in set(df.variant)]
     missing = [v for v in VARIANTS if v not in present]
-    ours = {}
-    for v in present:
-        sub = df[df.variant == v]
-        ours[VARIANT_LABELS[v]] = {tables.METRIC_LABELS[m]: fmt(*mean_ci(sub[m])) for m in tables.TABLE_METRICS}
     thesis = {VARIANT_LABELS[v]: {tables.METRIC_LABELS[m]: "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
         for ver in ("aug", "final")) for m in tables.TABLE_METRICS} for v in present}
-    table = pd.DataFrame(ours).T
+    table = tables.summary(df, present).drop(columns="seeds")
     for m in tables.TABLE_METRICS:
         table[f"thesis: {tables.METRIC_LABELS[m]}"] = [thesis[i][tables.METRIC_LABELS[m]] for i in table.index]
     table.index.name = "variant"
@@ -58,7 +54,7 @@ def results_markdown(params) -> str:
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
     claims = tables.claim_table(df).set_index("claim")
     ablation = tables.ablation_table(df, [v for v in ("tte_after", "tte_after_ls", "tte_shared") if v in set(df.variant)])
-    ls = df[df.variant == "tte_after_ls"]
+    ls = tables.runs_of(df, "tte_after_ls")
     gamma = (f"mean γ {fmt(*mean_ci(ls.gamma_mean), 6)}, std {fmt(*mean_ci(ls.gamma_std), 5)}, max "
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
              f"max 0.37; initial value 1e-5)") if len(ls) else ""
@@ -89,7 +85,7 @@ def mechanisms_markdown(params) -> str:
     if fusion:
         parts += ["Fusion heads on the Flickr-like test set (pairwise ITM accuracy, chance 50 %; retrieval before "
                   "and after re-ranking the dual encoder's top candidates):",
-                  _markdown(mechanisms.summary(df, fusion, mechanisms.FUSION_METRICS)),
+                  _markdown(tables.summary(df, fusion, mechanisms.FUSION_METRICS)),
                   _markdown(mechanisms.rerank_gain(df, fusion))]
     return "\n\n".join(parts)
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..config import TTE_VARIANTS, VARIANT_LABELS
 from ..training.results import load_results, read_jsonl
+from ..variants import TTE_VARIANTS, VARIANT_LABELS
 from . import reference
 from .runs import StudyParams
 from .stats import ALPHA, PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power
 
 TABLE_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 METRIC_LABELS = {"imagenet_top1": "ImageNet top-1", "imagenet_top5": "ImageNet top-5",
-                 "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval"}
+                 "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval",
+                 "flickr_itm_acc": "Flickr ITM acc. (hard negative)", "flickr_itm_acc_random": "Flickr ITM acc. (random)",
+                 "flickr_rerank_mean": "Flickr retrieval, re-ranked"}
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
 OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random ranking scores
@@ -34,14 +36,27 @@ def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def runs_of(df: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """The rows (one per seed) of one variant."""
+    return df[df["variant"].eq(variant)]
+
+
+def summary(df: pd.DataFrame, variants, metrics=TABLE_METRICS, suffix: str = "") -> pd.DataFrame:
+    """Mean ± 95 % CI over seeds (``stats.mean_ci``, Student t) per variant and metric: the one summary every
+    notebook, the README's results block and the figures use."""
+    rows = [{"variant": VARIANT_LABELS[v], "seeds": len(runs_of(df, v)),
+             **{METRIC_LABELS[m] + suffix: fmt(*mean_ci(runs_of(df, v)[m])) for m in metrics}} for v in variants]
+    return pd.DataFrame(rows).set_index("variant")
+
+
 def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: str | None = None) -> pd.DataFrame:
-    """Mean ± 95 % CI per variant and metric, with the thesis's numbers as reference columns (both versions)."""
+    """``summary`` with the thesis's numbers as reference columns beside each of ours (both versions)."""
+    ours = summary(df, variants, metrics, suffix=" (ours)")
     rows = []
     for v in variants:
-        sub = df[df.variant == v]
-        row = {"variant": VARIANT_LABELS[v], "seeds": len(sub)}
+        row = {"variant": VARIANT_LABELS[v], "seeds": ours.loc[VARIANT_LABELS[v], "seeds"]}
         for m in metrics:
-            row[f"{METRIC_LABELS[m]} (ours)"] = fmt(*mean_ci(sub[m]))
+            row[f"{METRIC_LABELS[m]} (ours)"] = ours.loc[VARIANT_LABELS[v], f"{METRIC_LABELS[m]} (ours)"]
             for ver in ([version] if version else ["aug", "final"]):
                 value = reference.thesis_value(ver, v, m)
                 if ver == "final" and m == "imagenet_top5":
@@ -69,7 +84,7 @@ def arm_values(df: pd.DataFrame, arm: tuple, metric: str) -> dict:
     """seed -> metric of one arm of a comparison: (variant, TTE ablation), ablation "none" = as trained."""
     variant, ablation = arm
     column = metric if ablation == "none" else f"{ablation}:{metric}"
-    sub = df[df.variant == variant]
+    sub = runs_of(df, variant)
     if column not in sub:
         return {}
     return {s: v for s, v in zip(sub.seed, sub[column]) if pd.notna(v)}

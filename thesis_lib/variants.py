@@ -1,0 +1,56 @@
+"""The variants, as data: one ``VariantSpec`` per name. The model (``models/emkum.py``), the engine, the tables and
+the figures read the spec's fields; nothing else decodes a variant's name. Adding a variant is one entry here.
+
+The chapter's variants are its Tables 1-2 (TTE chapter Eqs. 1-5); the controls are notebooks 02 and 04's; the
+mechanisms are notebook 05's, beyond the chapter (VLMo, arXiv:2111.02358; Switch-BERT, ECCV 2022).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this.
+
+    tte         where the token-type embedding goes: "" (none), "before" (the encoders' input, TTE chapter Eqs. 1-3) or
+                "after" (the encoders' output, TTE chapter Eqs. 4-5)
+    layerscale  the TTE is scaled by a LayerScale γ (init ``ModelConfig.tte_layer_scale``) shared by both modalities
+    shared_type both modalities get the same type vector (the mean of the two rows): a negative control with the
+                TTE's parameters but no modality information
+    image_input_norm  False: the image encoder's input LayerNorm is skipped, as the thesis code's TTE-before path
+                did (commit 7339fb2 of TimCares/MasterThesis)
+    block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
+    fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.models.fusion)
+    sib         the fusion head's Switch-Input Block
+    """
+    label: str
+    tte: str = ""
+    layerscale: bool = False
+    shared_type: bool = False
+    image_input_norm: bool = True
+    block: str = "shared"
+    fusion: str = ""
+    sib: bool = False
+
+
+VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them
+    "baseline": VariantSpec("EMKUM (no TTE)"),
+    "tte_before": VariantSpec("EMKUM_TTE (before encoders)", tte="before"),
+    "tte_after": VariantSpec("TTE after encoders, no LayerScale", tte="after"),
+    "tte_after_ls": VariantSpec("EMKUM_TTE' (after encoders + LayerScale)", tte="after", layerscale=True),
+    # controls (notebooks 02 and 04)
+    "tte_before_noln": VariantSpec("TTE before encoders, image input LayerNorm skipped (thesis code)",
+                                   tte="before", image_input_norm=False),
+    "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)", tte="after",
+                              layerscale=True, shared_type=True),
+    # beyond the chapter (notebook 05)
+    "mome": VariantSpec("MoME shared block (VLMo experts)", block="mome"),
+    "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", fusion="joint"),
+    "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
+    "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
+}
+TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's Tables 1-2
+CONTROL_VARIANTS = ("tte_before_noln", "tte_shared")
+VARIANTS = tuple(VARIANT_SPECS)
+VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}
