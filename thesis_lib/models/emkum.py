@@ -35,7 +35,7 @@ TEXT, IMAGE = 0, 1
 
 
 class SharedBlock(Block):
-    """The shared pre-LN block: Eqs. 9-10 with LayerScale (γ = 0.2) on both branches. It also returns the CLS
+    """The shared pre-LN block: notation Eqs. 9-10 with LayerScale (γ = 0.2) on both branches. It also returns the CLS
     of its first MLP layer (pre-GELU), the thesis code's optional second ITC tap.
 
     The thesis code's BEiT-style attention has q and v biases but no k bias; timm's fused qkv bias is equivalent:
@@ -50,10 +50,10 @@ class SharedBlock(Block):
         return self.norm2, self.mlp
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None, modality: int = 0):
-        x = x + self.ls1(self.attn(self.norm1(x), attn_mask=attn_mask))   # Eq. 9 (+ LayerScale)
+        x = x + self.ls1(self.attn(self.norm1(x), attn_mask=attn_mask))   # notation Eq. 9 (+ LayerScale)
         norm, mlp = self.ffn(modality)
         h = mlp.fc1(norm(x))                                               # (B, T, 4D)
-        x = x + self.ls2(mlp.fc2(mlp.act(h)))                              # Eq. 10 (+ LayerScale)
+        x = x + self.ls2(mlp.fc2(mlp.act(h)))                              # notation Eq. 10 (+ LayerScale)
         return x, h[:, 0]
 
 
@@ -140,7 +140,7 @@ class EMKUM(nn.Module):
         return parts + [m for block in self.shared if isinstance(block, MoMEBlock) for m in block.added_parts()]
 
     def type_vector(self, modality: int) -> torch.Tensor | None:
-        """t_type of one modality (D,); adding it to every token equals embedding(ids) with ids ≡ modality (Eq. 3).
+        """t_type of one modality (D,); adding it to every token equals embedding(ids) with ids ≡ modality (TTE chapter Eq. 3).
         Under ``tte_ablation``: None ("removed") or the other modality's vector ("swapped")."""
         if self.token_type_embeddings is None or self.tte_ablation == "removed":
             return None
@@ -158,7 +158,7 @@ class EMKUM(nn.Module):
         t, where = self.type_vector(modality), self.cfg.spec.tte
         h, padding_mask = encoder(inputs, type_vector=t if where == "before" else None)
         if where == "after" and t is not None:
-            h = h + self.tte_scale(t)                          # Eqs. 4-5: H'_L = H_L + LayerScale(T_type)
+            h = h + self.tte_scale(t)                          # TTE chapter Eqs. 4-5: H'_L = H_L + LayerScale(T_type)
         return h, padding_mask
 
     def encode(self, inputs: torch.Tensor, modality: int) -> Features:

@@ -1,7 +1,7 @@
 """The modality-specific encoders of EMKUM: Data2Vec2 image and text models, and transformers alternatives.
 
 Every encoder maps its input to (H_L, padding_mask) and accepts an optional ``type_vector`` (D,) that is added to
-every token of its block input H_0 (VLMo-style TTE before the encoders, Eqs. 1-2; VLMo adds it to the embedding
+every token of its block input H_0 (VLMo-style TTE before the encoders, TTE chapter Eqs. 1-2; VLMo adds it to the embedding
 output, i.e. after the embedding LayerNorm). Parameter names follow the original checkpoints (docs/sources.md §7)
 so that ``thesis_lib.models.checkpoints`` maps keys one-to-one.
 """
@@ -28,7 +28,7 @@ class Data2Vec2ImageEncoder(nn.Module):
     def forward(self, images: torch.Tensor, type_vector: torch.Tensor | None = None):
         h = self.norm(self.embed(images))                      # H_{v,0}: (B, N+1, D)
         if type_vector is not None:
-            h = h + type_vector                                # + T^v_type on every token (Eq. 2)
+            h = h + type_vector                                # + T^v_type on every token (TTE chapter Eq. 2)
         return self.blocks(h), None
 
 
@@ -47,7 +47,7 @@ class Data2Vec2TextEncoder(nn.Module):
         padding_mask = tokens.eq(self.pad_id)                  # True = pad
         h = self.norm(self.embed(tokens))                      # H_{w,0}: (B, M+2, D)
         if type_vector is not None:
-            h = h + type_vector                                # + T^w_type on every token, pads too (Eq. 1)
+            h = h + type_vector                                # + T^w_type on every token, pads too (TTE chapter Eq. 1)
         return self.blocks(h, padding_mask), padding_mask
 
 

@@ -6,8 +6,8 @@ The head sees both token sequences of the shared part at once, ``X = [text; imag
   joint   every layer is a pre-LN block with joint attention over the whole sequence (VLMo's VL-expert layers)
   switch  every layer's attention is a Switch-Attention Block (SAB): one set of attention weights, four
           interaction modes M_0..M_3 of Switch-BERT Table 1 as attention masks, chosen per sample by a switcher
-          (Eq. 6: π = softmax(MLP(z_i ⊙ z_t)), z = average pooling) through Gumbel-softmax (Eq. 7): soft weighting in
-          training (Eq. 8, y_soft), hard selection at inference (y_hard). X = image, ¬X = text.
+          (Switch-BERT Eq. 6: π = softmax(MLP(z_i ⊙ z_t)), z = average pooling) through Gumbel-softmax (Switch-BERT Eq. 7): soft weighting in
+          training (Switch-BERT Eq. 8, y_soft), hard selection at inference (y_hard). X = image, ¬X = text.
   +SIB    the Switch-Input Block: layer l ≥ 2 takes its image part and its text part each from the output of
           layer l-1 or l-2 (four candidates), chosen by a switcher of its own.
 
@@ -42,7 +42,7 @@ def mode_masks(n_text: int, n_image: int, device=None) -> torch.Tensor:
 
 
 def gumbel_weights(logits: torch.Tensor, tau: float, noise: torch.Tensor | None = None) -> torch.Tensor:
-    """Eq. 7: softmax((log π + g) / τ) with Gumbel noise g = -log(-log u); ``logits`` are log π."""
+    """Switch-BERT Eq. 7: softmax((log π + g) / τ) with Gumbel noise g = -log(-log u); ``logits`` are log π."""
     if noise is None:
         u = torch.rand_like(logits).clamp_(1e-9, 1 - 1e-9)
         noise = -torch.log(-torch.log(u))
@@ -50,7 +50,7 @@ def gumbel_weights(logits: torch.Tensor, tau: float, noise: torch.Tensor | None 
 
 
 class Switcher(nn.Module):
-    """Eq. 6: log π from the alignment degree d = AvgPool(X_i) ⊙ AvgPool(X_t); soft (training) or hard (eval)."""
+    """Switch-BERT Eq. 6: log π from the alignment degree d = AvgPool(X_i) ⊙ AvgPool(X_t); soft (training) or hard (eval)."""
 
     def __init__(self, dim: int, n_choices: int = 4):
         super().__init__()
@@ -90,7 +90,7 @@ class FusionLayer(Block):
 
 
 def switch_attention(attn, x: torch.Tensor, masks: torch.Tensor, w: torch.Tensor, hard: bool) -> torch.Tensor:
-    """Eq. 8 with one set of attention weights (timm ``Attention``): q, k, v are computed once and the modes differ
+    """Switch-BERT Eq. 8 with one set of attention weights (timm ``Attention``): q, k, v are computed once and the modes differ
     only in their masks; Σ_n p(M_n) proj(o_n) = proj(Σ_n p(M_n) o_n) because the weights sum to 1. ``hard``
     (one-hot ``w``, inference): each sample's selected mask only."""
     B, T, _ = x.shape

@@ -2,7 +2,7 @@
 
 The thesis's notation chapter ("Notations and Definitions", TimCares/MasterThesis): docs/sources.md §8, errata §6.
 Standard parts come from timm (PatchEmbed, Attention, Mlp, Block); written out here is only what the
-chapter defines: where the positional encodings go (Eq. 2, Eq. 7) and which block is pre-LN (Eqs. 9-10).
+chapter defines: where the positional encodings go (notation Eq. 2, notation Eq. 7) and which block is pre-LN (notation Eqs. 9-10).
 The post-LN block is Data2Vec2's ``AltBlock`` (docs/sources.md §7.2), needed to carry its weights.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def sincos_2d(dim: int, grid: int) -> torch.Tensor:
 
 
 class ImageEmbedding(nn.Module):
-    """E_v and T^pos_v: H_{v,0} = [e_I_CLS, e_1..e_N] + [0, t_1..t_N] (Eqs. 1, 2, 4)."""
+    """E_v and T^pos_v: H_{v,0} = [e_I_CLS, e_1..e_N] + [0, t_1..t_N] (notation Eqs. 1, 2, 4)."""
 
     def __init__(self, cfg: ImageConfig, dim: int):
         super().__init__()
@@ -57,21 +57,21 @@ class ImageEmbedding(nn.Module):
             raise ValueError(f"pos_embed must be 'sincos' or 'learned', got {cfg.pos_embed!r}")
 
     def positional_encoding(self) -> torch.Tensor:
-        """T^pos_v of Eq. 2 as one (N+1, D) table: a zero row for I_CLS, then t_1..t_N."""
+        """T^pos_v of notation Eq. 2 as one (N+1, D) table: a zero row for I_CLS, then t_1..t_N."""
         pe = self.pos_embed[0]
         return torch.cat([pe.new_zeros(1, pe.shape[-1]), pe], dim=0)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = self.patch_embed(images) + self.pos_embed            # (B, N, D): e_i + t_i
-        cls = self.cls_token.expand(x.shape[0], -1, -1)          # I_CLS gets no position (Eq. 2)
-        return torch.cat([cls, x], dim=1)                        # (B, N+1, D) = H_{v,0}, Eq. 4
+        cls = self.cls_token.expand(x.shape[0], -1, -1)          # I_CLS gets no position (notation Eq. 2)
+        return torch.cat([cls, x], dim=1)                        # (B, N+1, D) = H_{v,0}, notation Eq. 4
 
 
 class TextEmbedding(nn.Module):
-    """E_w and T^pos_w: token embeddings of [T_CLS, w_1..w_M, T_SEP] plus learned positions (Eqs. 6-7).
+    """E_w and T^pos_w: token embeddings of [T_CLS, w_1..w_M, T_SEP] plus learned positions (notation Eqs. 6-7).
 
     The position table follows fairseq (Data2Vec2 text): row ``pad_id`` is zero and never trained, real tokens
-    count from ``pad_id + 1``. ``cls_position="zero"`` realises Eq. 7 literally (T_CLS gets the zero row, T_SEP a
+    count from ``pad_id + 1``. ``cls_position="zero"`` realises notation Eq. 7 literally (T_CLS gets the zero row, T_SEP a
     position); ``"learned"`` gives T_CLS its own position, as Data2Vec2 text and BERT do (errata 6).
     """
 
@@ -86,7 +86,7 @@ class TextEmbedding(nn.Module):
                 emb.weight[cfg.pad_id].zero_()
 
     def positions(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Position ids (B, T): fairseq ``make_positions``; pads (and T_CLS under Eq. 7) point at the zero row."""
+        """Position ids (B, T): fairseq ``make_positions``; pads (and T_CLS under notation Eq. 7) point at the zero row."""
         real = tokens.ne(self.cfg.pad_id).long()
         count = torch.cumsum(real, dim=1)
         if self.cfg.cls_position == "zero":
@@ -99,7 +99,7 @@ class TextEmbedding(nn.Module):
 
 def pre_ln_block(dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 1e-6,
                  init_values: float | None = None) -> Block:
-    """The chapter's pre-LN block (Eqs. 9-10) is timm's ViT ``Block``:
+    """The chapter's pre-LN block (notation Eqs. 9-10) is timm's ViT ``Block``:
     H'_l = MHA(LN(H_{l-1})) + H_{l-1};  H_l = FFN(LN(H'_l)) + H'_l  (tests/test_representations.py proves it).
     ``init_values`` adds LayerScale on both branches (CaiT), as the shared block does."""
     return Block(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=init_values,
@@ -128,7 +128,7 @@ def key_padding_mask(padding_mask: torch.Tensor | None) -> torch.Tensor | None:
 
 
 class TransformerStack(nn.Module):
-    """A Transformer: blocks stacked on top of each other; H_{·,L} from H_{·,0} (Eqs. 3, 5, 8)."""
+    """A Transformer: blocks stacked on top of each other; H_{·,L} from H_{·,0} (notation Eqs. 3, 5, 8)."""
 
     def __init__(self, blocks: list[nn.Module]):
         super().__init__()

@@ -1,0 +1,144 @@
+"""The package's layout is its architecture. Each room imports only its own room or rooms below it, no module comes
+back to itself through its imports, a variant's name is decoded by the registry alone, docstrings cite what a reader
+can open, equations are named with their document, loading never trains, and the README's layout names every module.
+"""
+import ast
+import re
+
+import pytest
+
+from thesis_lib.paths import PACKAGE, ROOT
+
+LAYERS = (   # lowest first; a module may import from its own room (without a cycle) or from any room below
+    ("errors", "paths", "cache", "version"),
+    ("variants", "config_checks", "config"),
+    ("data",),
+    ("models",),
+    ("evaluate",),
+    ("training",),
+    ("study",),
+    ("__init__",),
+)
+LEVEL = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+
+
+def modules() -> dict[str, ast.Module]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        out[name.removesuffix(".__init__") or "__init__"] = ast.parse(path.read_text())
+    return out
+
+
+def imports(name: str, tree: ast.Module, known: set) -> set:
+    """Every thesis_lib module ``name`` imports, at the top or inside a function."""
+    is_package = name == "__init__" or any(k.startswith(name + ".") for k in known)
+    package = [] if name == "__init__" else name.split(".")[:None if is_package else -1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.split(".")[0] == "thesis_lib":
+                base = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                sub = ".".join(base + [alias.name])
+                found.add(sub if sub in known else ".".join(base) or "__init__")
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("thesis_lib.") for a in node.names if a.name.startswith("thesis_lib.")}
+    return found - {name}
+
+
+def room(module: str) -> str:
+    return module.split(".")[0]
+
+
+def graph() -> dict[str, set]:
+    mods = modules()
+    return {name: imports(name, tree, set(mods)) for name, tree in mods.items()}
+
+
+def test_every_module_belongs_to_a_declared_room():
+    assert {room(m) for m in graph()} <= set(LEVEL), "a new room: declare it in LAYERS and in the README's layout"
+
+
+def test_no_module_imports_a_room_above_its_own():
+    upward = [f"{m} -> {d}" for m, deps in graph().items() for d in deps if LEVEL[room(d)] > LEVEL[room(m)]]
+    assert not upward, "imports against the layers: " + ", ".join(upward)
+
+
+def test_the_import_graph_has_no_cycle():
+    g = graph()
+    state, cycles = {}, []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for dep in sorted(g.get(node, ())):
+            if state.get(dep) == "open":
+                cycles.append(" -> ".join(trail[trail.index(dep):] + [dep]))
+            elif dep not in state:
+                visit(dep, trail + [dep])
+        state[node] = "done"
+
+    for node in sorted(g):
+        if node not in state:
+            visit(node, [node])
+    assert not cycles, "import cycles: " + "; ".join(cycles)
+
+
+def test_a_variant_is_decoded_only_by_the_registry():
+    pattern = re.compile(r"variant\s*(==|!=)|variant\s+(not\s+)?in\s*[(\[{]|variant\.startswith")
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in PACKAGE.rglob("*.py") if p.name != "variants.py"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits
+
+
+NOT_HERE = re.compile(r"thesis_facts|checkpoint_layouts|implementation_anchors|style_anchors|scale_anchors|"
+                      r"\.\./shared|seeds/\w+\.(?:md|typ|pdf)")
+
+
+def test_no_reference_points_outside_the_repository():
+    files = [*PACKAGE.rglob("*.py"), *(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "docs").glob("*.md"),
+             ROOT / "README.md", ROOT / "BENCHMARKS.md", *(ROOT / "benchmarks").glob("*")]
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files if p.is_file() for m in NOT_HERE.finditer(p.read_text())]
+    assert not hits, hits
+
+
+def test_equations_are_named_with_their_document():
+    """"Eq. 2" alone means two different equations (notation chapter, TTE chapter); each mention names its document."""
+    labelled = re.compile(r"(?:TTE chapter|notation(?: chapter)?,?|Switch-BERT) $")
+    bare = [f"{p.relative_to(ROOT)}:{i}: {line.strip()[:80]}" for p in PACKAGE.rglob("*.py")
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            for m in re.finditer(r"\bEqs?\.", line) if not labelled.search(line[:m.start()])]
+    assert not bare, bare
+
+
+def test_the_readme_layout_names_every_module():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    section = section[:section.index("\n## ", 4)]
+    missing = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+               if p.name != "__init__.py" and p.name not in section]
+    assert not missing, f"README '## Layout' does not name {missing}"
+    for folder in ("data/", "models/", "training/", "study/"):
+        assert folder in section
+
+
+def test_loading_never_prepares(tmp_path, monkeypatch):
+    """With nothing cached, building a pretrained model, reading the world and loading the demo tokenizer are errors
+    that name the preparation step; nothing is generated or trained, the data folder stays empty."""
+    from thesis_lib import build_model, get_config
+    from thesis_lib.data.roots import data_root
+    from thesis_lib.data.tokenizer import demo_tokenizer
+    from thesis_lib.errors import CheckpointError, DataError, TokenizerError
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "data"))
+    cfg = get_config("smoke")
+    with pytest.raises(CheckpointError, match="thesis_lib.training.prepare"):
+        build_model(cfg, pretrained=True)
+    with pytest.raises(DataError, match="thesis_lib.training.prepare"):
+        data_root(cfg)
+    with pytest.raises(TokenizerError, match="thesis_lib.training.prepare"):
+        demo_tokenizer(tmp_path, cfg.model.text)
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
