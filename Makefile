@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-SCALE ?= demo
+PRESET ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
 
@@ -29,17 +29,17 @@ test: setup
 verify: setup
 	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo
 
-# Rerun every notebook at SCALE (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
+# Rerun every notebook at PRESET (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
 reproduce: setup
-	rm -rf results/$(SCALE) results/_ablations
-	# the scale goes in through THESIS_SCALE, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
-	export THESIS_PROGRESS=0 THESIS_SCALE=$(SCALE); for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
-	$(BIN)/python -m thesis_lib.study.report --scale $(SCALE) --update-readme > /dev/null
+	rm -rf results/$(PRESET) results/_ablations
+	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
+	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET); for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+	$(BIN)/python -m thesis_lib.study.report --preset $(PRESET) --update-readme > /dev/null
 
 # Redraw every figure and the README's results block from the stored results (no training).
 figures: setup
-	$(BIN)/python -m thesis_lib.study.figures --scale $(SCALE)
-	$(BIN)/python -m thesis_lib.study.report --scale $(SCALE) --update-readme > /dev/null
+	$(BIN)/python -m thesis_lib.study.figures --preset $(PRESET)
+	$(BIN)/python -m thesis_lib.study.report --preset $(PRESET) --update-readme > /dev/null
 
 # --allow-root only where it is needed (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
 lab: setup

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-os.environ.setdefault("THESIS_SCALE", "smoke")   # notebooks under nbval run at the smoke scale
+os.environ.setdefault("THESIS_PRESET", "smoke")   # notebooks under nbval run at the smoke scale
 os.environ.setdefault("THESIS_PROGRESS", "0")
 os.environ.setdefault("THESIS_DATA", tempfile.mkdtemp(prefix="thesis-data-"))   # worlds, pretraining, caches
 
@@ -69,4 +69,4 @@ def tiny_flickr(tmp_path):
 def smoke_world(tmp_path_factory):
     from thesis_lib import get_config
     from thesis_lib.data.world_files import ensure_world
-    return ensure_world(get_config("smoke").data.world, tmp_path_factory.mktemp("world") / "w", progress=False)
+    return ensure_world(get_config("smoke").data.world, tmp_path_factory.mktemp("world") / "w")

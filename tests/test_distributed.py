@@ -54,7 +54,7 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     result = json.loads((tmp_path / "results" / "smoke" / "switch_sib" / "seed0.json").read_text())
     assert result["train"]["world_size"] == 2 and "fusion" in result
     with pytest.raises(ResultConflictError, match="processes: 2 -> 1"):
-        run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path, progress=False)
+        run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path)
     checkpoint = tmp_path / "results" / "smoke" / "switch_sib" / "seed0" / "checkpoint.pt"
     with pytest.raises(CheckpointError, match="processes: 2 -> 1"):
-        run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", progress=False, resume=str(checkpoint))
+        run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint))

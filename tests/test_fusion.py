@@ -86,7 +86,7 @@ def test_temperature_annealing():
 
 @pytest.mark.parametrize("variant", ["switch_sib", "fusion_joint"])
 def test_fusion_variants_train_and_report_matching_and_reranking(tmp_path, variant):
-    result = run_experiment("smoke", variant, 0, out_dir=tmp_path, progress=False)
+    result = run_experiment("smoke", variant, 0, out_dir=tmp_path)
     m = result["metrics"]
     assert 0 <= m["flickr_itm_acc"] <= 100 and 0 <= m["flickr_rerank_mean"] <= 100
     assert m["flickr_rerank_ir@1"] <= m["flickr_rerank_ir@5"] <= m["flickr_rerank_ir@10"]

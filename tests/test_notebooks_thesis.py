@@ -41,7 +41,7 @@ def test_notebook_03_runs_at_the_thesis_scale_on_fixtures(thesis_fixtures, tmp_p
     pm = pytest.importorskip("papermill")
     data, ckpt = thesis_fixtures
     pm.execute_notebook("notebooks/03_tte_layerscale.ipynb", str(tmp_path / "out.ipynb"), kernel_name="python3",
-                        progress_bar=False, parameters={"scale": "thesis", "seeds": [0], "data_root": str(data),
+                        progress_bar=False, parameters={"preset": "thesis", "seeds": [0], "data_root": str(data),
                                                         "checkpoints": str(ckpt), "output_dir": str(tmp_path / "o"),
                                                         "overrides": SHRINK})
     for variant in ("baseline", "tte_before", "tte_after", "tte_after_ls"):
@@ -53,7 +53,7 @@ def test_notebook_03_runs_at_the_thesis_scale_on_fixtures(thesis_fixtures, tmp_p
 
 def test_committed_notebooks_take_their_scale_from_the_environment():
     """A papermill ``injected-parameters`` cell left in a committed notebook would pin its scale, and nbval in CI
-    would then run it at that scale instead of THESIS_SCALE=smoke."""
+    would then run it at that scale instead of THESIS_PRESET=smoke."""
     from thesis_lib.paths import ROOT
     notebooks = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert len(notebooks) >= 5

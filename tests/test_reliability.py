@@ -61,7 +61,7 @@ def test_catalogue_unknown_or_mistyped_config_field():
 def test_catalogue_notebook_parameter_of_the_wrong_type():
     with pytest.raises(ConfigError, match="parameter seeds must be a list of integers, got the string 'abc'"):
         study_params("demo", "abc")
-    with pytest.raises(ConfigError, match="parameter scale must be one of thesis, demo, smoke"):
+    with pytest.raises(ConfigError, match="parameter preset must be one of thesis, demo, smoke"):
         study_params("large")
     assert study_params("demo", "[3, 4]").seeds == (3, 4)           # papermill -p seeds '[3, 4]' works
 
@@ -70,7 +70,7 @@ def test_catalogue_notebook_parameter_through_papermill(tmp_path):
     pm = pytest.importorskip("papermill")
     with pytest.raises(pm.PapermillExecutionError, match="parameter seeds must be a list of integers"):
         pm.execute_notebook("notebooks/00_notation.ipynb", str(tmp_path / "out.ipynb"), kernel_name="python3",
-                            parameters={"seeds": "abc", "scale": "smoke"}, progress_bar=False)
+                            parameters={"seeds": "abc", "preset": "smoke"}, progress_bar=False)
 
 
 def test_catalogue_missing_dataset_path(tmp_path):
@@ -141,16 +141,16 @@ def test_catalogue_gpu_requested_where_none_exists():
 
 
 def test_catalogue_result_of_another_config_is_not_overwritten(tmp_path):
-    run_experiment("smoke", "baseline", 1, out_dir=tmp_path, progress=False)
+    run_experiment("smoke", "baseline", 1, out_dir=tmp_path)
     with pytest.raises(ResultConflictError, match="holds a result of another config"):
-        run_experiment("smoke", "baseline", 1, out_dir=tmp_path, progress=False, overrides={"train.base_lr": 2e-3})
-    replaced = run_experiment("smoke", "baseline", 1, out_dir=tmp_path, progress=False, overwrite=True,
+        run_experiment("smoke", "baseline", 1, out_dir=tmp_path, overrides={"train.base_lr": 2e-3})
+    replaced = run_experiment("smoke", "baseline", 1, out_dir=tmp_path, overwrite=True,
                               overrides={"train.base_lr": 2e-3})
     assert replaced["config"]["train"]["base_lr"] == 2e-3
 
 
 def test_catalogue_resume_with_a_checkpoint_of_another_variant(tmp_path):
-    run_experiment("smoke", "baseline", 0, out_dir=tmp_path, progress=False)
+    run_experiment("smoke", "baseline", 0, out_dir=tmp_path)
     other = tmp_path / "results" / "smoke" / "baseline" / "seed0" / "checkpoint.pt"
     proc = _cli("--variant", "tte_after_ls", "--out", str(tmp_path / "b"), "--resume", str(other))
     assert proc.returncode == 2 and proc.stderr.startswith("error: cannot resume from")
@@ -168,7 +168,7 @@ def test_catalogue_non_finite_loss_keeps_the_last_good_checkpoint(tmp_path, monk
         return (loss * float("nan") if calls["n"] == 5 else loss), parts
     monkeypatch.setattr(engine, "compute_loss", poisoned)
     with pytest.raises(NonFiniteLossError, match="non-finite at step 5; the last good checkpoint"):
-        run_experiment("smoke", out_dir=tmp_path, progress=False, overrides={"train.ckpt_every": 3, "train.log_every": 3})
+        run_experiment("smoke", out_dir=tmp_path, overrides={"train.ckpt_every": 3, "train.log_every": 3})
     ckpt = torch_load(tmp_path / "results" / "smoke" / "baseline" / "seed0" / "checkpoint.pt")
     assert ckpt["step"] == 3 and all(torch.isfinite(v).all() for v in ckpt["model"].values())
     assert not (tmp_path / "results" / "smoke" / "baseline" / "seed0.json").exists()
@@ -220,7 +220,7 @@ def test_two_runs_started_at_once_on_the_same_output(tmp_path):
 
 
 def test_same_seed_same_metrics(tmp_path):
-    runs = [run_experiment("smoke", "tte_after_ls", 3, out_dir=tmp_path / str(k), progress=False,
+    runs = [run_experiment("smoke", "tte_after_ls", 3, out_dir=tmp_path / str(k),
                            overrides={"train.steps": 20}) for k in range(2)]
     for key, value in runs[0]["metrics"].items():
         assert abs(value - runs[1]["metrics"][key]) <= 1e-6
@@ -231,8 +231,8 @@ def test_a_run_gives_the_same_result_whether_or_not_the_caches_existed(tmp_path,
     """The first run on a fresh machine builds the world, the demo pretraining and the teacher targets inside
     itself; none of that may move the run's own random stream (it once re-seeded the global RNG)."""
     monkeypatch.setenv("THESIS_DATA", str(tmp_path / "fresh-cache"))
-    first = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "first", progress=False)
-    again = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "again", progress=False)
+    first = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "first")
+    again = run_experiment("smoke", "baseline", 1, out_dir=tmp_path / "again")
     assert first["metrics"] == again["metrics"]
 
 
@@ -256,7 +256,7 @@ def test_a_foreign_partial_folder_is_not_removed(tmp_path):
     (tmp_path / "w.partial").mkdir()
     (tmp_path / "w.partial" / "keep.txt").write_text("x")
     with pytest.raises(DataError, match="holds no marker of this project's world writer"):
-        ensure_world(get_config("smoke").data.world, tmp_path / "w", progress=False)
+        ensure_world(get_config("smoke").data.world, tmp_path / "w")
     assert (tmp_path / "w.partial" / "keep.txt").exists()
 
 
@@ -294,13 +294,13 @@ def test_the_guarded_loader_reads_what_checkpoints_hold(tmp_path):
 
 def test_a_resume_refuses_a_training_curve_cut_short(tmp_path):
     out = tmp_path / "out"
-    run_experiment("smoke", "baseline", 0, out, progress=False)
+    run_experiment("smoke", "baseline", 0, out)
     run_dir = out / "results" / "smoke" / "baseline"
     (run_dir / "seed0.json").unlink()                               # as if killed before the result was written
     curve = run_dir / "seed0" / "metrics.jsonl"
     curve.write_text(curve.read_text().splitlines(keepends=True)[0])    # a curve cut by a kill mid-rewrite
     with pytest.raises(ResultConflictError, match="does not reach the checkpoint's step 6"):
-        run_experiment("smoke", "baseline", 0, out, resume=True, progress=False)
+        run_experiment("smoke", "baseline", 0, out, resume=True)
 
 
 def test_a_full_disk_during_a_checkpoint_is_one_clear_error_and_leaves_no_temporary(tmp_path, monkeypatch):
@@ -314,7 +314,7 @@ def test_a_full_disk_during_a_checkpoint_is_one_clear_error_and_leaves_no_tempor
                            "No space left on device")
     monkeypatch.setattr(torch, "save", no_space)
     with pytest.raises(OutputDirError, match="cannot write the checkpoint at step 3"):
-        run_experiment("smoke", "baseline", 0, tmp_path, progress=False)
+        run_experiment("smoke", "baseline", 0, tmp_path)
     assert not list((tmp_path / "results").rglob("*.tmp"))
 
 
@@ -322,7 +322,7 @@ def test_temporaries_left_by_a_killed_run_are_removed_when_it_resumes(tmp_path):
     run_dir = tmp_path / "results" / "smoke" / "baseline" / "seed0"
     run_dir.mkdir(parents=True)
     (run_dir / ".checkpoint.99999.tmp").write_bytes(b"\0" * 1000)
-    run_experiment("smoke", "baseline", 0, tmp_path, resume=True, progress=False)
+    run_experiment("smoke", "baseline", 0, tmp_path, resume=True)
     assert not list(run_dir.glob(".*.tmp"))
 
 
@@ -356,7 +356,7 @@ def test_any_config_override_trains_one_smoke_step_or_raises_config_error(tmp_pa
             return
         from dataclasses import replace
         cfg = replace(cfg, train=replace(cfg.train, steps=1))
-        run_experiment(config=cfg, out_dir=tmp_path_factory.mktemp("prop"), progress=False)
+        run_experiment(config=cfg, out_dir=tmp_path_factory.mktemp("prop"))
 
     check()
 
@@ -483,7 +483,7 @@ def test_catalogue_non_finite_loss_before_the_first_checkpoint_names_none(tmp_pa
         return loss * float("nan"), parts
     monkeypatch.setattr(engine, "compute_loss", poisoned)
     with pytest.raises(NonFiniteLossError, match="at step 1; no checkpoint had been written yet"):
-        run_experiment("smoke", out_dir=tmp_path, progress=False)
+        run_experiment("smoke", out_dir=tmp_path)
 
 
 def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
@@ -500,10 +500,10 @@ def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
 
 @pytest.mark.parametrize("module", ["thesis_lib.study.report", "thesis_lib.study.figures"])
 def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, module):
-    bad = subprocess.run([sys.executable, "-m", module, "--scale", "huge"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "scale must be one of" in bad.stderr
-    run_experiment("smoke", "baseline", 0, tmp_path, progress=False)
-    args = ["--scale", "smoke", "--seeds", "[0]"] + (["--output-dir", str(tmp_path)] if "figures" in module else [])
+    bad = subprocess.run([sys.executable, "-m", module, "--preset", "huge"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "preset must be one of" in bad.stderr
+    run_experiment("smoke", "baseline", 0, tmp_path)
+    args = ["--preset", "smoke", "--seeds", "[0]"] + (["--output-dir", str(tmp_path)] if "figures" in module else [])
     env = {**os.environ, "THESIS_RESULTS": str(tmp_path / "results")}
     one = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "Traceback" not in one.stderr, one.stderr[-800:]

@@ -25,7 +25,7 @@ def smoke_runs(out_dir) -> dict:
     out = {}
     with one_thread():
         for variant in VARIANTS:
-            result = run_experiment("smoke", variant, 0, out_dir=out_dir, progress=False)
+            result = run_experiment("smoke", variant, 0, out_dir=out_dir)
             curve = Path(out_dir) / "results" / "smoke" / variant / "seed0" / "metrics.jsonl"
             out[variant] = {"metrics": result["metrics"], "curve": [json.loads(x) for x in curve.open()]}
     return out
@@ -47,7 +47,7 @@ def test_demo_runs_equal_the_committed_results(tmp_path):
     """One committed demo run (seed 0) of each variant family, retrained from scratch: identical metrics and curve."""
     from thesis_lib.study import run_many
     jobs = [dict(preset="demo", variant=v, seed=0, out_dir=str(tmp_path), device="cpu") for v in DEMO_FAMILIES]
-    run_many(jobs, progress=False)
+    run_many(jobs)
     for variant in DEMO_FAMILIES:
         committed = ROOT / "results" / "demo" / variant
         ours = tmp_path / "results" / "demo" / variant

@@ -93,8 +93,8 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     from thesis_lib.training.run import one_thread, run_experiment
     monkeypatch.setenv("THESIS_WORKERS", "2")
     params = study.study_params("smoke", [0, 1], "cpu", str(tmp_path / "parallel"))
-    parallel = study.run_grid(params, ["tte_after_ls"], progress=False)
+    parallel = study.run_grid(params, ["tte_after_ls"])
     with one_thread():
-        alone = run_experiment("smoke", "tte_after_ls", 1, tmp_path / "alone", "cpu", progress=False)
+        alone = run_experiment("smoke", "tte_after_ls", 1, tmp_path / "alone", "cpu")
     assert [r["seed"] for r in parallel] == [0, 1]
     assert parallel[1]["metrics"] == alone["metrics"] and torch.get_num_threads() >= 1

@@ -16,10 +16,10 @@ def _digest(root):
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, smoke_world):
     cfg = get_config("smoke").data.world
-    again = ensure_world(cfg, tmp_path / "again", progress=False)
+    again = ensure_world(cfg, tmp_path / "again")
     assert _digest(again) == _digest(smoke_world)
     import dataclasses
-    other = ensure_world(dataclasses.replace(cfg, seed=1), tmp_path / "other", progress=False)
+    other = ensure_world(dataclasses.replace(cfg, seed=1), tmp_path / "other")
     assert _digest(other) != _digest(smoke_world)
 
 

@@ -34,13 +34,13 @@ def results_dir(output_dir: str | os.PathLike | None = None) -> Path:
     return Path(os.environ.get("THESIS_RESULTS", ROOT / "results"))
 
 
-def figures_dir(scale: str = "demo", output_dir: str | os.PathLike | None = None) -> Path:
-    """``figures/`` holds the committed demo figures; other scales write to ``figures/<scale>/``."""
+def figures_dir(preset: str = "demo", output_dir: str | os.PathLike | None = None) -> Path:
+    """``figures/`` holds the committed demo figures; other presets write to ``figures/<preset>/``."""
     if output_dir:
         base = Path(output_dir) / "figures"
     else:
         base = Path(os.environ.get("THESIS_FIGURES", ROOT / "figures"))
-    return base if scale == "demo" else base / scale
+    return base if preset == "demo" else base / preset
 
 
 def show_progress() -> bool:

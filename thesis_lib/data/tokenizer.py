@@ -132,7 +132,7 @@ def demo_tokenizer(world_root: str | os.PathLike, cfg: TextConfig) -> CaptionTok
     path = _demo_bpe_file(world_root, cfg)
     if not path.exists():
         raise TokenizerError(f"the demo tokenizer is not prepared ({path} is missing); prepare it first: python -m "
-                             "thesis_lib.training.prepare --preset <scale>; run_experiment does this itself")
+                             "thesis_lib.training.prepare --preset <preset>; run_experiment does this itself")
     bpe = Tokenizer.from_file(str(path))
 
     def encode(captions):

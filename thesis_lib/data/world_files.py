@@ -53,12 +53,12 @@ def world_root(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
     _check_foreign(root)
     if not (root / "DONE").exists():
         raise DataError(f"the embedded world is not generated at {root}; generate it first: python -m "
-                        "thesis_lib.training.prepare --preset <scale> (thesis_lib.training.prepare.prepare_assets(cfg)); "
+                        "thesis_lib.training.prepare --preset <preset> (thesis_lib.training.prepare.prepare_assets(cfg)); "
                         "run_experiment and the notebooks do this themselves")
     return root
 
 
-def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progress: bool | None = None) -> Path:
+def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
     """The world's folder, generated unless it exists. Safe against concurrent callers and interrupted writes:
     it is written to a temporary folder under a lock and renamed into place when complete. A ``root`` given by the
     user is used only if it holds a finished world or is empty or absent: nothing the project did not create is ever
@@ -79,7 +79,7 @@ def ensure_world(cfg: WorldConfig, root: str | os.PathLike | None = None, progre
             shutil.rmtree(tmp)                                       # our own unfinished world: start it over
         tmp.mkdir()
         (tmp / PARTIAL_MARKER).write_text("")
-        write_world(cfg, tmp, show_progress() if progress is None else progress)
+        write_world(cfg, tmp)
         (tmp / PARTIAL_MARKER).unlink()
         (tmp / "DONE").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
         if root.exists():
@@ -142,13 +142,13 @@ def _write_flickr(cfg: WorldConfig, out: Path) -> None:
     _write_json(out / "flickr30k" / "dataset_flickr30k.json", {"images": flickr, "dataset": "flickr30k"})
 
 
-def write_world(cfg: WorldConfig, out: Path, progress: bool = True) -> None:
+def write_world(cfg: WorldConfig, out: Path) -> None:
     """Four independent parts, each from its own random stream (so the bytes do not depend on the order or the
     number of processes that write them), written by up to two processes."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
     parts = [_write_coco, _write_corpora, _write_flickr, _write_zero_shot]
     with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool, \
-            tqdm(total=len(parts), desc="generating the embedded world", unit="part", disable=not progress) as bar:
+            tqdm(total=len(parts), desc="generating the embedded world", unit="part", disable=not show_progress()) as bar:
         for done in as_completed([pool.submit(part, cfg, out) for part in parts]):
             done.result()
             bar.update()

@@ -1,7 +1,7 @@
 """Every figure by name: ``draw(name, params)`` builds it from code (notation figures) or from the stored results
 (the study figures), saves PNG + PDF and returns it. The notebooks call ``draw``; so does
 
-    python -m thesis_lib.tables.figures [--scale demo] [--output-dir DIR]      (make figures)
+    python -m thesis_lib.study.figures [--preset demo] [--output-dir DIR]      (make figures)
 
 which redraws every figure from ``results/`` alone, without training.
 """
@@ -27,14 +27,14 @@ ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "I
 
 
 def _notation_image(params) -> np.ndarray:
-    img = get_config(params.scale).model.image
-    size = 224 if params.scale == "thesis" else max(img.img_size, 64)
+    img = get_config(params.preset).model.image
+    size = 224 if params.preset == "thesis" else max(img.img_size, 64)
     rng = np.random.default_rng(7)
     return np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), size, rng))
 
 
 def fig_patch_grid(params):
-    img = get_config(params.scale).model.image
+    img = get_config(params.preset).model.image
     image = _notation_image(params)
     return plotting.patch_grid(image, img.patch_size * image.shape[0] // img.img_size)
 
@@ -43,8 +43,8 @@ def fig_positional_similarity(params):
     return plotting.positional_similarity(sincos_2d(768, 14), 14)
 
 
-def pre_post_ln_scales(scale: str, depth: int = 24) -> dict:
-    m = get_config(scale).model
+def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
+    m = get_config(preset).model
     return {"pre-LN (notation Eqs. 9-10)": plotting.activation_scale_at_init(
                 partial(pre_ln_block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
             "post-LN (Vaswani et al.; Data2Vec2)": plotting.activation_scale_at_init(
@@ -52,7 +52,7 @@ def pre_post_ln_scales(scale: str, depth: int = 24) -> dict:
 
 
 def fig_pre_vs_post_ln(params):
-    return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.scale == "smoke" else "demo"))
+    return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
 def _bars(params, variants, metrics=None):
@@ -74,7 +74,7 @@ def fig_loss_curves(params):
 def gammas(params) -> dict:
     out = {}
     for seed in params.seeds:
-        path = params.results_root / params.scale / "tte_after_ls" / f"seed{seed}" / "layerscale.npy"
+        path = params.results_root / params.preset / "tte_after_ls" / f"seed{seed}" / "layerscale.npy"
         if path.exists():
             out[seed] = np.load(path)
     return out
@@ -104,7 +104,7 @@ FIGURES = {
 
 
 def draw(name: str, params):
-    """Build figure ``name``, save it under the scale's figures folder (PNG + PDF), return it."""
+    """Build figure ``name``, save it under the preset's figures folder (PNG + PDF), return it."""
     fig = FIGURES[name](params)
     plotting.save(fig, params.figures, name)
     return fig
@@ -112,13 +112,13 @@ def draw(name: str, params):
 
 def main(argv=None) -> int:
     import matplotlib.pyplot as plt
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.tables.figures", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scale", default="demo")
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.figures", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
     try:
-        params = runs.study_params(args.scale, args.seeds, "cpu", args.output_dir)
+        params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir)
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

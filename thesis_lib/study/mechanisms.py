@@ -50,13 +50,13 @@ def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant")
 
 
-def cost_table(scale: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:
+def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:
     """Parameters and forward FLOPs (torch's FlopCounterMode, at batch 1, attention through SDPA's math backend so
     its matmuls are counted) of each variant at inference: the dual encoder per image + caption, and the fusion head
     per scored (image, caption) pair. At inference a switch layer computes its selected mode only; in training
     (soft weighting) it computes the attention of all four. (No ``no_grad``: the counter's module tracker needs
     autograd.)"""
-    cfg = get_config(scale)
+    cfg = get_config(preset)
     S = cfg.model.image.img_size
     image = torch.randn(1, 3, S, S)
     tokens = torch.full((1, caption_len), 7)
@@ -64,7 +64,7 @@ def cost_table(scale: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.
     rows = []
     for v in variants:
         torch.manual_seed(0)
-        model = build_model(scale, v).eval()
+        model = build_model(preset, v).eval()
         table = {r["part"]: r["parameters"] for r in parameter_table(model)}
         with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as dual:
             img, txt = model.encode_image(image), model.encode_text(tokens)
@@ -83,7 +83,7 @@ def cost_table(scale: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.
 def switch_choices(params, variants=("switch", "switch_sib"), dataset: str = "flickr") -> pd.DataFrame:
     """The switches' hard choices on the re-ranking pairs, per run: one row per (variant, seed, kind, layer, option)."""
     rows = []
-    for r in load_results(params.results_root, params.scale):
+    for r in load_results(params.results_root, params.preset):
         if r["variant"] not in variants or r["seed"] not in params.seeds:
             continue
         choices = r.get("fusion", {}).get(f"{dataset}_switch_choices", {})

@@ -1,6 +1,6 @@
 """The README's results block, written from the stored results (never by hand):
 
-    python -m thesis_lib.tables.report [--scale demo] [--update-readme]
+    python -m thesis_lib.study.report [--preset demo] [--update-readme]
 
 prints Table 2 (ours: mean ± 95 % CI over seeds; the thesis's two versions as reference columns), the paired
 differences with the verdicts, and the LayerScale statistics; ``--update-readme`` replaces the block between the
@@ -37,7 +37,7 @@ def _markdown(df: pd.DataFrame) -> str:
 def results_markdown(params) -> str:
     df = tables.results_frame(params, VARIANTS + CONTROL_VARIANTS)
     if df.empty:
-        return f"_No results of the {params.scale} scale yet: run `make reproduce`._"
+        return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     seeds = sorted(set(df.seed))
     present = [v for v in VARIANTS if v in set(df.variant)]
     missing = [v for v in VARIANTS if v not in present]
@@ -49,7 +49,7 @@ def results_markdown(params) -> str:
         table[f"thesis: {tables.METRIC_LABELS[m]}"] = [thesis[i][tables.METRIC_LABELS[m]] for i in table.index]
     table.index.name = "variant"
     if missing:                                     # e.g. one run from the command line: show it, name the rest
-        return "\n\n".join([f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
+        return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              _markdown(table), f"No results yet for {', '.join(missing)}: the claims need every "
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
     claims = tables.claim_table(df).set_index("claim")
@@ -59,7 +59,7 @@ def results_markdown(params) -> str:
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
              f"max 0.37; initial value 1e-5)") if len(ls) else ""
     return "\n\n".join([
-        f"Scale `{params.scale}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
+        f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
         _markdown(table),
         f"The claims, paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
@@ -99,13 +99,13 @@ def update_readme(text: str, path=ROOT / "README.md") -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.tables.report", description=__doc__.split("\n\n")[0])
-    p.add_argument("--scale", default="demo")
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
     p.add_argument("--update-readme", action="store_true")
     args = p.parse_args(argv)
     try:
-        text = results_markdown(runs.study_params(args.scale, args.seeds, "cpu", need_data=False))
+        text = results_markdown(runs.study_params(args.preset, args.seeds, "cpu", need_data=False))
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -14,14 +14,14 @@ from tqdm import tqdm
 
 from ..config import PRESETS, get_config
 from ..errors import ConfigError
-from ..paths import figures_dir, results_dir
+from ..paths import figures_dir, results_dir, show_progress
 from ..training.run import resolve_device, run_experiment
 from ..variants import VARIANTS
 
 
 @dataclass(frozen=True)
 class StudyParams:
-    scale: str
+    preset: str
     seeds: tuple
     device: str
     output_dir: str | None
@@ -36,7 +36,7 @@ class StudyParams:
 
     @property
     def figures(self) -> Path:
-        return figures_dir(self.scale, self.output_dir)
+        return figures_dir(self.preset, self.output_dir)
 
     def overrides(self) -> dict:
         out = {}
@@ -47,12 +47,12 @@ class StudyParams:
         return {**out, **dict(self.extra)}
 
 
-def study_params(scale="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=None, data_root=None, checkpoints=None,
+def study_params(preset="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=None, data_root=None, checkpoints=None,
                  reuse=True, need_data: bool = True, overrides: dict | None = None) -> StudyParams:
     """Validate the notebook parameters (papermill passes ``-p`` values as YAML: wrong types arrive as strings).
     ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
-    if scale not in PRESETS:
-        raise ConfigError(f"parameter scale must be one of {', '.join(PRESETS)}, got {scale!r}")
+    if preset not in PRESETS:
+        raise ConfigError(f"parameter preset must be one of {', '.join(PRESETS)}, got {preset!r}")
     if isinstance(seeds, str):
         try:
             seeds = ast.literal_eval(seeds)
@@ -67,25 +67,25 @@ def study_params(scale="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=N
     if not isinstance(reuse, bool):
         raise ConfigError(f"parameter reuse must be True or False, got {reuse!r}")
     resolve_device(device)                                   # DeviceError when the device does not exist
-    if need_data and scale == "thesis" and not (data_root and checkpoints):
-        raise ConfigError("scale 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
+    if need_data and preset == "thesis" and not (data_root and checkpoints):
+        raise ConfigError("preset 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
                           "(base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, tokenizer files)")
     if not isinstance(overrides or {}, dict):
         raise ConfigError(f"parameter overrides must be a mapping of config fields, e.g. {{'train.steps': 100}}, "
                           f"got {overrides!r}")
-    get_config(scale, overrides=overrides or {})           # unknown fields and wrong types fail here, early
-    return StudyParams(scale, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
+    get_config(preset, overrides=overrides or {})           # unknown fields and wrong types fail here, early
+    return StudyParams(preset, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
                        tuple(sorted((overrides or {}).items())))
 
 
-def run_grid(params: StudyParams, variants, progress: bool = True) -> list[dict]:
+def run_grid(params: StudyParams, variants) -> list[dict]:
     """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
     for v in variants:
         if v not in VARIANTS:
             raise ConfigError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-    jobs = [dict(preset=params.scale, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
+    jobs = [dict(preset=params.preset, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
                  overwrite=not params.reuse, overrides=params.overrides()) for v in variants for s in params.seeds]
-    return run_many(jobs, progress)
+    return run_many(jobs)
 
 
 def cpu_workers() -> int:
@@ -95,22 +95,27 @@ def cpu_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def run_many(jobs: list[dict], progress: bool = True) -> list[dict]:
+def _quiet_one_thread() -> None:
+    """A worker: one thread, no progress bars of its own (the study's bar counts the runs)."""
+    torch.set_num_threads(1)
+    os.environ["THESIS_PROGRESS"] = "0"
+
+
+def run_many(jobs: list[dict]) -> list[dict]:
     """``run_experiment(**job)`` for every job, in order. On CPU each run trains in a worker process on one thread,
     ``cpu_workers()`` runs at once: at the demo's width two one-thread runs do 1.5 × the work of one two-thread run
     (BENCHMARKS.md), and a result does not depend on how many cores the machine has. The world and the demo
     pretraining are prepared here first, once. On a GPU the runs go one after another in this process."""
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
-        return [run_experiment(**job, progress=progress) for job in jobs]
+        return [run_experiment(**job) for job in jobs]
     from ..training.prepare import prepare_assets
     configs = {repr(c): c for c in (get_config(j["preset"], j["variant"], 0, j.get("overrides")) for j in jobs)}
     for cfg in configs.values():
         prepare_assets(cfg)
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=torch.set_num_threads,
-                             initargs=(1,)) as pool, \
-            tqdm(total=len(jobs), desc="runs", unit="run", disable=not progress) as bar:
-        futures = [pool.submit(run_experiment, **job, progress=False) for job in jobs]
+    with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=_quiet_one_thread) as pool, \
+            tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
+        futures = [pool.submit(run_experiment, **job) for job in jobs]
         for done in as_completed(futures):
             r = done.result()                                   # a failed run stops the study with its error
             bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
@@ -118,13 +123,13 @@ def run_many(jobs: list[dict], progress: bool = True) -> list[dict]:
     return [f.result() for f in futures]
 
 
-def run_random_init(params: StudyParams, progress: bool = True) -> list[dict]:
+def run_random_init(params: StudyParams) -> list[dict]:
     """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
     Stored apart, under ``results/_ablations/random-init/``."""
     from ..models.sources import part_source
-    cfg = get_config(params.scale, overrides=params.overrides())
+    cfg = get_config(params.preset, overrides=params.overrides())
     teacher = "demo" if cfg.weights.source == "demo" and not cfg.weights.teacher else part_source(cfg, "teacher")
     overrides = {**params.overrides(), "weights.source": "random", "weights.teacher": teacher}
     out = params.results_root / "_ablations" / "random-init"
-    return run_many([dict(preset=params.scale, variant="baseline", seed=s, out_dir=out, device=params.device,
-                          resume=True, overrides=overrides) for s in params.seeds], progress)
+    return run_many([dict(preset=params.preset, variant="baseline", seed=s, out_dir=out, device=params.device,
+                          resume=True, overrides=overrides) for s in params.seeds])

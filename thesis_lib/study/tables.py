@@ -26,7 +26,7 @@ PRECISION_TARGETS = {"imagenet_top1": 0.5, "coco_mean": 0.5, "flickr_mean": 0.75
 def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
     """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics."""
     rows = []
-    for r in load_results(params.results_root, params.scale):
+    for r in load_results(params.results_root, params.preset):
         if r["variant"] in variants and r["seed"] in params.seeds:
             ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
             tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
@@ -162,7 +162,7 @@ def curves(params: StudyParams, variant: str) -> pd.DataFrame:
     """Training curves (metrics.jsonl) of a variant, all seeds, one row per logged step."""
     rows = []
     for seed in params.seeds:
-        path = params.results_root / params.scale / variant / f"seed{seed}" / "metrics.jsonl"
+        path = params.results_root / params.preset / variant / f"seed{seed}" / "metrics.jsonl"
         for r in read_jsonl(path):
             ls = r.pop("layerscale", None) or {}
             rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()}, "seed": seed, "variant": variant})

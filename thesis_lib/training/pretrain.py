@@ -43,13 +43,13 @@ from ..models.teacher import Teacher, build_beit
 from ..paths import show_progress
 
 
-def demo_weights(cfg: ExperimentConfig, progress: bool | None = None) -> dict[str, Path]:
+def demo_weights(cfg: ExperimentConfig) -> dict[str, Path]:
     """Paths of the demo's pretrained image encoder, text encoder and teacher, pretrained here unless cached."""
     folder = demo_folder(cfg)
 
     def build():
         folder.mkdir(parents=True, exist_ok=True)
-        report = pretrain_all(cfg, folder, show_progress() if progress is None else progress)
+        report = pretrain_all(cfg, folder)
         (folder / "pretrain.json").write_text(json.dumps({"config": demo_key(cfg), "report": report}, indent=1))
         (folder / "DONE").write_text("")
     build_once(folder / "DONE", build)
@@ -62,13 +62,13 @@ def pretrain_report(cfg: ExperimentConfig) -> dict:
     return json.loads((demo_folder(cfg) / "pretrain.json").read_text())["report"]
 
 
-def _fit(params, steps: int, lr: float, loss_fn, desc: str, progress: bool) -> float:
+def _fit(params, steps: int, lr: float, loss_fn, desc: str) -> float:
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05, betas=(0.9, 0.98))
     warmup = max(1, steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + np.cos(np.pi * min(s, steps) / steps)))
     last = float("nan")
-    for step in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+    for step in tqdm(range(steps), desc=desc, disable=not show_progress(), leave=False):
         loss = loss_fn(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -78,7 +78,7 @@ def _fit(params, steps: int, lr: float, loss_fn, desc: str, progress: bool) -> f
     return last
 
 
-def pretrain_all(cfg: ExperimentConfig, folder: Path, progress: bool = True) -> dict:
+def pretrain_all(cfg: ExperimentConfig, folder: Path) -> dict:
     root = data_root(cfg)
     labels = json.loads((root / "corpus" / "labels.json").read_text())
     images = load_uint8([str(root / "corpus" / e["file"]) for e in labels["images"]], cfg.model.image.img_size)
@@ -89,9 +89,9 @@ def pretrain_all(cfg: ExperimentConfig, folder: Path, progress: bool = True) -> 
     lines = (root / "corpus" / "captions.txt").read_text().splitlines()
     tok = demo_tokenizer(root, cfg.model.text)
     with torch.random.fork_rng(devices=[]):     # seeds its own stream; the caller's (a training run's) is untouched
-        return {"teacher": pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress),
-                "image": pretrain_image(cfg, images, folder, progress),
-                "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder, progress)}
+        return {"teacher": pretrain_teacher(cfg, images, multi_hot, kinds, folder),
+                "image": pretrain_image(cfg, images, folder),
+                "text": pretrain_text(cfg, tokenize(tok, lines), tok.mask_id, folder)}
 
 
 def _split(n: int) -> tuple[int, torch.Tensor]:
@@ -110,7 +110,7 @@ def _auc(scores: torch.Tensor, truth: torch.Tensor) -> float:
     return sum(aucs) / len(aucs) if aucs else float("nan")
 
 
-def pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress) -> dict:
+def pretrain_teacher(cfg, images, multi_hot, kinds, folder) -> dict:
     """Targets: which colour-shape pairs are present (48), which colours (8) and which shapes (6). The loss is the
     mean binary cross-entropy within each of the three groups, the shapes' weighted by ``teacher_shape_weight``
     (shape is the harder attribute: with equal weights the held-out shape AUC stays near 0.7 at this budget)."""
@@ -134,7 +134,7 @@ def pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress) -> dict:
                    for k, w in weights.items())
 
     loss = _fit(list(beit.parameters()) + list(head.parameters()), p.teacher_steps, p.lr, loss_fn,
-                "pretraining the demo teacher", progress)
+                "pretraining the demo teacher")
     with torch.no_grad():
         x = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)(images[held], torch.Generator())
         scores = head(beit.forward_features(x)[:, 0])
@@ -148,7 +148,7 @@ def pretrain_teacher(cfg, images, multi_hot, kinds, folder, progress) -> dict:
     return report
 
 
-def pretrain_image(cfg, images, folder, progress) -> dict:
+def pretrain_image(cfg, images, folder) -> dict:
     torch.manual_seed(cfg.data.world.seed + 1)
     m, p = cfg.model, cfg.pretrain
     enc = Data2Vec2ImageEncoder(m.image, m.dim, m.image_depth * p.depth_factor, m.num_heads, m.mlp_ratio,
@@ -172,14 +172,14 @@ def pretrain_image(cfg, images, folder, progress) -> dict:
         return masked_loss(aug(images[torch.randint(n_train, (p.batch_size,), generator=g)], g), g)
 
     loss = _fit(list(enc.parameters()) + [mask_token] + list(head.parameters()), p.image_steps, p.lr, loss_fn,
-                "pretraining the demo image encoder", progress)
+                "pretraining the demo image encoder")
     with torch.no_grad():
         held_loss = masked_loss(aug(images[held], torch.Generator().manual_seed(0)), torch.Generator().manual_seed(0))
     save_data2vec2_image(enc, folder / DEMO_FILES["image"], m.num_heads)
     return {"steps": p.image_steps, "final_loss": loss, "held_out_masked_mse": held_loss.item()}
 
 
-def pretrain_text(cfg, tokens, mask_id, folder, progress) -> dict:
+def pretrain_text(cfg, tokens, mask_id, folder) -> dict:
     torch.manual_seed(cfg.data.world.seed + 2)
     m, p, t = cfg.model, cfg.pretrain, cfg.model.text
     enc = Data2Vec2TextEncoder(t, m.dim, m.text_depth * p.depth_factor, m.num_heads, m.mlp_ratio, m.text_norm_eps)
@@ -201,7 +201,7 @@ def pretrain_text(cfg, tokens, mask_id, folder, progress) -> dict:
         return mlm_loss(tokens[torch.randint(n_train, (p.batch_size,), generator=g)], g)[0]
 
     loss = _fit(list(enc.parameters()) + list(head.parameters()), p.text_steps, p.lr, loss_fn,
-                "pretraining the demo text encoder", progress)
+                "pretraining the demo text encoder")
     with torch.no_grad():
         _, acc = mlm_loss(tokens[held], torch.Generator().manual_seed(0))
     save_data2vec2_text(enc, folder / DEMO_FILES["text"], m.num_heads)
