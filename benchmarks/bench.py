@@ -126,7 +126,7 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     else:
         pairs = TrainPairs(cfg, load_tokenizer(cfg, root), root)
         targets = teacher_targets(cfg, teacher, pairs, device, SINGLE)
-    opt, sched = make_optimizer(model, cfg, 1)
+    opt, sched = make_optimizer(model, cfg.train, 1)
     return model, teacher, pairs, targets, opt, sched
 
 
@@ -171,12 +171,12 @@ def _step_runner(cfg, device, fused_attn=True, compile_model=False, synthetic=Fa
     """A closure ``run(n)`` doing n training steps the way thesis_lib.training.run does; it returns the last batch."""
     model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
     runner = torch.compile(model) if compile_model else model
-    amp, batches = autocast(cfg, device), pairs.batches(0, 10 ** 6, targets)
+    amp, batches = autocast(cfg.train.precision, device), pairs.batches(0, 10 ** 6, targets)
 
     def run(n):
         for _ in range(n):
             batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
-            loss, _ = compute_loss(runner, model, batch, teacher, cfg, SINGLE, amp)
+            loss, _ = compute_loss(runner, model, batch, teacher, cfg.train, SINGLE, amp)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -256,7 +256,7 @@ def classifier_rate(device, n_classes=20, n_templates=80, preset="thesis") -> di
     tokens = torch.full((len(lengths), cfg.model.text.max_len), cfg.model.text.pad_id, dtype=torch.int32)
     for i, n in enumerate(lengths.tolist()):
         tokens[i, :n] = torch.randint(4, 50000, (n,), generator=g)
-    amp = autocast(cfg, device)
+    amp = autocast(cfg.train.precision, device)
     counter = FlopCounter(model)
     sync(device)
     t = time.perf_counter()

@@ -17,7 +17,7 @@ from thesis_lib.training.run import main
 @pytest.fixture(scope="module")
 def smoke_ls(tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
-    return out, run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False)
+    return out, run_experiment("smoke", "tte_after_ls", 0, out_dir=out)
 
 
 def test_end_to_end_result_file(smoke_ls):
@@ -44,10 +44,10 @@ def test_finished_result_is_reused_and_never_overwritten_by_another_config(smoke
     out, result = smoke_ls
     path = out / "results" / "smoke" / "tte_after_ls" / "seed0.json"
     stamp = path.stat().st_mtime_ns
-    assert run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False) == result
+    assert run_experiment("smoke", "tte_after_ls", 0, out_dir=out) == result
     assert path.stat().st_mtime_ns == stamp
     with pytest.raises(ResultConflictError, match="another config.*train.steps: 6 -> 7"):
-        run_experiment("smoke", "tte_after_ls", 0, out_dir=out, progress=False, overrides={"train.steps": 7})
+        run_experiment("smoke", "tte_after_ls", 0, out_dir=out, overrides={"train.steps": 7})
     assert path.stat().st_mtime_ns == stamp
 
 
@@ -64,7 +64,7 @@ def test_no_weight_decay_on_embeddings_norms_tte_and_layerscale():
 def test_learning_rate_scales_with_the_global_batch():
     cfg = get_config("thesis")
     model = torch.nn.Linear(2, 2)
-    opt, _ = make_optimizer(model, cfg, world_size=2)
+    opt, _ = make_optimizer(model, cfg.train, world_size=2)
     assert opt.param_groups[0]["initial_lr"] == pytest.approx(2e-4)      # 1e-4 × 512 / 256
     assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-6
 
@@ -73,11 +73,11 @@ def test_thesis_preset_trains_a_few_steps_on_cpu():
     cfg = get_config("thesis", "tte_after_ls", overrides={"train.batch_size": 2, "train.steps": 2})
     torch.manual_seed(0)
     model, teacher = build_model(cfg), build_teacher(cfg.teacher, 224)
-    opt, sched = make_optimizer(model, cfg, 1)
+    opt, sched = make_optimizer(model, cfg.train, 1)
     batch = {"images": torch.randn(2, 3, 224, 224), "teacher_images": torch.randn(2, 3, 224, 224),
              "tokens": torch.randint(4, 50000, (2, 64))}
     for _ in range(2):
-        loss, parts = compute_loss(model, model, batch, teacher, cfg, SINGLE, torch.autocast("cpu", enabled=False))
+        loss, parts = compute_loss(model, model, batch, teacher, cfg.train, SINGLE, torch.autocast("cpu", enabled=False))
         opt.zero_grad()
         loss.backward()
         opt.step()

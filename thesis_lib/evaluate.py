@@ -11,14 +11,38 @@ Similarities are scored in chunks of image rows, so COCO-5K (5,000 × 25,010) ne
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 
 import torch
+from torch.nn import functional as F
 
 from .data.eval_sets import RetrievalSet, ZeroShotSet, image_batches
 from .data.tokenizer import trim
+from .data.transforms import ImageView
 from .models.emkum import EMKUM
+from .models.fusion import FusionHead
 
 RECALL_KEYS = ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """What evaluation needs besides the model and the sets; ``EvalContext.of(cfg, ...)`` reads it from a config."""
+    device: torch.device
+    pad_id: int
+    view: ImageView
+    batch_size: int = 256
+    chunk: int = 1024
+    num_workers: int = 0
+    rerank_sets: tuple = ()
+    rerank_k: int = 10
+    amp: object = None               # an autocast context for the forward passes; None = full precision
+
+    @classmethod
+    def of(cls, cfg, device: torch.device, pad_id: int, amp=None) -> "EvalContext":
+        e = cfg.eval
+        return cls(device, pad_id, ImageView(cfg.model.image.img_size, cfg.data.mean, cfg.data.std), e.batch_size,
+                   e.retrieval_chunk, cfg.data.num_workers, tuple(e.rerank_sets), e.rerank_k, amp)
 
 
 @torch.no_grad()
@@ -63,11 +87,11 @@ def zero_shot_accuracy(image_emb: torch.Tensor, class_emb: torch.Tensor, labels:
 
 
 @torch.no_grad()
-def embed_images(model: EMKUM, images, cfg, device, batch_size: int, autocast=None) -> torch.Tensor:
+def embed_images(model: EMKUM, images, ctx: EvalContext) -> torch.Tensor:
     out = []
-    for x in image_batches(images, cfg, batch_size):
-        with autocast or torch.autocast(device.type, enabled=False):
-            out.append(model.encode_image(x.to(device, non_blocking=True)).x.float())
+    for x in image_batches(images, ctx.view, ctx.batch_size, ctx.num_workers):
+        with ctx.amp or torch.autocast(ctx.device.type, enabled=False):
+            out.append(model.encode_image(x.to(ctx.device, non_blocking=True)).x.float())
     return torch.cat(out)
 
 
@@ -94,27 +118,26 @@ def zero_shot_classifier(model: EMKUM, zs: ZeroShotSet, pad_id: int, device, bat
 
 
 @torch.no_grad()
-def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet, cfg, device,
-             pad_id: int, autocast=None, extras: dict | None = None) -> dict:
+def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet, ctx: EvalContext,
+             extras: dict | None = None) -> dict:
     """All metrics of the chapter's tables, flat: imagenet_top1/top5, coco_mean, coco_tr@1, ..., flickr_mean, ...
-    With a fusion head also <set>_itm_acc and <set>_rerank_* for the sets in cfg.eval.rerank_sets; the switches'
+    With a fusion head also <set>_itm_acc and <set>_rerank_* for the sets in ``ctx.rerank_sets``; the switches'
     choices then go into ``extras``."""
     was_training = model.training
     model.eval()
-    bs, chunk = cfg.eval.batch_size, cfg.eval.retrieval_chunk
+    bs, device, pad_id, autocast = ctx.batch_size, ctx.device, ctx.pad_id, ctx.amp
     metrics = {}
     classes = zero_shot_classifier(model, zero_shot, pad_id, device, bs, autocast)
-    acc = zero_shot_accuracy(embed_images(model, zero_shot.images, cfg, device, bs, autocast), classes, zero_shot.labels)
+    acc = zero_shot_accuracy(embed_images(model, zero_shot.images, ctx), classes, zero_shot.labels)
     metrics.update({"imagenet_top1": acc["top1"], "imagenet_top5": acc["top5"]})
     for rs in retrieval_sets:
         name = "coco" if rs.name == "coco" else "flickr"
-        img = embed_images(model, rs.images, cfg, device, bs, autocast)
+        img = embed_images(model, rs.images, ctx)
         txt = embed_texts(model, rs.tokens, pad_id, device, bs, autocast)
-        for k, v in retrieval_recalls(img, txt, rs.text_to_image, chunk).items():
+        for k, v in retrieval_recalls(img, txt, rs.text_to_image, ctx.chunk).items():
             metrics[f"{name}_{k}"] = v
-        if getattr(model, "fusion", None) is not None and name in cfg.eval.rerank_sets:
-            from .models.fusion import fusion_metrics
-            fm = fusion_metrics(model, rs, img @ txt.t(), cfg, device, pad_id, autocast or contextlib.nullcontext())
+        if getattr(model, "fusion", None) is not None and name in ctx.rerank_sets:
+            fm = fusion_metrics(model, rs, img @ txt.t(), ctx)
             metrics.update({f"{name}_{k}": v for k, v in fm["metrics"].items()})
             if extras is not None:
                 extras[f"{name}_switch_choices"] = fm["choices"]
@@ -142,3 +165,84 @@ def _none_in_top(n: int, good: float, k: int) -> float:
     for i in range(k):
         p *= max(0.0, (n - good - i) / (n - i))
     return p
+
+
+# ------------------------------------------------------- the fusion head: image-text matching and re-ranking
+
+@torch.no_grad()
+def token_sequences(model, images, tokens, ctx: EvalContext) -> tuple:
+    """The shared part's output sequences of every image and caption of a retrieval set (captions padded to the
+    longest; pads are masked wherever they go)."""
+    bs, device, pad_id, amp = ctx.batch_size, ctx.device, ctx.pad_id, ctx.amp or contextlib.nullcontext()
+    img = []
+    for x in image_batches(images, ctx.view, bs, ctx.num_workers):
+        with amp:
+            img.append(model.encode_image(x.to(device)).tokens)
+    T = int(tokens.ne(pad_id).sum(1).max())
+    txt, pad = [], []
+    for start in range(0, len(tokens), bs):
+        with amp:
+            f = model.encode_text(trim(tokens[start:start + bs], pad_id).to(device))
+        extra = T - f.tokens.shape[1]
+        txt.append(F.pad(f.tokens, (0, 0, 0, extra)))
+        pad.append(F.pad(f.padding_mask, (0, extra), value=True))
+    return torch.cat(img), torch.cat(txt), torch.cat(pad)
+
+
+@torch.no_grad()
+def match_scores(head: FusionHead, img_tok, txt_tok, txt_pad, pairs: torch.Tensor, batch: int, amp, choices=None):
+    """ITM evidence logit(match) − logit(no match) of (image, caption) index pairs (P, 2), in batches; the
+    switches' hard choices are summed into ``choices`` when given."""
+    out = []
+    for start in range(0, len(pairs), batch):
+        i, t = pairs[start:start + batch].unbind(1)
+        with amp:
+            logits = head(img_tok[i], txt_tok[t], txt_pad[t]).float()
+        out.append(logits[:, 1] - logits[:, 0])
+        if choices is not None:
+            for key, ws in head.choices().items():
+                for layer, w in enumerate(ws):
+                    choices[key][layer] = choices[key].get(layer, 0) + w.sum(0)   # on the device: no sync
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def fusion_metrics(model, rs, sims: torch.Tensor, ctx: EvalContext) -> dict:
+    """Pairwise ITM accuracy (how often the head scores an image's first caption above the caption of another
+    image that the dual encoder finds most similar, ``itm_acc``, or above a caption of a fixed other image,
+    ``itm_acc_random``; chance 50 %) and retrieval re-ranked by the ITM head: the dual
+    encoder's top-k candidates of every query re-scored (k = eval.rerank_k ≥ 10, so R@1/5/10 are exact).
+    Also the switches' hard choices on the re-ranking pairs."""
+    k, bs, device, amp = ctx.rerank_k, ctx.batch_size, ctx.device, ctx.amp or contextlib.nullcontext()
+    if k < 10:
+        raise ValueError(f"eval.rerank_k must be at least 10 for R@10, got {k}")
+    head = model.fusion                                                      # evaluate() has set eval mode
+    img_tok, txt_tok, txt_pad = token_sequences(model, rs.images, rs.tokens, ctx)
+    t2i = rs.text_to_image.to(device)
+    n_img = img_tok.shape[0]
+    own = t2i[None, :] == torch.arange(n_img, device=device)[:, None]            # (N_img, N_txt)
+    first = own.float().argmax(1)
+    hardest = sims.masked_fill(own, float("-inf")).argmax(1)
+    rows = torch.arange(n_img, device=device)
+    other = first[(rows + n_img // 2) % n_img]                                    # a caption of another image
+    pairs = torch.cat([torch.stack([rows, c], 1) for c in (first, hardest, other)])
+    pos, hard, rand = match_scores(head, img_tok, txt_tok, txt_pad, pairs, bs, amp).view(3, n_img)
+    acc = {name: (100 * ((pos > neg).float() + 0.5 * (pos == neg).float()).mean()).item()   # ties count ½
+           for name, neg in (("itm_acc", hard), ("itm_acc_random", rand))}
+    choices = {"modes": {}, "inputs": {}}
+    top_t = sims.topk(k, dim=1).indices                                            # (N_img, k) captions
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([rows.repeat_interleave(k), top_t.flatten()], 1),
+                     bs, amp, choices).view(n_img, k)
+    ranked_t = top_t.gather(1, s.argsort(1, descending=True))
+    top_i = sims.t().topk(k, dim=1).indices                                        # (N_txt, k) images
+    cap = torch.arange(len(t2i), device=device)
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([top_i.flatten(), cap.repeat_interleave(k)], 1),
+                     bs, amp, choices).view(len(t2i), k)
+    ranked_i = top_i.gather(1, s.argsort(1, descending=True))
+    out = dict(acc)
+    for K in (1, 5, 10):
+        out[f"rerank_tr@{K}"] = 100 * (t2i[ranked_t[:, :K]] == rows[:, None]).any(1).float().mean().item()
+        out[f"rerank_ir@{K}"] = 100 * (ranked_i[:, :K] == t2i[:, None]).any(1).float().mean().item()
+    out["rerank_mean"] = sum(out[f"rerank_{d}@{K}"] for d in ("tr", "ir") for K in (1, 5, 10)) / 6
+    total = {key: {layer: (c / c.sum()).tolist() for layer, c in v.items()} for key, v in choices.items()}
+    return {"metrics": out, "choices": {key: [v[layer] for layer in sorted(v)] for key, v in total.items()}}

@@ -15,7 +15,7 @@ from ..config import ExperimentConfig
 from . import datasets as ds
 from .roots import data_root, pair_records
 from .tokenizer import CaptionTokenizer, tokenize
-from .transforms import eval_transform, normalise_uint8
+from .transforms import ImageView, eval_transform, normalise_uint8
 
 
 class _ImageFiles(Dataset):
@@ -29,14 +29,14 @@ class _ImageFiles(Dataset):
         return self.transform(ds.open_image(self.images[i]))
 
 
-def image_batches(images, cfg: ExperimentConfig, batch_size: int):
+def image_batches(images, view: ImageView, batch_size: int, num_workers: int = 0):
     """Evaluation-view batches of an image set: a uint8 tensor (in memory) or a list of files (DataLoader)."""
     if isinstance(images, torch.Tensor):
         for i in range(0, len(images), batch_size):
-            yield normalise_uint8(images[i:i + batch_size], cfg.data.mean, cfg.data.std)
+            yield normalise_uint8(images[i:i + batch_size], view.mean, view.std)
         return
-    t = eval_transform(cfg.model.image.img_size, cfg.data.mean, cfg.data.std)
-    yield from DataLoader(_ImageFiles(images, t), batch_size=batch_size, num_workers=cfg.data.num_workers)
+    t = eval_transform(view.size, view.mean, view.std)
+    yield from DataLoader(_ImageFiles(images, t), batch_size=batch_size, num_workers=num_workers)
 
 
 # ----------------------------------------------------------------------------------------------- evaluation sets
@@ -81,21 +81,22 @@ def decoded(files: list, size: int) -> torch.Tensor:
     return images
 
 
-def _images(cfg, files: list):
-    return decoded(files, cfg.model.image.img_size) if cfg.data.in_memory else files
+def _images(files: list, size: int, in_memory: bool):
+    return decoded(files, size) if in_memory else files
 
 
 def build_eval_sets(cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None):
     root = root or data_root(cfg)
+    size = cfg.model.image.img_size
     sets = []
     for name in ("coco", "flickr30k"):
-        images, captions, t2i = ds.retrieval_index(pair_records(cfg, name, "test", root))
-        sets.append(RetrievalSet(name, _images(cfg, images), tokenize(tokenizer, captions), t2i))
+        images, captions, t2i = ds.retrieval_index(pair_records(name, "test", root))
+        sets.append(RetrievalSet(name, _images(images, size, cfg.data.in_memory), tokenize(tokenizer, captions), t2i))
     records, classnames, templates = ds.load_imagenet_folder(root / "imagenet" / "val")
     if cfg.data.zeroshot_templates == "openai":
         templates = ds.imagenet_templates()
     prompts = [t.format(c) for c in classnames for t in templates]
-    zs = ZeroShotSet(_images(cfg, [r.image for r in records]), torch.tensor([r.label for r in records]),
+    zs = ZeroShotSet(_images([r.image for r in records], size, cfg.data.in_memory), torch.tensor([r.label for r in records]),
                      classnames, templates, tokenize(tokenizer, prompts))
     return sets, zs
 

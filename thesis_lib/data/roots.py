@@ -31,7 +31,7 @@ def data_root(cfg: ExperimentConfig) -> Path:
     return root
 
 
-def pair_records(cfg: ExperimentConfig, name: str, split: str, root: Path) -> list[ds.PairRecord]:
+def pair_records(name: str, split: str, root: Path) -> list[ds.PairRecord]:
     if name.startswith("hf:"):
         return ds.load_hf_pairs(name[3:], split=split)
     if name not in TRAIN_SETS:

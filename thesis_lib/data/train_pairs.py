@@ -15,7 +15,7 @@ from . import datasets as ds
 from .eval_sets import decoded, image_batches
 from .roots import data_root, pair_records
 from .tokenizer import CaptionTokenizer, tokenize, trim
-from .transforms import BatchAugment, eval_transform, normalise_uint8, student_transform, teacher_transform
+from .transforms import BatchAugment, ImageView, eval_transform, normalise_uint8, student_transform, teacher_transform
 
 
 def mix(*ints: int) -> int:
@@ -30,7 +30,7 @@ class TrainPairs:
     def __init__(self, cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None,
                  rank: int = 0, world_size: int = 1):
         root = root or data_root(cfg)
-        records = [r for name in cfg.data.train_sets for r in pair_records(cfg, name, "train", root)]
+        records = [r for name in cfg.data.train_sets for r in pair_records(name, "train", root)]
         self.cfg, self.rank, self.world_size = cfg, rank, world_size
         self.pad_id = tokenizer.pad_id
         self.image_files = [r.image for r in records]
@@ -94,7 +94,8 @@ class TrainPairs:
     def teacher_view_images(self, batch_size: int):
         """The fixed teacher view of every training image, in order (to cache teacher targets once)."""
         source = self.images if self.images is not None else self.image_files
-        return image_batches(source, self.cfg, batch_size)
+        view = ImageView(self.cfg.model.image.img_size, self.cfg.data.mean, self.cfg.data.std)
+        return image_batches(source, view, batch_size, self.cfg.data.num_workers)
 
 
 class _StepStream(Dataset):

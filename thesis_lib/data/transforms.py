@@ -11,10 +11,20 @@ images already sit in memory at their final size (the demo), so no per-image Pyt
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
 from torchvision.transforms import v2 as T
+
+
+@dataclass(frozen=True)
+class ImageView:
+    """The evaluation view of an image set: ``size`` × ``size`` pixels, normalised by ``mean`` and ``std``."""
+    size: int
+    mean: tuple = (0.485, 0.456, 0.406)
+    std: tuple = (0.229, 0.224, 0.225)
+
 
 RATIO = (3 / 4, 4 / 3)  # RandomResizedCrop's default aspect-ratio range
 JITTER = 0.4

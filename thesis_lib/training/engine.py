@@ -10,14 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from ..cache import torch_save_atomic, write_text_atomic
-from ..config import ExperimentConfig
+from ..config import ExperimentConfig, TrainConfig
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
@@ -37,9 +37,21 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def make_optimizer(model: torch.nn.Module, cfg: ExperimentConfig, world_size: int):
+@dataclass
+class TrainState:
+    """What the loop trains and with what: the model as stepped (DDP/compiled wrapper) and as defined (``raw``),
+    the frozen teacher, the optimiser and its schedule, the process group and the device."""
+    model: torch.nn.Module
+    raw: torch.nn.Module
+    teacher: torch.nn.Module
+    opt: torch.optim.Optimizer
+    sched: object
+    info: DistInfo
+    device: torch.device
+
+
+def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int):
     from transformers import get_cosine_schedule_with_warmup
-    t = cfg.train
     lr = t.base_lr * t.batch_size * world_size / 256                       # linear scaling rule
     opt = torch.optim.AdamW(param_groups(model, t.weight_decay), lr=lr, betas=t.betas, eps=t.eps,
                             fused=True)
@@ -47,8 +59,7 @@ def make_optimizer(model: torch.nn.Module, cfg: ExperimentConfig, world_size: in
     return opt, sched
 
 
-def autocast(cfg: ExperimentConfig, device: torch.device):
-    precision = cfg.train.precision
+def autocast(precision: str, device: torch.device):
     if precision == "auto":
         precision = "bf16" if device.type == "cuda" else "fp32"
     if precision == "fp32":
@@ -56,12 +67,12 @@ def autocast(cfg: ExperimentConfig, device: torch.device):
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
 
 
-def compute_loss(model, raw, batch: dict, teacher, cfg: ExperimentConfig, info: DistInfo, amp):
+def compute_loss(model, raw, batch: dict, teacher, t: TrainConfig, info: DistInfo, amp):
     """L = L_KD + L_ITC for one batch; returns the loss and its parts (device tensors)."""
     with amp:
         image, text = model(batch["images"], batch["tokens"])
         target = batch["targets"] if "targets" in batch else teacher(batch["teacher_images"])
-        kd_fn = kd_mse if cfg.train.kd_loss == "mse" else kd_contrastive
+        kd_fn = kd_mse if t.kd_loss == "mse" else kd_contrastive
         kd, kd_image, kd_text = kd_fn(image.kd, text.kd, target)
         scale = raw.logit_scale.exp()
         itc = clip_loss(image.x.float(), text.x.float(), scale[0], info)
@@ -70,8 +81,8 @@ def compute_loss(model, raw, batch: dict, teacher, cfg: ExperimentConfig, info: 
         parts = {"kd": kd, "kd_image": kd_image, "kd_text": kd_text, "itc": itc}
         if raw.fusion is not None:                          # notebook 05: ITM on hard negatives
             parts["itm"] = itm_loss(raw.fusion, image, text, scale[0].detach(), batch["image_index"],
-                                     cfg.train.itm_batch)
-    return kd + itc + cfg.train.itm_weight * parts.get("itm", 0.0), parts
+                                     t.itm_batch)
+    return kd + itc + t.itm_weight * parts.get("itm", 0.0), parts
 
 
 def layerscale_stats(raw) -> dict | None:
@@ -85,9 +96,9 @@ def layerscale_stats(raw) -> dict | None:
             "abs_q50": a.quantile(0.5).item(), "abs_q90": a.quantile(0.9).item(), "abs_q99": a.quantile(0.99).item()}
 
 
-def save_checkpoint(paths: RunPaths, raw, opt, sched, step: int, cfg: ExperimentConfig, world_size: int) -> None:
-    state = {"model": raw.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-             "step": step, "config": asdict(cfg), "world_size": world_size, "rng": torch.get_rng_state(),
+def save_checkpoint(paths: RunPaths, s: TrainState, step: int, config: dict) -> None:
+    state = {"model": s.raw.state_dict(), "optimizer": s.opt.state_dict(), "scheduler": s.sched.state_dict(),
+             "step": step, "config": config, "world_size": s.info.world_size, "rng": torch.get_rng_state(),
              "numpy_rng": np.random.get_state()}
     try:
         torch_save_atomic(state, paths.checkpoint)           # a kill leaves the previous checkpoint intact
@@ -102,29 +113,28 @@ def remove_stale_temporaries(paths: RunPaths) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def load_checkpoint(path, raw, opt, sched, cfg: ExperimentConfig, world_size: int = 1) -> int:
+def load_checkpoint(path, s: TrainState, config: dict) -> int:
     """Restore a run; refuses a checkpoint of another variant, seed, config or number of processes (the data
     order and global batch depend on it). Returns the step to continue from."""
     from ..models.checkpoints import torch_load
     state = torch_load(path)
     if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")
-    diffs = differences(state["config"], asdict(cfg), state.get("world_size"), world_size)
+    diffs = differences(state["config"], config, state.get("world_size"), s.info.world_size)
     if diffs:
         raise CheckpointError(f"cannot resume from {path}: it belongs to another run ({'; '.join(diffs[:4])})")
-    raw.load_state_dict(state["model"])
-    opt.load_state_dict(state["optimizer"])
-    sched.load_state_dict(state["scheduler"])
+    s.raw.load_state_dict(state["model"])
+    s.opt.load_state_dict(state["optimizer"])
+    s.sched.load_state_dict(state["scheduler"])
     torch.set_rng_state(state["rng"])
     np.random.set_state(state["numpy_rng"])
     return int(state["step"])
 
 
-def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentConfig, info: DistInfo,
-               device: torch.device, paths: RunPaths, start_step: int = 0, progress: bool = True) -> dict:
+def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0) -> dict:
     """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0."""
-    t = cfg.train
-    amp = autocast(cfg, device)
+    t, model, raw, opt, sched, info, device = cfg.train, s.model, s.raw, s.opt, s.sched, s.info, s.device
+    amp = autocast(t.precision, device)
     if info.is_main:
         remove_stale_temporaries(paths)                   # the run's lock (or rank 0 alone) owns the folder
         rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]   # drop lines of a killed run
@@ -139,13 +149,13 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
     sums, bad_step = None, torch.full((), -1, device=device)
     window_start, t0, steps_done = start_step, time.perf_counter(), 0
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
-               disable=not (progress and show_progress() and info.is_main), dynamic_ncols=True)
+               disable=not (show_progress() and info.is_main), dynamic_ncols=True)
     model.train()
     for step, batch in enumerate(pairs.batches(start_step, t.steps, targets), start=start_step):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         if raw.fusion is not None:
             raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
-        loss, parts = compute_loss(model, raw, batch, teacher, cfg, info, amp)
+        loss, parts = compute_loss(model, raw, batch, s.teacher, t, info, amp)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if t.grad_clip:
@@ -171,7 +181,7 @@ def train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg: ExperimentC
             if info.is_main:
                 append_jsonl(paths.metrics, row)
                 if done % t.ckpt_every == 0 or done == t.steps:
-                    save_checkpoint(paths, raw, opt, sched, done, cfg, info.world_size)
+                    save_checkpoint(paths, s, done, asdict(cfg))
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
         bar.update()

@@ -26,14 +26,15 @@ from ..data.eval_sets import build_eval_sets
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
 from ..errors import DeviceError, ThesisError
-from ..evaluate import chance_levels, evaluate
+from ..evaluate import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model, tte_ablation
 from ..models.sources import load_teacher, part_source
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
 from .distributed import barrier, check_in_sync, init_distributed
-from .engine import layerscale_stats, load_checkpoint, make_optimizer, train_loop, tte_contribution
+from .engine import (TrainState, autocast, layerscale_stats, load_checkpoint, make_optimizer, train_loop,
+                     tte_contribution)
 from .prepare import prepare_assets
 from .results import RunPaths, check_writable, existing_result, read_result
 
@@ -96,7 +97,7 @@ def _teacher_identity(cfg: ExperimentConfig) -> str:
 
 
 def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 0, out_dir=None, device: str = "cpu",
-                   resume=False, overwrite: bool = False, progress: bool = True, overrides: dict | None = None,
+                   resume=False, overwrite: bool = False, overrides: dict | None = None,
                    config: ExperimentConfig | None = None) -> dict:
     """Train one (preset, variant, seed) and evaluate it; returns the result (also written to disk)."""
     cfg = config or get_config(preset, variant, seed, overrides)
@@ -110,13 +111,13 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
         lock.acquire()
     try:
         found = existing_result(paths, asdict(cfg), overwrite, info.world_size)
-        return found if found is not None else _train_and_evaluate(cfg, dev, info, paths, resume, progress)
+        return found if found is not None else _train_and_evaluate(cfg, dev, info, paths, resume)
     finally:
         if lock:
             lock.release()
 
 
-def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) -> dict:
+def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     root = prepare_assets(cfg)          # world, tokenizer, demo pretraining: built once, cached on disk
     seed_everything(cfg.seed)
     tokenizer = load_tokenizer(cfg, root)
@@ -130,14 +131,14 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
     if cfg.train.compile:
         model = torch.compile(model)
-    opt, sched = make_optimizer(raw, cfg, info.world_size)
+    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device)
     start = 0
     ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
     if resume and ckpt.exists():
-        start = load_checkpoint(ckpt, raw, opt, sched, cfg, info.world_size)
+        start = load_checkpoint(ckpt, state, asdict(cfg))
     elif resume and isinstance(resume, (str, Path)):
         raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
-    stats = train_loop(model, raw, teacher, pairs, targets, opt, sched, cfg, info, device, paths, start, progress)
+    stats = train_loop(state, pairs, targets, cfg, paths, start)
     check_in_sync(raw, info)
     if not info.is_main:
         barrier(info)
@@ -149,10 +150,9 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume, progress) ->
 
 
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict) -> dict:
-    from .engine import autocast
     retrieval, zero_shot = eval_sets
-    extras, amp = {}, autocast(cfg, device)
-    metrics = evaluate(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, amp, extras)
+    extras, ctx = {}, EvalContext.of(cfg, device, tokenizer.pad_id, autocast(cfg.train.precision, device))
+    metrics = evaluate(raw, retrieval, zero_shot, ctx, extras)
     result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": metrics,
               "chance": chance_levels(retrieval, zero_shot), "train": {**stats, "device": str(device)},
               "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -160,7 +160,7 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
     if extras:
         result["fusion"] = extras                                # the switches' hard choices (notebook 05)
     if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
-        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, tokenizer.pad_id, amp)
+        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, ctx)
     ls = layerscale_stats(raw)
     if ls is not None:
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
@@ -181,12 +181,12 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
 ABLATION_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 
 
-def tte_ablation_metrics(raw, retrieval, zero_shot, cfg, device, pad_id: int, amp) -> dict:
+def tte_ablation_metrics(raw, retrieval, zero_shot, ctx: EvalContext) -> dict:
     """The trained model evaluated with its TTE removed and with the modalities' type vectors swapped."""
     out = {}
     for mode in ("removed", "swapped"):
         with tte_ablation(raw, mode):
-            m = evaluate(raw, retrieval, zero_shot, cfg, device, pad_id, amp)
+            m = evaluate(raw, retrieval, zero_shot, ctx)
         out[mode] = {k: m[k] for k in ABLATION_METRICS}
     return out
 
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
         if args.checkpoints:
             overrides.update({"weights.checkpoint_dir": args.checkpoints})
         result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
-                                args.overwrite, not args.no_progress, overrides)
+                                args.overwrite, overrides)
     except ThesisError as err:
         if args.debug:
             raise
