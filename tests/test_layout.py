@@ -142,3 +142,12 @@ def test_loading_never_prepares(tmp_path, monkeypatch):
     with pytest.raises(TokenizerError, match="thesis_lib.training.prepare"):
         demo_tokenizer(tmp_path, cfg.model.text)
     assert not (tmp_path / "data").exists() or not any((tmp_path / "data").iterdir())
+
+
+def test_every_notebook_has_cells_nbval_compares_and_no_marker_that_does_nothing():
+    """Under ``--nbval-lax`` only ``NBVAL_CHECK_OUTPUT`` cells are compared; ``NBVAL_IGNORE_OUTPUT`` does nothing."""
+    import json
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+        assert any(s.startswith("# NBVAL_CHECK_OUTPUT") for s in sources), f"{path.name}: no cell is compared"
+        assert not any("NBVAL_IGNORE_OUTPUT" in s for s in sources), f"{path.name}: a marker that does nothing"

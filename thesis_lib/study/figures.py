@@ -57,7 +57,7 @@ def fig_pre_vs_post_ln(params):
 
 def _bars(params, variants, metrics=None):
     df = tables.results_frame(params, variants)
-    labels = tables.METRIC_LABELS if metrics is None else {m: tables.METRIC_LABELS[m] for m in metrics}
+    labels = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}
     present = set(df.variant) if len(df) else set()
     return plotting.results_bars(df, [v for v in variants if v in present], labels)
 

@@ -63,7 +63,7 @@ def results_markdown(params) -> str:
         "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
         _markdown(table),
         f"The claims, paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
-        "with Holm's correction; secondary metrics in parentheses decide nothing (see `thesis_lib/stats.py`):",
+        "with Holm's correction; secondary metrics in parentheses decide nothing (see `thesis_lib/study/stats.py`):",
         _markdown(claims), "Precision of the paired differences to the baseline (95 % half-width, points):",
         _markdown(tables.precision_table(df).set_index("variant")),
         "Is the TTE used? Each trained model evaluated with its TTE removed or the type vectors swapped:",

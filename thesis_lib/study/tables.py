@@ -4,10 +4,12 @@ differences to the baseline, a verdict per claim) with the thesis's numbers as l
 """
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from ..training.results import load_results, read_jsonl
-from ..variants import TTE_VARIANTS, VARIANT_LABELS
+from ..variants import TTE_VARIANTS, VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from . import reference
 from .runs import StudyParams
 from .stats import ALPHA, PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power
@@ -21,6 +23,28 @@ TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
 OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random ranking scores
 PRECISION_TARGETS = {"imagenet_top1": 0.5, "coco_mean": 0.5, "flickr_mean": 0.75}  # 95 % half-width, points
+
+
+def declared_variants(variants) -> pd.DataFrame:
+    """What each variant changes, read from the registry (``thesis_lib/variants.py``): fields left at their
+    defaults are blank."""
+    default = VariantSpec("")
+    rows = [{"variant": v, "label": VARIANT_SPECS[v].label,
+             **{f.name: getattr(VARIANT_SPECS[v], f.name) for f in dataclasses.fields(VariantSpec)
+                if f.name != "label" and getattr(VARIANT_SPECS[v], f.name) != getattr(default, f.name)}}
+            for v in variants]
+    return pd.DataFrame(rows).set_index("variant").fillna("")
+
+
+def declared_claims(claims=reference.CLAIMS) -> pd.DataFrame:
+    """The claims as decided: the paired comparison, the direction, the primary metric and its equivalence margin
+    (the thesis's own effect), fixed before any run; the verdict is one of ``stats.VERDICTS``."""
+    arm = lambda a: a[0] + ("" if a[1] == "none" else f", TTE {a[1]} at evaluation")  # noqa: E731
+    return pd.DataFrame([{"claim": c.text, "treated − control": f"{arm(c.treated)} − {arm(c.control)}",
+                          "says": "higher" if c.direction > 0 else "lower",
+                          "decided on": METRIC_LABELS[reference.PRIMARY_METRIC],
+                          "margin": f"±{reference.thesis_effect(c.margin_from, reference.PRIMARY_METRIC):.2f}"}
+                         for c in claims]).set_index("claim")
 
 
 def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
