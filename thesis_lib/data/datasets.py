@@ -32,6 +32,22 @@ class PairRecord:
 
 
 @dataclass(frozen=True)
+class TarMember:
+    """An image stored inside a tar shard (``data/shards.py``): read by seeking, never by unpacking the shard."""
+    shard: str
+    offset: int
+    size: int
+
+    def read(self) -> bytes:
+        with open(self.shard, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(self.size)
+        if len(data) != self.size:
+            raise DataError(f"shard {self.shard} is truncated: the image at byte {self.offset} is incomplete")
+        return data
+
+
+@dataclass(frozen=True)
 class ClassRecord:
     image: str
     label: int
@@ -202,12 +218,16 @@ def _side_file(root: Path, name: str, key: str):
 
 def open_image(image) -> Image.Image:
     """An RGB PIL image from a path, encoded bytes or a PIL image; a corrupt or truncated file raises DataError."""
+    source = image
     try:
+        if isinstance(image, TarMember):
+            image = image.read()
         img = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image) if isinstance(image, bytes) else image)
         img.load()
         return img.convert("RGB")
     except (OSError, UnidentifiedImageError, SyntaxError, Image.DecompressionBombError) as err:
-        name = image if isinstance(image, str) else "<image bytes>"
+        name = (source if isinstance(source, (str, os.PathLike)) else f"{source.shard} (member at byte {source.offset})"
+                if isinstance(source, TarMember) else "<image bytes>")
         raise DataError(f"cannot read image {name}: {err}; the file is corrupt or truncated, replace it") from None
 
 

@@ -31,10 +31,20 @@ def data_root(cfg: ExperimentConfig) -> Path:
     return root
 
 
-def pair_records(name: str, split: str, root: Path) -> list[ds.PairRecord]:
+def pair_records(name: str, split: str, root: Path, reports: dict | None = None) -> list[ds.PairRecord]:
+    """The pairs of a named set: coco, flickr30k (Karpathy), hf:<name or folder>, or wds:<shard pattern> (training
+    only; its ShardReport goes into ``reports`` when given)."""
     if name.startswith("hf:"):
         return ds.load_hf_pairs(name[3:], split=split)
+    if name.startswith("wds:"):
+        if split != "train":
+            raise DataError(f"{name}: webdataset shards are a training source; evaluate on coco/flickr30k/imagenet")
+        from .shards import load_shards
+        records, report = load_shards(name[4:])
+        if reports is not None:
+            reports[name] = report
+        return records
     if name not in TRAIN_SETS:
-        raise DataError(f"unknown pair dataset {name!r}; use coco, flickr30k or hf:<name or folder>")
+        raise DataError(f"unknown pair dataset {name!r}; use coco, flickr30k, hf:<name or folder> or wds:<shards>")
     rel_json, rel_images = TRAIN_SETS[name]
     return ds.load_karpathy_split(root / rel_json, root / rel_images, split)

@@ -1,0 +1,105 @@
+"""webdataset shards as img2dataset writes them, on tiny shards written here: reading, broken samples counted, clear
+errors for a missing or corrupt shard, the split across ranks × workers (every pair once per epoch) and resume."""
+import io
+import json
+import tarfile
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from thesis_lib import get_config
+from thesis_lib.data.datasets import open_image
+from thesis_lib.data.shards import expand, load_shards
+from thesis_lib.data.tokenizer import CaptionTokenizer
+from thesis_lib.data.train_pairs import TrainPairs
+from thesis_lib.errors import DataError
+
+
+def _jpeg(seed: int) -> bytes:
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(seed).integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(buf, "JPEG")
+    return buf.getvalue()
+
+
+def write_shard(path, samples: dict) -> None:
+    """samples: key -> {"jpg": bytes, "txt": str, "json": dict}, any part may be left out."""
+    with tarfile.open(path, "w") as tar:
+        for key, parts in samples.items():
+            for ext, value in parts.items():
+                data = value if isinstance(value, bytes) else (json.dumps(value) if ext == "json" else value).encode()
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture
+def shards(tmp_path, monkeypatch):
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    for s in range(2):
+        samples = {f"{s:05d}{k:04d}": {"jpg": _jpeg(10 * s + k), "txt": f"caption {k} of shard {s}",
+                                       "json": {"url": "x", "status": "success"}} for k in range(8)}
+        if s == 1:                                          # img2dataset's failure modes
+            samples["000190"] = {"jpg": b"<html>not an image</html>", "txt": "an error page"}
+            samples["000191"] = {"jpg": _jpeg(99), "txt": "   "}
+            samples["000192"] = {"txt": "no image", "json": {"status": "failed_to_download"}}
+            samples["000193"] = {"jpg": _jpeg(98)}
+        write_shard(tmp_path / f"{s:05d}.tar", samples)
+    return tmp_path / "{00000..00001}.tar"
+
+
+def test_shards_are_read_and_broken_samples_counted(shards):
+    records, report = load_shards(str(shards))
+    assert (report.shards, report.samples, report.pairs) == (2, 20, 16)
+    assert (report.unreadable_image, report.empty_caption, report.missing_image, report.missing_caption) == (1, 1, 1, 1)
+    assert len(report.broken_keys) == 4 and all("00001.tar" in k for k in report.broken_keys)
+    assert records[9].captions == ("caption 1 of shard 1",)
+    assert open_image(records[9].image).size == (64, 48)
+    again, report2 = load_shards(str(shards))              # from the cached index
+    assert [r.image for r in again] == [r.image for r in records] and report2 == report
+
+
+def test_a_missing_or_corrupt_shard_is_a_clear_error(shards, tmp_path):
+    with pytest.raises(DataError, match="shard not found: .*00002.tar"):
+        load_shards(str(tmp_path / "{00000..00002}.tar"))
+    (tmp_path / "bad.tar").write_bytes(b"\x00garbage" * 100)
+    with pytest.raises(DataError, match="cannot read shard .*bad.tar"):
+        load_shards(str(tmp_path / "bad.tar"))
+    assert expand("/d/{008..010}.tar") == ["/d/008.tar", "/d/009.tar", "/d/010.tar"]
+
+
+def _pairs(shards, rank=0, world_size=1, workers=0):
+    cfg = get_config("thesis", overrides={
+        "data.train_sets": f"wds:{shards}", "data.root": str(shards.parent), "data.num_workers": workers,
+        "train.batch_size": 4, "model.image.img_size": 32, "model.image.patch_size": 8, "model.dim": 32,
+        "model.num_heads": 2, "teacher.dim": 32, "teacher.num_heads": 2, "teacher.patch_size": 8})
+    tok = CaptionTokenizer(lambda caps: [[5 + ord(c) % 40 for c in cap] for cap in caps], 64, 0, 2, 1, 3, 16, "chars")
+    return TrainPairs(cfg, tok, shards.parent, rank, world_size)
+
+
+def test_every_pair_once_per_epoch_across_ranks_and_workers(shards):
+    ranks = [_pairs(shards, rank=r, world_size=2, workers=2) for r in range(2)]
+    assert ranks[0].shard_reports[f"wds:{shards}"].pairs == 16
+    steps = ranks[0].steps_per_epoch                        # 16 pairs / (4 × 2) = 2 steps
+    for epoch in range(2):
+        seen = torch.cat([p.indices(s) for s in range(epoch * steps, (epoch + 1) * steps) for p in ranks])
+        assert sorted(seen.tolist()) == list(range(16))      # each pair exactly once per epoch
+    for p in ranks:                                         # the workers decode exactly the items of each step
+        for step, batch in enumerate(p.batches(0, steps)):
+            assert torch.equal(batch["image_index"], p.pair_image[p.indices(step)])
+            assert batch["images"].shape == (4, 3, 32, 32) and batch["teacher_images"].shape == (4, 3, 32, 32)
+
+
+def test_a_resumed_run_gets_the_batches_it_would_have_had(shards):
+    whole = list(_pairs(shards, workers=2).batches(0, 6))
+    resumed = list(_pairs(shards, workers=2).batches(3, 6))   # steps 3-5 cross the epoch boundary (4 per epoch)
+    for a, b in zip(whole[3:], resumed):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_subset_size_keeps_the_first_pairs_and_says_how_many(shards):
+    records, report = load_shards(f"{shards}@10")
+    assert len(records) == 10 and (report.requested, report.pairs) == (10, 10)
+    records, report = load_shards(f"{shards}@1000")              # fewer than asked: all of them, and the report says
+    assert len(records) == 16 and (report.requested, report.pairs) == (1000, 16)

@@ -1,0 +1,140 @@
+"""Web-scale training pairs stored the way the field stores them: webdataset shards as img2dataset writes them
+(``00000.tar`` … each holding ``<key>.jpg``, ``<key>.txt`` (the caption) and ``<key>.json``), selected with
+
+    --set data.train_sets=coco,wds:/data/cc3m/{00000..00331}.tar
+    --set data.train_sets=coco,wds:/data/cc3m/{00000..00331}.tar@1516133    # the first 1,516,133 usable pairs
+
+Each shard is indexed once (its tar headers and captions; cached under ``THESIS_DATA/shard-index/``, keyed by the
+shard's path, size and modification time): a sample becomes a ``PairRecord`` whose image is a ``TarMember`` (shard,
+offset, size), read by seeking into the tar. The training pairs therefore stay map-style
+(``data/train_pairs.py``): an epoch is a seeded permutation of all pairs of all sets, each rank takes its slice of
+every step and the DataLoader workers decode the items they are handed. Every sample is seen exactly once per epoch
+across ranks × workers, and a resumed run continues at its step with the batches it would have had: no shard is
+replayed or skipped.
+
+Broken samples are counted, never dropped silently: a key without an image, with an image whose bytes are not a
+JPEG, PNG or WebP, without a caption or with an empty one, is left out of the index and counted in ``ShardReport``,
+which the run's result records. A shard that is missing or cannot be read as a tar file is a ``DataError`` naming it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tarfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..cache import fingerprint, write_json_atomic
+from ..errors import DataError
+from ..paths import data_dir
+from .datasets import PairRecord, TarMember
+
+IMAGE_EXTS = ("jpg", "jpeg", "png", "webp")
+MAGIC = (b"\xff\xd8\xff", b"\x89PNG", b"RIFF")
+INDEX_VERSION = 1
+
+
+@dataclass
+class ShardReport:
+    """What the shards held: samples (keys), usable pairs, and each kind of broken sample."""
+    shards: int = 0
+    samples: int = 0
+    pairs: int = 0
+    missing_image: int = 0
+    unreadable_image: int = 0
+    missing_caption: int = 0
+    empty_caption: int = 0
+    requested: int | None = None                          # ``@N``: the subset size asked for
+    broken_keys: list = field(default_factory=list)       # the first few, to look at
+
+    def add(self, other: "ShardReport") -> "ShardReport":
+        for name in ("shards", "samples", "pairs", "missing_image", "unreadable_image", "missing_caption",
+                     "empty_caption"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.broken_keys = (self.broken_keys + other.broken_keys)[:20]
+        return self
+
+
+def expand(pattern: str) -> list[str]:
+    """``/d/{00000..00002}.tar`` → the three paths (zero padding kept); a comma list ``a.tar,b.tar`` is not split
+    here (``data.train_sets`` is already comma-separated)."""
+    m = re.search(r"\{(\d+)\.\.(\d+)\}", pattern)
+    if not m:
+        return [pattern]
+    lo, hi, width = int(m.group(1)), int(m.group(2)), len(m.group(1))
+    if hi < lo:
+        raise DataError(f"empty shard range in {pattern!r}")
+    return [p for k in range(lo, hi + 1) for p in expand(pattern[:m.start()] + f"{k:0{width}d}" + pattern[m.end():])]
+
+
+def _index_file(shard: Path) -> Path:
+    st = shard.stat()
+    return data_dir() / "shard-index" / f"{fingerprint([INDEX_VERSION, str(shard.resolve()), st.st_size, st.st_mtime_ns])}.json"
+
+
+def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
+    """The usable samples of one shard as ``{"key", "offset", "size", "caption"}`` and its report (cached)."""
+    shard = Path(shard)
+    if not shard.is_file():
+        raise DataError(f"shard not found: {shard}")
+    cached = _index_file(shard)
+    if cached.exists():
+        blob = json.loads(cached.read_text())
+        return blob["samples"], ShardReport(**blob["report"])
+    members: dict[str, dict] = {}
+    try:
+        with tarfile.open(shard, "r:") as tar, open(shard, "rb") as raw:
+            for info in tar:
+                if not info.isfile():
+                    continue
+                key, _, ext = Path(info.name).name.partition(".")
+                entry = members.setdefault(str(Path(info.name).parent / key), {})
+                ext = ext.lower()
+                if ext in IMAGE_EXTS:
+                    raw.seek(info.offset_data)
+                    entry["image"] = (info.offset_data, info.size, raw.read(4))
+                elif ext == "txt":
+                    entry["caption"] = tar.extractfile(info).read().decode("utf-8", errors="replace").strip()
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise DataError(f"cannot read shard {shard}: {err}; the file is not a (complete) tar archive") from None
+    samples, report = [], ShardReport(shards=1, samples=len(members))
+    for key, entry in members.items():
+        problem = None
+        if "image" not in entry:
+            problem = "missing_image"
+        elif not entry["image"][2].startswith(MAGIC):
+            problem = "unreadable_image"
+        elif "caption" not in entry:
+            problem = "missing_caption"
+        elif not entry["caption"]:
+            problem = "empty_caption"
+        if problem:
+            setattr(report, problem, getattr(report, problem) + 1)
+            if len(report.broken_keys) < 20:
+                report.broken_keys.append(f"{shard.name}:{key} ({problem})")
+            continue
+        offset, size, _ = entry["image"]
+        samples.append({"key": key, "offset": offset, "size": size, "caption": entry["caption"]})
+    report.pairs = len(samples)
+    write_json_atomic(cached, {"shard": str(shard), "samples": samples, "report": asdict(report)})
+    return samples, report
+
+
+def load_shards(pattern: str) -> tuple[list[PairRecord], ShardReport]:
+    """Every usable pair of the shards a pattern names, in shard order, and the summed report; ``pattern@N`` keeps
+    the first N (a subset of the thesis's size; fewer, if the shards hold fewer, as the report then shows)."""
+    pattern, _, limit = pattern.rpartition("@") if re.search(r"@\d+$", pattern) else (pattern, "", "")
+    records, total = [], ShardReport(requested=int(limit) if limit else None)
+    for path in expand(pattern):
+        samples, report = index_shard(path)
+        total.add(report)
+        records += [PairRecord(f"{Path(path).name}:{s['key']}", TarMember(path, s["offset"], s["size"]),
+                               (s["caption"],), "train") for s in samples]
+    if limit:
+        records = records[:int(limit)]
+        total.pairs = len(records)
+    if not records:
+        raise DataError(f"no usable image-caption pair in {pattern!r} ({total.samples} samples; broken: "
+                        f"{total.broken_keys[:3]})")
+    return records, total
