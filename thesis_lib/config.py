@@ -123,6 +123,7 @@ class DataConfig:
     std: tuple = (0.229, 0.224, 0.225)
     num_workers: int = 8
     in_memory: bool = False      # decode every image once into a uint8 tensor (the demo); else a DataLoader
+    decoder: str = "pil"         # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py)
     zeroshot_templates: str = "openai"  # "openai" (80) | "world" (the embedded world's own)
 
 

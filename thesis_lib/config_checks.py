@@ -11,6 +11,7 @@ from .variants import VARIANTS
 CHOICES = {
     "train.precision": ("auto", "fp32", "bf16", "fp16"), "train.kd_loss": ("mse", "contrastive"),
     "data.source": ("world", "karpathy"), "data.teacher_view": ("augmented", "fixed"),
+    "data.decoder": ("pil", "pil_draft", "torchvision"),
     "data.zeroshot_templates": ("openai", "world"), "weights.source": ("thesis", "demo", "random"),
     "model.image.pos_embed": ("sincos", "learned"), "model.text.cls_position": ("learned", "zero"),
 }

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from ..config import ExperimentConfig
 from ..errors import DataError
-from . import datasets as ds
+from .decode import decode
 from .eval_sets import decoded, image_batches
 from .roots import data_root, pair_records
 from .tokenizer import CaptionTokenizer, tokenize, trim
@@ -30,7 +30,8 @@ class TrainPairs:
     def __init__(self, cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None,
                  rank: int = 0, world_size: int = 1):
         root = root or data_root(cfg)
-        records = [r for name in cfg.data.train_sets for r in pair_records(name, "train", root)]
+        self.shard_reports = {}                  # wds: sets, what their shards held (broken samples counted)
+        records = [r for name in cfg.data.train_sets for r in pair_records(name, "train", root, self.shard_reports)]
         self.cfg, self.rank, self.world_size = cfg, rank, world_size
         self.pad_id = tokenizer.pad_id
         self.image_files = [r.image for r in records]
@@ -118,5 +119,5 @@ class _StepStream(Dataset):
         pair = int(self.pairs.indices(step)[j])
         image = int(self.pairs.pair_image[pair])
         torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
-        img = ds.open_image(self.pairs.image_files[image])
+        img = decode(self.pairs.image_files[image], self.pairs.cfg.data.decoder, self.pairs.cfg.model.image.img_size)
         return self.student(img), self.teacher(img), self.pairs.tokens[pair], image

@@ -57,8 +57,15 @@ ADDED_FIELDS = ("model.fusion_depth", "model.switch_tau", "train.itm_weight", "t
                 "eval.rerank_sets")
 
 
+# Fields added later whose absence means the value every run had before: compared as if it held that value.
+ADDED_WITH_DEFAULT = {"data.decoder": "pil"}
+
+
 def _with_added_fields(stored: dict, wanted: dict) -> dict:
     stored = json.loads(json.dumps(stored))
+    for key, value in ADDED_WITH_DEFAULT.items():
+        section, name = key.split(".")
+        stored.setdefault(section, {}).setdefault(name, value)
     for key in ADDED_FIELDS:
         section, name = key.split(".")
         if name in wanted.get(section, {}):

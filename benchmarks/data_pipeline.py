@@ -1,0 +1,95 @@
+"""Decode + transform throughput of the training data path: COCO-like JPEGs (640 × 480, quality 90, written here),
+each turned into the two views a thesis step needs (the student's and the teacher's, 224 px), on one CPU thread.
+
+    python benchmarks/data_pipeline.py [--images 200] [--device cuda]
+
+Decoders (``data.decoder``): ``pil`` (PIL decode, torchvision v2 transforms: the default), ``pil_draft`` (PIL's
+JPEG draft mode: the DCT decodes at 1/2, 1/4 or 1/8 scale, the largest reduction that keeps both sides ≥ the view
+size, then the same transforms), ``torchvision`` (``torchvision.io.decode_jpeg`` to a uint8 tensor, the same
+transforms on tensors). With ``--device cuda`` also ``decode_jpeg`` on the GPU, batched. Rates are images per second
+(both views) per core; the 16-core GPU host of the full-scale goal needs 2,500 / 16 ≈ 160 per core.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import platform
+import time
+
+import numpy as np
+import torch
+from PIL import Image
+
+from thesis_lib.data.decode import DECODERS, decode
+from thesis_lib.data.transforms import student_transform, teacher_transform
+
+GOAL_PER_CORE = 2500 / 16
+
+
+def coco_like_jpegs(n: int, seed: int = 0) -> list[bytes]:
+    """Smooth random pictures (JPEG compresses them like photographs, unlike white noise), 640 × 480."""
+    g = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        small = g.integers(0, 255, (12, 16, 3), dtype=np.uint8)
+        img = Image.fromarray(small).resize((640, 480), Image.BICUBIC)
+        noise = g.normal(0, 8, (480, 640, 3))
+        arr = np.clip(np.asarray(img, dtype=np.float64) + noise, 0, 255).astype(np.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(arr).save(buf, "JPEG", quality=90)
+        out.append(buf.getvalue())
+    return out
+
+
+def cpu_rate(decoder: str, jpegs: list[bytes], size: int = 224) -> float:
+    student, teacher = student_transform(size), teacher_transform(size)
+    torch.set_num_threads(1)
+    for data in jpegs[:5]:                                              # warm-up
+        img = decode(data, decoder, size)
+        student(img), teacher(img)
+    start = time.perf_counter()
+    for data in jpegs:
+        img = decode(data, decoder, size)
+        student(img), teacher(img)
+    return len(jpegs) / (time.perf_counter() - start)
+
+
+def gpu_rate(jpegs: list[bytes], device: str, batch: int = 64) -> float:
+    from torchvision.io import decode_jpeg
+    from torchvision.transforms import v2 as T
+    views = T.Compose([T.RandomResizedCrop(224, scale=(0.9, 1.0), antialias=True), T.RandomHorizontalFlip()])
+    data = [torch.frombuffer(bytearray(j), dtype=torch.uint8) for j in jpegs]
+    for _ in range(2):
+        decode_jpeg(data[:batch], device=device)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for i in range(0, len(data), batch):
+        for img in decode_jpeg(data[i:i + batch], device=device):
+            views(img), views(img)
+    torch.cuda.synchronize()
+    return len(data) / (time.perf_counter() - start)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--images", type=int, default=200)
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    jpegs = coco_like_jpegs(args.images)
+    print(f"{args.images} JPEGs 640 × 480 ({sum(map(len, jpegs)) / len(jpegs) / 1024:.0f} KiB each), two 224 px views "
+          f"each; {platform.processor() or platform.machine()}, torch {torch.__version__}\n")
+    print("| decoder | images/s per core (both views) | vs pil | 16 cores (estimate) | goal 160 / core |")
+    print("|---|---:|---:|---:|---|")
+    rates = {name: cpu_rate(name, jpegs) for name in DECODERS}
+    for name, rate in rates.items():
+        print(f"| {name} | {rate:.0f} | {rate / rates['pil']:.2f}× | {16 * rate:,.0f} | "
+              f"{'met' if rate >= GOAL_PER_CORE else 'not met'} |")
+    if args.device.startswith("cuda"):
+        rate = gpu_rate(jpegs, args.device)
+        print(f"| decode_jpeg on {torch.cuda.get_device_name()} (batched) + views on the GPU | {rate:.0f} (whole GPU) | "
+              f"| | |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
