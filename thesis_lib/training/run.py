@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import os
 import sys
@@ -33,8 +34,15 @@ from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
 from .distributed import barrier, check_in_sync, init_distributed
-from .engine import (TrainState, autocast, layerscale_stats, load_checkpoint, make_optimizer, train_loop,
-                     tte_contribution)
+from .engine import (
+    TrainState,
+    autocast,
+    layerscale_stats,
+    load_checkpoint,
+    make_optimizer,
+    train_loop,
+    tte_contribution,
+)
 from .prepare import prepare_assets
 from .results import RunPaths, check_writable, existing_result, read_result
 
@@ -76,7 +84,7 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
     if info.is_main:
         build_once(path, compute)                        # parallel runs compute it once
     barrier(info)
-    return torch.load(path)
+    return torch.load(path, mmap=True)         # memory-mapped: 3.3 M × 768 floats are 10 GB at the thesis mixture
 
 
 @contextlib.contextmanager
@@ -139,6 +147,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     elif resume and isinstance(resume, (str, Path)):
         raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
     stats = train_loop(state, pairs, targets, cfg, paths, start)
+    if pairs.shard_reports:
+        stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
     check_in_sync(raw, info)
     if not info.is_main:
         barrier(info)
