@@ -22,3 +22,11 @@ def test_teacher_report_separates_object_centric_pictures_from_scenes():
             value = report[f"held_out_auc_{group}{kind}"]
             assert math.isnan(value) or 0.0 <= value <= 1.0
     assert report["steps"] == get_config("smoke").pretrain.teacher_steps
+
+
+def test_the_prepare_command_prepares_once_and_says_where(capsys):
+    from thesis_lib.training.prepare import main
+    assert main(["--preset", "smoke"]) == 0
+    assert "prepared:" in capsys.readouterr().out
+    assert main(["--preset", "smoke", "--set", "train.steps=0"]) == 2          # a bad override: one line, exit 2
+    assert "train.steps" in capsys.readouterr().err
