@@ -22,7 +22,7 @@ import json
 import os
 import re
 import tarfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from ..cache import fingerprint, write_json_atomic
@@ -49,9 +49,9 @@ class ShardReport:
     broken_keys: list = field(default_factory=list)       # the first few, to look at
 
     def add(self, other: "ShardReport") -> "ShardReport":
-        for name in ("shards", "samples", "pairs", "missing_image", "unreadable_image", "missing_caption",
-                     "empty_caption"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for f in fields(self):                                # the counters; the request and the keys are not summed
+            if f.name not in ("requested", "broken_keys"):
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         self.broken_keys = (self.broken_keys + other.broken_keys)[:20]
         return self
 
