@@ -6,7 +6,16 @@ PRESET ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
 
-.PHONY: setup demo test verify reproduce figures lab clean-results
+# The CPU instruction-set pin (docs/reproducibility.md), exported to every target below so that the numbers compared
+# with stored ones are the same bits on every x86-64 CPU; `make … CPU_PIN=0` runs without it (faster on AVX-512).
+PIN_FILE := thesis_lib/assets/cpu_pin.env
+CPU_PIN ?= 1
+ifeq ($(CPU_PIN),1)
+include $(PIN_FILE)
+export $(shell sed -n 's/^\([A-Z_]*\)=.*/\1/p' $(PIN_FILE))
+endif
+
+.PHONY: setup demo test verify golden reproduce figures lab clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +37,10 @@ test: setup
 # (about 15 min on 2 cores; set THESIS_DATA to reuse the demo's prepared assets).
 verify: setup
 	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo
+
+# Rewrite tests/golden/smoke_seed0.json: only on purpose (a change meant to alter the numbers), only with the pin.
+golden: setup
+	$(BIN)/python tests/test_reproducible.py --update
 
 # Rerun every notebook at PRESET (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
 reproduce: setup

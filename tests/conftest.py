@@ -1,13 +1,24 @@
-"""Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves."""
+"""Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves.
+
+Before anything imports torch: the CPU instruction-set pin (thesis_lib/assets/cpu_pin.env; `make test` exports it
+too, a value already in the environment is kept and the golden test then says it is not the pin) and the smoke scale
+for the notebooks under nbval, whatever THESIS_PRESET the shell holds.
+"""
 import json
 import os
 import tempfile
+from pathlib import Path
 
-import numpy as np
-import pytest
-from PIL import Image
+_PIN = Path(__file__).resolve().parents[1] / "thesis_lib" / "assets" / "cpu_pin.env"
+for _line in _PIN.read_text().splitlines():
+    if _line.strip() and not _line.startswith("#"):
+        os.environ.setdefault(*_line.strip().split("=", 1))
 
-os.environ.setdefault("THESIS_PRESET", "smoke")   # notebooks under nbval run at the smoke scale
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
+
+os.environ["THESIS_PRESET"] = "smoke"   # notebooks under nbval run at the smoke scale
 os.environ.setdefault("THESIS_PROGRESS", "0")
 os.environ.setdefault("THESIS_DATA", tempfile.mkdtemp(prefix="thesis-data-"))   # worlds, pretraining, caches
 

@@ -11,7 +11,7 @@ import pytest
 from thesis_lib.paths import PACKAGE, ROOT
 
 LAYERS = (   # lowest first; a module may import from its own room (without a cycle) or from any room below
-    ("errors", "paths", "cache", "version"),
+    ("errors", "paths", "cache", "version", "numerics"),
     ("variants", "config_checks", "config"),
     ("data",),
     ("models",),
