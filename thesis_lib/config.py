@@ -221,12 +221,12 @@ def _demo() -> ExperimentConfig:
 def _smoke() -> ExperimentConfig:
     world = WorldConfig(img_size=16, n_train=96, n_val=16, n_coco_test=40, n_flickr_test=24,
                         n_zeroshot_per_class=2, n_image_corpus=96, n_text_corpus=200)
-    image = ImageConfig(img_size=16, patch_size=8)
+    image = ImageConfig(img_size=16, patch_size=4)             # 16 patches + I_CLS, as many tokens as the demo
     text = TextConfig(vocab_size=320, max_len=48, max_positions=64, mask_id=4)
     return ExperimentConfig(
         preset="smoke",
         model=ModelConfig(image=image, text=text, dim=32, num_heads=2, image_depth=1, text_depth=1),
-        teacher=TeacherConfig(dim=32, depth=1, num_heads=2, patch_size=8),
+        teacher=TeacherConfig(dim=32, depth=1, num_heads=2, patch_size=4),
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
         train=TrainConfig(batch_size=16, steps=6, base_lr=1e-3, log_every=2, ckpt_every=3),

@@ -5,8 +5,9 @@
 * evaluation: Resize((S, S)) bicubic, no centre crop (aspect not preserved, as the thesis code does).
 
 ``*_transform`` are torchvision pipelines for one PIL image (DataLoader path, real data). ``BatchAugment`` draws the
-same distributions for a whole uint8 batch in one vectorised call (crop boxes as affine grids), used where the
-images already sit in memory at their final size (the demo), so no per-image Python runs in the training loop.
+same distributions for a whole uint8 batch in one vectorised call (crop boxes as sampling grids), used where the
+images already sit in memory at their final size (the demo), so no per-image Python runs in the training loop; its
+arithmetic gives the same bits on every CPU (``thesis_lib.numerics``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 import torch
 from torch.nn import functional as F
 from torchvision.transforms import v2 as T
+
+from .. import numerics
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,9 @@ class BatchAugment:
         u = torch.rand(n, 4, generator=g)
         area = self.crop_scale[0] + (self.crop_scale[1] - self.crop_scale[0]) * u[:, 0]
         log_r = math.log(RATIO[0]) + (math.log(RATIO[1]) - math.log(RATIO[0])) * u[:, 1]
-        w = torch.sqrt(area * log_r.exp()).clamp(max=1.0)
-        h = torch.sqrt(area / log_r.exp()).clamp(max=1.0)
+        r = numerics.exp(log_r)
+        w = numerics.sqrt(area * r).clamp(max=1.0)
+        h = numerics.sqrt(area / r).clamp(max=1.0)
         cx = w / 2 + (1 - w) * u[:, 2]
         cy = h / 2 + (1 - h) * u[:, 3]
         return torch.stack([cx, cy, w, h], dim=1)
@@ -73,11 +77,8 @@ class BatchAugment:
         B = images.shape[0]
         cx, cy, w, h = self.crop_boxes(B, g).unbind(1)
         sign = torch.where(torch.rand(B, generator=g) < 0.5, -1.0, 1.0) if self.flip else torch.ones(B)
-        theta = torch.zeros(B, 2, 3)
-        theta[:, 0, 0], theta[:, 0, 2] = w * sign, 2 * cx - 1   # output x in [-1, 1] -> crop column
-        theta[:, 1, 1], theta[:, 1, 2] = h, 2 * cy - 1
         x = images.float()
-        grid = F.affine_grid(theta.to(x.device), list(x.shape), align_corners=False)
+        grid = crop_grid(w * sign, 2 * cx - 1, h, 2 * cy - 1, x.shape[-1]).to(x.device)
         x = F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False).clamp_(0, 255)
         if self.jitter:
             x = self._colour_jitter(x, g)
@@ -90,6 +91,16 @@ class BatchAugment:
         x = (x - gray.mean((2, 3), keepdim=True)) * c + gray.mean((2, 3), keepdim=True)  # contrast
         gray = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]).unsqueeze(1)
         return ((x - gray) * s + gray).clamp_(0, 255)                      # saturation
+
+
+def crop_grid(scale_x, shift_x, scale_y, shift_y, size: int) -> torch.Tensor:
+    """(B, S, S, 2) sampling grid of the boxes: output pixel centre u in [-1, 1] reads the input at scale · u + shift
+    (per image, per axis). ``F.affine_grid`` computes the same with a batched matmul, whose MKL kernel differs
+    between Intel and AMD CPUs; this is element-wise."""
+    u = (torch.arange(size, dtype=torch.float32) * 2 + 1) / size - 1               # align_corners=False
+    gx = scale_x[:, None, None] * u[None, None, :] + shift_x[:, None, None]
+    gy = scale_y[:, None, None] * u[None, :, None] + shift_y[:, None, None]
+    return torch.stack(torch.broadcast_tensors(gx, gy), dim=-1)
 
 
 def normalise_uint8(images: torch.Tensor, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)) -> torch.Tensor:

@@ -63,7 +63,7 @@ def pretrain_report(cfg: ExperimentConfig) -> dict:
 
 
 def _fit(params, steps: int, lr: float, loss_fn, desc: str) -> float:
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.05, betas=(0.9, 0.98), fused=True)
     warmup = max(1, steps // 10)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + np.cos(np.pi * min(s, steps) / steps)))
