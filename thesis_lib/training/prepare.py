@@ -19,6 +19,7 @@ from ..data.roots import data_root
 from ..data.tokenizer import prepare_demo_tokenizer, uses_demo_tokenizer
 from ..data.world_files import ensure_world
 from ..errors import ThesisError
+from ..numerics import one_thread
 
 PARTS = ("image", "text", "teacher")
 
@@ -31,7 +32,13 @@ def prepare_world(cfg: ExperimentConfig) -> Path:
 
 
 def prepare_assets(cfg: ExperimentConfig, pretrained: bool = True) -> Path:
-    """World, tokenizer and (``pretrained``) the demo parts the config asks for; returns the data root."""
+    """World, tokenizer and (``pretrained``) the demo parts the config asks for; returns the data root. Computed on
+    one thread, so that the files are the same bits whatever the machine's core count (thesis_lib.numerics)."""
+    with one_thread():
+        return _prepare(cfg, pretrained)
+
+
+def _prepare(cfg: ExperimentConfig, pretrained: bool) -> Path:
     root = prepare_world(cfg)
     if uses_demo_tokenizer(cfg):
         prepare_demo_tokenizer(root, cfg.model.text)

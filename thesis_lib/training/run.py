@@ -30,6 +30,7 @@ from ..errors import DeviceError, ThesisError
 from ..evaluate import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model, tte_ablation
 from ..models.sources import load_teacher, part_source
+from ..numerics import one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
@@ -87,17 +88,6 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
     return torch.load(path, mmap=True)         # memory-mapped: 3.3 M × 768 floats are 10 GB at the thesis mixture
 
 
-@contextlib.contextmanager
-def one_thread():
-    """CPU work on one thread inside the block (its float results then do not depend on the machine's cores)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 def _teacher_identity(cfg: ExperimentConfig) -> str:
     src = part_source(cfg, "teacher")
     p = Path(src) if src and not src.startswith(("hf:", "timm:")) else None
@@ -107,9 +97,11 @@ def _teacher_identity(cfg: ExperimentConfig) -> str:
 def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 0, out_dir=None, device: str = "cpu",
                    resume=False, overwrite: bool = False, overrides: dict | None = None,
                    config: ExperimentConfig | None = None) -> dict:
-    """Train one (preset, variant, seed) and evaluate it; returns the result (also written to disk)."""
+    """Train one (preset, variant, seed) and evaluate it; returns the result (also written to disk). On CPU the run
+    computes on one thread, so that its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
     cfg = config or get_config(preset, variant, seed, overrides)
     dev = resolve_device(device)
+    warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
     if info.is_main:
@@ -119,7 +111,10 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
         lock.acquire()
     try:
         found = existing_result(paths, asdict(cfg), overwrite, info.world_size)
-        return found if found is not None else _train_and_evaluate(cfg, dev, info, paths, resume)
+        if found is not None:
+            return found
+        with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
+            return _train_and_evaluate(cfg, dev, info, paths, resume)
     finally:
         if lock:
             lock.release()
