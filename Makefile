@@ -48,6 +48,7 @@ reproduce: setup
 	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
 	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET); for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
 	$(BIN)/python -m thesis_lib.study.report --preset $(PRESET) --update-readme > /dev/null
+	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
 
 # Redraw every figure and the README's results block from the stored results (no training).
 figures: setup

@@ -132,3 +132,11 @@ def test_the_golden_test_says_in_one_line_that_the_pin_is_missing(tmp_path):
     lines = [line for line in run.stdout.splitlines() if "instruction-set pin is not in effect" in line]
     assert lines and "MKL_CBWR=AUTO" in lines[0] and "Traceback" not in run.stdout, run.stdout[-2000:]
     assert "export ATEN_CPU_CAPABILITY=avx2" in lines[0]
+
+
+def test_a_result_written_on_another_cpu_vendor_is_named_in_one_line(monkeypatch):
+    monkeypatch.setattr(numerics, "cpu_vendor", lambda: "AuthenticAMD")
+    assert numerics.vendor_message({"cpu_vendor": "AuthenticAMD"}, "the results") is None
+    message = numerics.vendor_message({"cpu_vendor": "GenuineIntel"}, "the results")
+    assert "\n" not in message and "GenuineIntel" in message and "AuthenticAMD" in message
+    assert set(numerics.written_on()) == {"cpu_vendor", "cpu_capability", "torch", "pin"}

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import platform
 import warnings
 
 import torch
@@ -80,6 +81,32 @@ def warn_if_unpinned(preset: str, device: torch.device) -> None:
     if message:
         _warned = True
         warnings.warn(f"{message}; its numbers may differ in the last bits from the committed ones", stacklevel=3)
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``, …): /proc/cpuinfo's ``vendor_id``, else the platform's."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def written_on() -> dict:
+    """What stored numbers depend on besides the code: recorded beside them (tests/golden, results/<preset>)."""
+    return {"cpu_vendor": cpu_vendor(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch": torch.__version__, "pin": not pin_problems()}
+
+
+def vendor_message(record: dict, what: str) -> str | None:
+    """One line when this CPU's vendor is not the one ``what`` was written on (None when it is)."""
+    if record.get("cpu_vendor") == cpu_vendor():
+        return None
+    return (f"{what} were written on a {record.get('cpu_vendor')} CPU and this is a {cpu_vendor()} CPU: even under the "
+            f"pin their MKL builds round a few products differently in the last bit (docs/reproducibility.md)")
 
 
 @contextlib.contextmanager
@@ -177,3 +204,4 @@ def portable_init():
         yield
     finally:
         torch.Tensor.erfinv_ = original
+
