@@ -13,6 +13,18 @@ def test_auc_of_perfect_random_and_reversed_scores():
     assert math.isnan(_auc(torch.tensor([[0.5], [0.5]]), torch.tensor([[1.0], [1.0]])))   # no negative: undefined
 
 
+def test_auc_equals_scikit_learn_with_ties_and_a_label_without_negatives():
+    """scikit-learn's roc_auc_score per label (ties count ½), averaged over the labels that have both classes."""
+    import torch
+    from sklearn.metrics import roc_auc_score
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randint(0, 6, (40, 4), generator=g).float()          # coarse scores: many ties
+    truth = (torch.rand(40, 4, generator=g) < 0.4).float()
+    truth[:, 3] = 1                                                       # label 3 has no negative: left out
+    want = sum(roc_auc_score(truth[:, k].numpy(), scores[:, k].numpy()) for k in range(3)) / 3
+    assert abs(_auc(scores, truth) - want) < 1e-12 and 0.3 < want < 0.7
+
+
 def test_teacher_report_separates_object_centric_pictures_from_scenes():
     cfg = get_config("smoke")
     prepare_assets(cfg)
