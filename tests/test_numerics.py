@@ -2,6 +2,7 @@
 counterparts and do not move with MKL's code path, and no training or evaluation step of any variant (nor the
 preparation of the demo assets) calls an operator that runs in MKL's vector math library or a thin GEMM (whose
 MKL kernels differ between Intel and AMD CPUs)."""
+import math
 import os
 import subprocess
 import sys
@@ -43,6 +44,9 @@ def test_portable_functions_equal_torchs_to_float_precision():
     assert torch.allclose(numerics.tanh(x), exact(torch.tanh, x), rtol=3e-7, atol=1e-7)
     u = torch.rand(10_000) * 1.9 - 0.95
     assert torch.allclose(numerics.erfinv(u), exact(torch.erfinv, u), rtol=1e-6, atol=1e-7)
+    edges = torch.tensor([-1.0, 1.0, 1.5, 0.0])           # trunc_normal_ draws exactly ±1 now and then: ±inf, clamped
+    assert torch.equal(numerics.erfinv(edges).isinf(), torch.erfinv(edges).isinf())
+    assert numerics.erfinv(edges)[:2].tolist() == [-math.inf, math.inf] and numerics.erfinv(edges)[2].isnan()
     assert numerics.sqrt(torch.tensor([0.0, -1.0])).tolist()[0] == 0 and numerics.sqrt(torch.tensor([-1.0])).isnan()
     x.requires_grad_(True)
     numerics.exp(x).sum().backward()

@@ -186,7 +186,8 @@ def erfinv(x: torch.Tensor) -> torch.Tensor:
     w = -torch.log1p(-d * d)
     central = _horner(_ERFINV_CENTRAL, w - 2.5)
     tail = _horner(_ERFINV_TAIL, w * torch.rsqrt(w) - 3)
-    return (torch.where(w < 5, central, tail) * d).to(x.dtype)
+    out = torch.where(w < 5, central, tail) * d
+    return torch.where(d.abs() == 1, d * math.inf, out).to(x.dtype)     # ±1 -> ±inf, as torch.erfinv
 
 
 @contextlib.contextmanager
