@@ -58,3 +58,24 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     checkpoint = tmp_path / "results" / "smoke" / "switch_sib" / "seed0" / "checkpoint.pt"
     with pytest.raises(CheckpointError, match="processes: 2 -> 1"):
         run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint))
+
+
+def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypatch):
+    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded."""
+    from thesis_lib.training import distributed
+    calls = []
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
+    monkeypatch.setattr(dist, "get_rank", lambda: 3)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 4)
+    info = distributed.init_distributed(torch.device("cuda"))
+    assert calls == [("set_device", 1), ("init", "nccl")]
+    assert info == DistInfo(3, 4, 1)
+    assert distributed.rank_device(torch.device("cuda"), info) == torch.device("cuda", 1)
+    calls.clear()
+    assert distributed.init_distributed(torch.device("cpu")) == DistInfo(3, 4, 1) and calls == [("init", "gloo")]
+    assert distributed.rank_device(torch.device("cpu"), info) == torch.device("cpu")

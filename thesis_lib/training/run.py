@@ -34,7 +34,7 @@ from ..numerics import one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
-from .distributed import barrier, check_in_sync, init_distributed
+from .distributed import barrier, check_in_sync, init_distributed, rank_device
 from .engine import (
     TrainState,
     autocast,
@@ -103,6 +103,7 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev)
+    dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
     if info.is_main:
         check_writable(paths.dir)
