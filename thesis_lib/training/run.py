@@ -23,7 +23,7 @@ import torch
 
 from ..cache import build_once, fingerprint, torch_save_atomic, write_json_atomic
 from ..config import PRESETS, ExperimentConfig, get_config
-from ..data.eval_sets import build_eval_sets
+from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
 from ..errors import DeviceError, ThesisError
@@ -174,15 +174,11 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
         result["layerscale"] = {**ls, "init": cfg.model.tte_layer_scale,
                                 "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
-    coco = retrieval[0]
-    n = min(256, len(coco.tokens))
-    images = coco.images[:n] if isinstance(coco.images, torch.Tensor) else None
-    if images is not None:
-        from ..data.transforms import normalise_uint8
-        ratio = tte_contribution(raw, normalise_uint8(images, cfg.data.mean, cfg.data.std).to(device),
-                                 trim(coco.tokens[:n], tokenizer.pad_id).to(device))
-        if ratio is not None:
-            result["tte_contribution"] = ratio
+    coco = retrieval[0]                                          # the TTE's share of the encoder output (04)
+    images = next(image_batches(coco.images[:256], ctx.view, 256, ctx.num_workers))   # in memory or from files
+    ratio = tte_contribution(raw, images.to(device), trim(coco.tokens[:256], tokenizer.pad_id).to(device))
+    if ratio is not None:
+        result["tte_contribution"] = ratio
     return result
 
 
