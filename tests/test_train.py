@@ -161,3 +161,27 @@ def test_fp16_training_scales_the_loss_and_resumes_the_scale(tmp_path):
     fp32 = run_experiment("smoke", "baseline", 0, out_dir=tmp_path / "fp32", overrides={"train.steps": 2})
     assert fp32["metrics"] and "grad_scale" not in (tmp_path / "fp32" / "results" / "smoke" / "baseline" / "seed0" /
                                                     "metrics.jsonl").read_text()
+
+
+def test_a_result_is_found_by_what_it_computes_not_where_its_files_lie():
+    from thesis_lib.training.results import identity_differences
+    wanted = asdict_config(get_config("smoke", overrides={"data.root": "/data/coco-karpathy",
+                                                          "weights.checkpoint_dir": "/ckpt",
+                                                          "weights.text": "/ckpt/nlp_base.pt"}))
+    moved = json.loads(json.dumps(wanted))
+    moved["data"]["root"], moved["weights"]["checkpoint_dir"] = "./data/../data/coco", "/mnt/other"
+    moved["weights"]["text"] = "/mnt/other/nlp_base.pt/"
+    assert identity_differences(moved, wanted) == []
+    moved["weights"]["text"] = "/mnt/other/nlp_base_v2.pt"                       # another file: another run
+    assert identity_differences(moved, wanted) == ["weights.text: 'nlp_base_v2.pt' -> 'nlp_base.pt'"]
+    half = json.loads(json.dumps(wanted))
+    half["train"]["batch_size"] //= 2
+    assert identity_differences(half, wanted, stored_world=2, world_size=1) == []    # two processes × half
+    assert identity_differences(half, wanted, stored_world=1, world_size=1) == [
+        f"global batch (train.batch_size × processes): {half['train']['batch_size']} -> "
+        f"{wanted['train']['batch_size']}"]
+
+
+def asdict_config(cfg):
+    from dataclasses import asdict
+    return json.loads(json.dumps(asdict(cfg)))
