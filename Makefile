@@ -42,18 +42,28 @@ verify: setup
 golden: setup
 	$(BIN)/python tests/test_reproducible.py --update
 
-# Rerun every notebook at PRESET (default demo) in place: retrains all runs, rewrites results/, figures/, notebooks.
+# Rerun every notebook at PRESET (default demo), retraining all runs, and rewrite results/, figures/, the notebooks and
+# the README's results block (the demo's). Everything is written to $(STAGE) first and swapped in only when every notebook has
+# finished: a failed or killed reproduce leaves the stored results as they were, and no other preset's are touched.
+STAGE = build/reproduce-$(PRESET)
+ABLATIONS = results/_ablations/random-init/results
 reproduce: setup
-	rm -rf results/$(PRESET) results/_ablations
+	rm -rf $(STAGE) && mkdir -p $(STAGE)/notebooks
 	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
-	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET); for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
-	$(BIN)/python -m thesis_lib.study.report --preset $(PRESET) --update-readme > /dev/null
+	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET) THESIS_RESULTS=$(STAGE)/results THESIS_FIGURES=$(STAGE)/figures; \
+	for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb $(STAGE)/notebooks/$$nb.ipynb || exit 1; done
+	rm -rf results/$(PRESET) $(ABLATIONS)/$(PRESET) && mkdir -p $(ABLATIONS)
+	mv $(STAGE)/results/$(PRESET) results/$(PRESET)
+	if [ -d $(STAGE)/$(ABLATIONS)/$(PRESET) ]; then mv $(STAGE)/$(ABLATIONS)/$(PRESET) $(ABLATIONS)/; fi
+	mkdir -p figures && cp -R $(STAGE)/figures/. figures/
+	cp $(STAGE)/notebooks/*.ipynb notebooks/
+	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi
 	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
 
-# Redraw every figure and the README's results block from the stored results (no training).
+# Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training).
 figures: setup
 	$(BIN)/python -m thesis_lib.study.figures --preset $(PRESET)
-	$(BIN)/python -m thesis_lib.study.report --preset $(PRESET) --update-readme > /dev/null
+	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi
 
 # --allow-root only where it is needed (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
 lab: setup

@@ -43,8 +43,9 @@ def test_check_in_sync_names_the_parameter_that_differs_on_every_rank(tmp_path, 
 
 def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_path):
     """Two gloo processes train switch + SIB (the fusion head is called outside the DDP wrapper); the run ends
-    only if every parameter is equal on both ranks; the result records 2 processes, and a one-process call neither
-    reuses it nor resumes from its checkpoint (its global batch and data order differ)."""
+    only if every parameter is equal on both ranks; the result records 2 processes. A one-process call with the
+    same global batch reuses it (notebooks 03/04 after a torchrun training), one with another global batch refuses
+    it, and none resumes from its checkpoint (the data order of the remaining steps would differ)."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "switch_sib", "--out", str(tmp_path),
            "--no-progress"]
@@ -53,8 +54,31 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads((tmp_path / "results" / "smoke" / "switch_sib" / "seed0.json").read_text())
     assert result["train"]["world_size"] == 2 and "fusion" in result
-    with pytest.raises(ResultConflictError, match="processes: 2 -> 1"):
+    with pytest.raises(ResultConflictError, match=r"global batch \(train.batch_size × processes\): 32 -> 16"):
         run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path)
+    reused = run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path, overrides={"train.batch_size": 32})
+    assert reused["metrics"] == result["metrics"] and reused["train"]["world_size"] == 2
     checkpoint = tmp_path / "results" / "smoke" / "switch_sib" / "seed0" / "checkpoint.pt"
     with pytest.raises(CheckpointError, match="processes: 2 -> 1"):
         run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint))
+
+
+def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypatch):
+    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded."""
+    from thesis_lib.training import distributed
+    calls = []
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
+    monkeypatch.setattr(dist, "get_rank", lambda: 3)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 4)
+    info = distributed.init_distributed(torch.device("cuda"))
+    assert calls == [("set_device", 1), ("init", "nccl")]
+    assert info == DistInfo(3, 4, 1)
+    assert distributed.rank_device(torch.device("cuda"), info) == torch.device("cuda", 1)
+    calls.clear()
+    assert distributed.init_distributed(torch.device("cpu")) == DistInfo(3, 4, 1) and calls == [("init", "gloo")]
+    assert distributed.rank_device(torch.device("cpu"), info) == torch.device("cpu")

@@ -48,6 +48,7 @@ def test_notebook_03_runs_at_the_thesis_scale_on_fixtures(thesis_fixtures, tmp_p
         result = json.loads((tmp_path / "o" / "results" / "thesis" / variant / "seed0.json").read_text())
         assert result["train"]["steps"] == 1 and result["config"]["data"]["teacher_view"] == "augmented"
         assert result["config"]["weights"]["checkpoint_dir"] == str(ckpt)
+        assert ("tte_contribution" in result) == variant.startswith("tte_after")   # from the files, as in memory
     assert (tmp_path / "o" / "figures" / "thesis" / "03_table2_bars.png").exists()
 
 

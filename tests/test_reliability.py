@@ -512,3 +512,28 @@ def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, m
     else:                       # the figures that can be drawn are, the others named; exit 1 says some are missing
         assert one.returncode == 1 and "skipped 04_gamma" in one.stderr and "figures skipped" in one.stderr
         assert list(tmp_path.rglob("01_baseline_curves.png"))
+
+
+def test_figures_at_the_thesis_scale_need_no_data_or_checkpoints(tmp_path):
+    """`make figures PRESET=thesis` draws from stored results: without data_root/checkpoints it draws what exists."""
+    env = {**os.environ, "THESIS_RESULTS": str(tmp_path / "results")}
+    run = subprocess.run([sys.executable, "-m", "thesis_lib.study.figures", "--preset", "thesis", "--output-dir",
+                          str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert "needs data_root" not in run.stderr and "Traceback" not in run.stderr, run.stderr[-800:]
+    assert run.returncode == 1 and "figures skipped" in run.stderr          # no thesis results here: named, not drawn
+
+
+def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
+    """`make -n` prints the recipe: nothing under results/ is removed before the last notebook has run, the other
+    presets' results and ablations are never removed, and only the demo rewrites the README's results block."""
+    from thesis_lib.paths import ROOT
+    for preset in ("thesis", "demo"):
+        lines = subprocess.run(["make", "-n", "-C", str(ROOT), "reproduce", f"PRESET={preset}", "VENV=/nonexistent"],
+                               capture_output=True, text=True, check=True).stdout.splitlines()
+        papermill = max(i for i, line in enumerate(lines) if "papermill" in line)
+        removals = [(i, line) for i, line in enumerate(lines) if "rm -rf" in line and "results/" in line]
+        assert removals and all(i > papermill for i, _ in removals), removals
+        removed = [w for _, line in removals for w in line.split("rm -rf", 1)[1].split("&&")[0].split()]
+        assert sorted(removed) == sorted([f"results/{preset}", f"results/_ablations/random-init/results/{preset}"])
+        readme = [line for line in lines if "--update-readme" in line]
+        assert len(readme) == 1 and 'if [ "' + preset + '" = demo ]' in readme[0]

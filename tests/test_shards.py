@@ -45,15 +45,17 @@ def shards(tmp_path, monkeypatch):
             samples["000191"] = {"jpg": _jpeg(99), "txt": "   "}
             samples["000192"] = {"txt": "no image", "json": {"status": "failed_to_download"}}
             samples["000193"] = {"jpg": _jpeg(98)}
+            samples["000194"] = {"jpg": _jpeg(97)[:400], "txt": "a download cut short"}     # truncated JPEG
         write_shard(tmp_path / f"{s:05d}.tar", samples)
     return tmp_path / "{00000..00001}.tar"
 
 
 def test_shards_are_read_and_broken_samples_counted(shards):
     records, report = load_shards(str(shards))
-    assert (report.shards, report.samples, report.pairs) == (2, 20, 16)
+    assert (report.shards, report.samples, report.pairs) == (2, 21, 16)
     assert (report.unreadable_image, report.empty_caption, report.missing_image, report.missing_caption) == (1, 1, 1, 1)
-    assert len(report.broken_keys) == 4 and all("00001.tar" in k for k in report.broken_keys)
+    assert report.truncated_image == 1 and "00001.tar:000194 (truncated_image)" in report.broken_keys
+    assert len(report.broken_keys) == 5 and all("00001.tar" in k for k in report.broken_keys)
     assert records[9].captions == ("caption 1 of shard 1",)
     assert open_image(records[9].image).size == (64, 48)
     again, report2 = load_shards(str(shards))              # from the cached index

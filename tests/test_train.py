@@ -144,3 +144,44 @@ def test_committed_demo_results_are_runs_of_the_current_demo_config():
         assert not differences(stored["config"], wanted, stored["train"].get("world_size")), path
         seeds.setdefault(stored["variant"], set()).add(stored["seed"])
     assert all(len(seeds.get(v, ())) >= 5 for v in TTE_VARIANTS), seeds
+
+
+def test_fp16_training_scales_the_loss_and_resumes_the_scale(tmp_path):
+    """fp16 trains through a GradScaler (its scale is logged and checkpointed); other precisions bypass it."""
+    from thesis_lib.training.engine import grad_scaler
+    assert grad_scaler("fp16", torch.device("cpu")).is_enabled()
+    assert not any(grad_scaler(p, torch.device("cpu")).is_enabled() for p in ("fp32", "bf16", "auto"))
+    over = {"train.precision": "fp16", "train.steps": 4, "train.ckpt_every": 2, "train.log_every": 2}
+    run_experiment("smoke", "baseline", 0, out_dir=tmp_path, overrides=over)
+    run_dir = tmp_path / "results" / "smoke" / "baseline" / "seed0"
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").open()]
+    assert [r["grad_scale"] for r in rows] and all(r["grad_scale"] > 1 for r in rows)
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=False)
+    assert state["scaler"]["scale"] == rows[-1]["grad_scale"]
+    fp32 = run_experiment("smoke", "baseline", 0, out_dir=tmp_path / "fp32", overrides={"train.steps": 2})
+    assert fp32["metrics"] and "grad_scale" not in (tmp_path / "fp32" / "results" / "smoke" / "baseline" / "seed0" /
+                                                    "metrics.jsonl").read_text()
+
+
+def test_a_result_is_found_by_what_it_computes_not_where_its_files_lie():
+    from thesis_lib.training.results import identity_differences
+    wanted = asdict_config(get_config("smoke", overrides={"data.root": "/data/coco-karpathy",
+                                                          "weights.checkpoint_dir": "/ckpt",
+                                                          "weights.text": "/ckpt/nlp_base.pt"}))
+    moved = json.loads(json.dumps(wanted))
+    moved["data"]["root"], moved["weights"]["checkpoint_dir"] = "./data/../data/coco", "/mnt/other"
+    moved["weights"]["text"] = "/mnt/other/nlp_base.pt/"
+    assert identity_differences(moved, wanted) == []
+    moved["weights"]["text"] = "/mnt/other/nlp_base_v2.pt"                       # another file: another run
+    assert identity_differences(moved, wanted) == ["weights.text: 'nlp_base_v2.pt' -> 'nlp_base.pt'"]
+    half = json.loads(json.dumps(wanted))
+    half["train"]["batch_size"] //= 2
+    assert identity_differences(half, wanted, stored_world=2, world_size=1) == []    # two processes × half
+    assert identity_differences(half, wanted, stored_world=1, world_size=1) == [
+        f"global batch (train.batch_size × processes): {half['train']['batch_size']} -> "
+        f"{wanted['train']['batch_size']}"]
+
+
+def asdict_config(cfg):
+    from dataclasses import asdict
+    return json.loads(json.dumps(asdict(cfg)))

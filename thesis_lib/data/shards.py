@@ -13,8 +13,12 @@ across ranks × workers, and a resumed run continues at its step with the batche
 replayed or skipped.
 
 Broken samples are counted, never dropped silently: a key without an image, with an image whose bytes are not a
-JPEG, PNG or WebP, without a caption or with an empty one, is left out of the index and counted in ``ShardReport``,
-which the run's result records. A shard that is missing or cannot be read as a tar file is a ``DataError`` naming it.
+JPEG, PNG or WebP, whose image is cut short (a JPEG without its end-of-image marker FF D9, a PNG without its IEND
+chunk, a WebP shorter than its RIFF header says), without a caption or with an empty one, is left out of the index
+and counted in ``ShardReport``, which the run's result records (``train.shards``); the index is the same at every
+start, so a resumed run sees the same pairs in the same order. An image that passes these cheap checks and still
+fails to decode stops the run with a ``DataError`` naming it when a DataLoader worker meets it. A shard that is
+missing or cannot be read as a tar file is a ``DataError`` naming it.
 """
 from __future__ import annotations
 
@@ -32,7 +36,9 @@ from .datasets import PairRecord, TarMember
 
 IMAGE_EXTS = ("jpg", "jpeg", "png", "webp")
 MAGIC = (b"\xff\xd8\xff", b"\x89PNG", b"RIFF")
-INDEX_VERSION = 1
+END_MARKERS = {b"\xff\xd8": b"\xff\xd9", b"\x89PNG": b"IEND"}   # JPEG end of image, PNG's last chunk
+TAIL = 1024                       # an end marker may be followed by a little padding: looked for in the last KiB
+INDEX_VERSION = 2                 # 2: truncated images are left out of the index
 
 
 @dataclass
@@ -42,7 +48,8 @@ class ShardReport:
     samples: int = 0
     pairs: int = 0
     missing_image: int = 0
-    unreadable_image: int = 0
+    unreadable_image: int = 0                             # not a JPEG, PNG or WebP
+    truncated_image: int = 0                              # cut short (found when indexing)
     missing_caption: int = 0
     empty_caption: int = 0
     requested: int | None = None                          # ``@N``: the subset size asked for
@@ -54,6 +61,12 @@ class ShardReport:
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         self.broken_keys = (self.broken_keys + other.broken_keys)[:20]
         return self
+
+    def count(self, problem: str, key: str) -> None:
+        """One more broken sample of kind ``problem`` (a counter's name); the first 20 keys are kept."""
+        setattr(self, problem, getattr(self, problem) + 1)
+        if len(self.broken_keys) < 20:
+            self.broken_keys.append(f"{key} ({problem})")
 
 
 def expand(pattern: str) -> list[str]:
@@ -92,8 +105,7 @@ def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
                 entry = members.setdefault(str(Path(info.name).parent / key), {})
                 ext = ext.lower()
                 if ext in IMAGE_EXTS:
-                    raw.seek(info.offset_data)
-                    entry["image"] = (info.offset_data, info.size, raw.read(4))
+                    entry["image"] = (info.offset_data, info.size, *_head_and_whole(raw, info.offset_data, info.size))
                 elif ext == "txt":
                     entry["caption"] = tar.extractfile(info).read().decode("utf-8", errors="replace").strip()
     except (tarfile.TarError, OSError, EOFError) as err:
@@ -105,20 +117,39 @@ def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
             problem = "missing_image"
         elif not entry["image"][2].startswith(MAGIC):
             problem = "unreadable_image"
+        elif not entry["image"][3]:
+            problem = "truncated_image"
         elif "caption" not in entry:
             problem = "missing_caption"
         elif not entry["caption"]:
             problem = "empty_caption"
         if problem:
-            setattr(report, problem, getattr(report, problem) + 1)
-            if len(report.broken_keys) < 20:
-                report.broken_keys.append(f"{shard.name}:{key} ({problem})")
+            report.count(problem, f"{shard.name}:{key}")
             continue
-        offset, size, _ = entry["image"]
+        offset, size, _, _ = entry["image"]
         samples.append({"key": key, "offset": offset, "size": size, "caption": entry["caption"]})
     report.pairs = len(samples)
     write_json_atomic(cached, {"shard": str(shard), "samples": samples, "report": asdict(report)})
     return samples, report
+
+
+def _head_and_whole(raw, offset: int, size: int) -> tuple[bytes, bool]:
+    """An image member's first bytes and whether it looks whole: its end marker within the last KiB (a JPEG whose
+    marker is further from the end, e.g. one followed by a camera's trailer, is read whole to find it), or for a
+    WebP the length its RIFF header states. A cheap check (two short reads); an image it passes may still fail to
+    decode."""
+    raw.seek(offset)
+    head = raw.read(12)
+    if head.startswith(b"RIFF"):
+        return head, 8 + int.from_bytes(head[4:8], "little") <= size
+    marker = next((m for start, m in END_MARKERS.items() if head.startswith(start)), None)
+    if marker is None:
+        return head, True                                  # not an image: ``unreadable_image`` says so
+    raw.seek(offset + max(0, size - TAIL))
+    if marker in raw.read(min(size, TAIL)):
+        return head, True
+    raw.seek(offset)
+    return head, marker in raw.read(size)
 
 
 def load_shards(pattern: str) -> tuple[list[PairRecord], ShardReport]:

@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
     try:
-        params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir)
+        params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)   # stored results
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

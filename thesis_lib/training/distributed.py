@@ -24,12 +24,22 @@ class DistInfo:
 
 
 def init_distributed(device: torch.device) -> DistInfo:
-    """Join the process group torchrun described in the environment (RANK, WORLD_SIZE, LOCAL_RANK); else single."""
+    """Join the process group torchrun described in the environment (RANK, WORLD_SIZE, LOCAL_RANK); else single.
+    On GPUs each process first makes its own GPU (LOCAL_RANK) the current one, so that NCCL and every later
+    ``.to("cuda")`` use it instead of GPU 0 (``rank_device``)."""
     if "RANK" not in os.environ or int(os.environ.get("WORLD_SIZE", 1)) == 1:
         return DistInfo()
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if device.type == "cuda":
+        torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return DistInfo(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)))
+    return DistInfo(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+def rank_device(device: torch.device, info: DistInfo) -> torch.device:
+    """This process's device: ``cuda:LOCAL_RANK`` for a CUDA run, ``device`` otherwise."""
+    return torch.device("cuda", info.local_rank) if device.type == "cuda" else device
 
 
 def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:

@@ -41,7 +41,8 @@ def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
 @dataclass
 class TrainState:
     """What the loop trains and with what: the model as stepped (DDP/compiled wrapper) and as defined (``raw``),
-    the frozen teacher, the optimiser and its schedule, the process group and the device."""
+    the frozen teacher, the optimiser and its schedule, the process group, the device and the loss scaler (active
+    for fp16 only: ``grad_scaler``)."""
     model: torch.nn.Module
     raw: torch.nn.Module
     teacher: torch.nn.Module
@@ -49,6 +50,11 @@ class TrainState:
     sched: object
     info: DistInfo
     device: torch.device
+    scaler: torch.amp.GradScaler | None = None
+
+    def __post_init__(self):
+        if self.scaler is None:
+            self.scaler = torch.amp.GradScaler(self.device.type, enabled=False)
 
 
 def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int):
@@ -60,12 +66,21 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int):
     return opt, sched
 
 
+def resolve_precision(precision: str, device: torch.device) -> str:
+    return ("bf16" if device.type == "cuda" else "fp32") if precision == "auto" else precision
+
+
 def autocast(precision: str, device: torch.device):
-    if precision == "auto":
-        precision = "bf16" if device.type == "cuda" else "fp32"
+    precision = resolve_precision(precision, device)
     if precision == "fp32":
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:
+    """fp16 needs its loss scaled so that small gradients do not flush to zero (bf16 and fp32 do not): a
+    ``torch.amp.GradScaler``, disabled (a pass-through: ``step`` is ``opt.step()``) for any other precision."""
+    return torch.amp.GradScaler(device.type, enabled=resolve_precision(precision, device) == "fp16")
 
 
 def compute_loss(model, raw, batch: dict, teacher, t: TrainConfig, info: DistInfo, amp):
@@ -100,7 +115,7 @@ def layerscale_stats(raw) -> dict | None:
 def save_checkpoint(paths: RunPaths, s: TrainState, step: int, config: dict) -> None:
     state = {"model": s.raw.state_dict(), "optimizer": s.opt.state_dict(), "scheduler": s.sched.state_dict(),
              "step": step, "config": config, "world_size": s.info.world_size, "rng": torch.get_rng_state(),
-             "numpy_rng": np.random.get_state()}
+             "numpy_rng": np.random.get_state(), "scaler": s.scaler.state_dict()}
     try:
         torch_save_atomic(state, paths.checkpoint)           # a kill leaves the previous checkpoint intact
     except (OSError, RuntimeError) as err:                   # a full disk: torch raises RuntimeError
@@ -127,6 +142,8 @@ def load_checkpoint(path, s: TrainState, config: dict) -> int:
     s.raw.load_state_dict(state["model"])
     s.opt.load_state_dict(state["optimizer"])
     s.sched.load_state_dict(state["scheduler"])
+    if state.get("scaler"):
+        s.scaler.load_state_dict(state["scaler"])
     torch.set_rng_state(state["rng"])
     np.random.set_state(state["numpy_rng"])
     return int(state["step"])
@@ -158,10 +175,12 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
             raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
         loss, parts = compute_loss(model, raw, batch, s.teacher, t, info, amp)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        s.scaler.scale(loss).backward()
         if t.grad_clip:
+            s.scaler.unscale_(opt)                           # clip the true gradients (no-op unless fp16)
             torch.nn.utils.clip_grad_norm_(raw.parameters(), t.grad_clip)
-        opt.step()
+        s.scaler.step(opt)                                   # skipped when fp16 gradients overflowed
+        s.scaler.update()
         sched.step()
         with torch.no_grad():
             raw.logit_scale.clamp_(0, t.logit_scale_max)
@@ -179,6 +198,8 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
             mean = (sums / (done - window_start)).tolist()
             row = {"step": done, **dict(zip(["loss", *parts], mean)), "lr": sched.get_last_lr()[0],
                    "logit_scale": numerics.exp(raw.logit_scale)[0].item(), "layerscale": layerscale_stats(raw)}
+            if s.scaler.is_enabled():
+                row["grad_scale"] = s.scaler.get_scale()
             if info.is_main:
                 append_jsonl(paths.metrics, row)
                 if done % t.ckpt_every == 0 or done == t.steps:

@@ -18,6 +18,10 @@ from ..errors import OutputDirError, ResultConflictError
 
 # fields that change how a run is executed or logged, not what it computes
 OPERATIONAL = ("train.log_every", "train.ckpt_every", "data.num_workers", "eval.batch_size", "eval.retrieval_chunk")
+# where the data and the checkpoints lie on this machine: the same files in another folder give the same run
+PATHS = ("data.root", "weights.checkpoint_dir")
+# a part's own source: a hub id or "demo" counts as written, a file or folder by its name (not where it lies)
+SOURCES = ("weights.image", "weights.text", "weights.teacher", "weights.tokenizer")
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,28 @@ def differences(stored: dict, wanted: dict, stored_world: int | None = None, wor
     return diffs
 
 
+def _identity(config: dict, world_size: int) -> dict:
+    """A config as a result's scientific identity: paths dropped, sources by name, the batch as the global batch
+    (``train.batch_size`` × processes: one process of 512 pairs or two of 256 train the same model)."""
+    out = json.loads(json.dumps(config))
+    for key in PATHS + SOURCES:
+        section, name = key.split(".")
+        value = out.get(section, {}).get(name)
+        if isinstance(value, str):
+            prefix = next((p for p in ("hf:", "timm:") if value.startswith(p)), "")
+            out[section][name] = "" if key in PATHS else prefix + os.path.basename(value[len(prefix):].rstrip("/"))
+    if "batch_size" in out.get("train", {}):
+        out["train"]["batch_size"] *= world_size
+    return out
+
+
+def identity_differences(stored: dict, wanted: dict, stored_world: int | None = None, world_size: int = 1) -> list[str]:
+    """What makes a stored result another run than the one wanted: the config differences that change what is
+    computed (``differences``), with paths and the split of the global batch over processes left out."""
+    diffs = differences(_identity(stored, stored_world or 1), _identity(wanted, world_size))
+    return [d.replace("train.batch_size", "global batch (train.batch_size × processes)", 1) for d in diffs]
+
+
 RESULT_FIELDS = ("preset", "variant", "seed", "metrics", "config", "train")
 
 
@@ -104,13 +130,14 @@ def read_result(path: Path) -> dict:
 
 
 def existing_result(paths: RunPaths, config: dict, overwrite: bool, world_size: int = 1) -> dict | None:
-    """The stored result of this run if it was made with the same config and number of processes (the global
-    batch is ``train.batch_size`` × processes); None if there is none (or ``overwrite``); a result of another
-    config raises, so nothing is silently replaced."""
+    """The stored result of this run if it is the same run (``identity_differences``: a result trained by torchrun
+    is reused by a one-process notebook with the same global batch, data in another folder is the same data); None
+    if there is none (or ``overwrite``); a result of another run raises, so nothing is silently replaced."""
     if not paths.result.exists() or overwrite:
         return None
     stored = read_result(paths.result)
-    diffs = differences(stored.get("config", {}), config, stored.get("train", {}).get("world_size"), world_size)
+    diffs = identity_differences(stored.get("config", {}), config, stored.get("train", {}).get("world_size"),
+                                 world_size)
     if diffs:
         raise ResultConflictError(f"{paths.result} holds a result of another config ({'; '.join(diffs[:4])}); "
                                   "pass overwrite=True (--overwrite) to replace it, or another output folder")

@@ -23,7 +23,7 @@ import torch
 
 from ..cache import build_once, fingerprint, torch_save_atomic, write_json_atomic
 from ..config import PRESETS, ExperimentConfig, get_config
-from ..data.eval_sets import build_eval_sets
+from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
 from ..errors import DeviceError, ThesisError
@@ -34,10 +34,11 @@ from ..numerics import one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
-from .distributed import barrier, check_in_sync, init_distributed
+from .distributed import barrier, check_in_sync, init_distributed, rank_device
 from .engine import (
     TrainState,
     autocast,
+    grad_scaler,
     layerscale_stats,
     load_checkpoint,
     make_optimizer,
@@ -103,6 +104,7 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev)
+    dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
     if info.is_main:
         check_writable(paths.dir)
@@ -134,7 +136,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
     if cfg.train.compile:
         model = torch.compile(model)
-    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device)
+    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device,
+                       grad_scaler(cfg.train.precision, device))
     start = 0
     ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
     if resume and ckpt.exists():
@@ -171,15 +174,11 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
         result["layerscale"] = {**ls, "init": cfg.model.tte_layer_scale,
                                 "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
-    coco = retrieval[0]
-    n = min(256, len(coco.tokens))
-    images = coco.images[:n] if isinstance(coco.images, torch.Tensor) else None
-    if images is not None:
-        from ..data.transforms import normalise_uint8
-        ratio = tte_contribution(raw, normalise_uint8(images, cfg.data.mean, cfg.data.std).to(device),
-                                 trim(coco.tokens[:n], tokenizer.pad_id).to(device))
-        if ratio is not None:
-            result["tte_contribution"] = ratio
+    coco = retrieval[0]                                          # the TTE's share of the encoder output (04)
+    images = next(image_batches(coco.images[:256], ctx.view, 256, ctx.num_workers))   # in memory or from files
+    ratio = tte_contribution(raw, images.to(device), trim(coco.tokens[:256], tokenizer.pad_id).to(device))
+    if ratio is not None:
+        result["tte_contribution"] = ratio
     return result
 
 
