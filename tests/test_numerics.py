@@ -144,3 +144,11 @@ def test_a_result_written_on_another_cpu_vendor_is_named_in_one_line(monkeypatch
     message = numerics.vendor_message({"cpu_vendor": "GenuineIntel"}, "the results")
     assert "\n" not in message and "GenuineIntel" in message and "AuthenticAMD" in message
     assert set(numerics.written_on()) == {"cpu_vendor", "cpu_capability", "torch", "pin"}
+
+
+def test_cached_results_are_keyed_by_the_kernels_that_computed_them(monkeypatch):
+    """Teacher targets computed without the pin once stood in for pinned ones (a cache keyed without the kernels)."""
+    pinned = numerics.kernels(torch.device("cpu"))
+    monkeypatch.setenv("MKL_CBWR", "AUTO")
+    assert pinned.endswith("-pinned") and numerics.kernels(torch.device("cpu")).endswith("-unpinned")
+    assert numerics.kernels(torch.device("meta")) == "meta"

@@ -101,6 +101,14 @@ def written_on() -> dict:
             "torch": torch.__version__, "pin": not pin_problems()}
 
 
+def kernels(device: torch.device) -> str:
+    """Which kernels compute on ``device``, for the key of a cached result (teacher targets): pinned and unpinned
+    CPU results differ in the last bits, so one must never stand in for the other."""
+    if device.type != "cpu":
+        return device.type
+    return f"cpu-{torch.backends.cpu.get_cpu_capability()}-{'pinned' if not pin_problems() else 'unpinned'}"
+
+
 def vendor_message(record: dict, what: str) -> str | None:
     """One line when this CPU's vendor is not the one ``what`` was written on (None when it is)."""
     if record.get("cpu_vendor") == cpu_vendor():

@@ -30,7 +30,7 @@ from ..errors import DeviceError, ThesisError
 from ..evaluate import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model, tte_ablation
 from ..models.sources import load_teacher, part_source
-from ..numerics import one_thread, warn_if_unpinned
+from ..numerics import kernels, one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
@@ -75,7 +75,8 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
     if cfg.data.teacher_view != "fixed" or not cfg.train.cache_teacher:
         return None
     key = fingerprint({"teacher": asdict(cfg.teacher), "weights": _teacher_identity(cfg), "views": asdict(cfg.data),
-                       "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0])})
+                       "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0]),
+                       "kernels": kernels(torch.device(device))})   # unpinned targets never reused pinned
     path = data_dir() / "teacher-targets" / f"{cfg.preset}-{key}.pt"
 
     def compute():
