@@ -5,8 +5,8 @@ Three things make a CPU float result depend on the machine, each measured in doc
 
 * **the instruction set**: ATen, oneDNN and MKL pick AVX-512 kernels where the CPU has them, AVX2 ones otherwise,
   and the two round differently. ``PIN`` (declared in ``assets/cpu_pin.env``, which the Makefile and the tests
-  export before torch is imported) caps all three at AVX2; MKL's ``AVX2,STRICT`` branch also makes its GEMMs equal on
-  Intel and AMD CPUs. ``pin_problems`` says what is not in effect; runs at a preset whose results are committed warn
+  export before torch is imported) caps all three at AVX2; MKL's ``AVX2,STRICT`` branch also makes most of its GEMMs
+  equal on Intel and AMD CPUs (not all: a few last bits still differ, docs/reproducibility.md). ``pin_problems`` says what is not in effect; runs at a preset whose results are committed warn
   once (``warn_if_unpinned``).
 * **the thread count**: reductions split across threads sum in another order. ``one_thread`` runs a block on one
   thread; every CPU run and the preparation of its assets use it (parallelism comes from running runs side by side).

@@ -175,11 +175,11 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
         result["layerscale"] = {**ls, "init": cfg.model.tte_layer_scale,
                                 "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
-    coco = retrieval[0]                                          # the TTE's share of the encoder output (04)
-    images = next(image_batches(coco.images[:256], ctx.view, 256, ctx.num_workers))   # in memory or from files
-    ratio = tte_contribution(raw, images.to(device), trim(coco.tokens[:256], tokenizer.pad_id).to(device))
-    if ratio is not None:
-        result["tte_contribution"] = ratio
+    if cfg.model.spec.tte == "after":                            # the TTE's share of the encoder output (04)
+        coco = retrieval[0]
+        images = next(image_batches(coco.images[:256], ctx.view, 256, ctx.num_workers))   # in memory or from files
+        tokens = trim(coco.tokens[:256], tokenizer.pad_id)
+        result["tte_contribution"] = tte_contribution(raw, images.to(device), tokens.to(device))
     return result
 
 
