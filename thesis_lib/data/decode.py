@@ -1,6 +1,9 @@
 """Decoding a training image for the DataLoader path (``data.decoder``); ``benchmarks/data_pipeline.py`` measures them.
 
-* ``pil``: PIL decodes at full size (the default; what the thesis code does).
+* ``pil``: PIL decodes at full size (what the thesis code does). The default at every preset, the thesis's too: the
+  only faster decoder measured, ``pil_draft`` (2.2 ×, BENCHMARKS.md), changes what the model sees, and
+  ``torchvision`` is no faster (1.02 ×) and rounds differently. A run that reads files prints what its data path
+  delivers and warns when training waits for it (``data/throughput.py``).
 * ``pil_draft``: PIL's JPEG draft mode decodes at 1/2, 1/4 or 1/8 scale in the DCT, the largest reduction that keeps
   both sides ≥ the view size, so a 640 × 480 COCO picture decodes at 320 × 240 for 224 px views (not bit-identical
   to ``pil``: the crop is resampled from the reduced picture).

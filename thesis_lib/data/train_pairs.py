@@ -14,6 +14,7 @@ from ..errors import DataError
 from .decode import decode
 from .eval_sets import decoded, image_batches
 from .roots import data_root, pair_records
+from .throughput import DataPathRate, measure_data_path, steps_to_measure
 from .tokenizer import CaptionTokenizer, tokenize, trim
 from .transforms import BatchAugment, ImageView, eval_transform, normalise_uint8, student_transform, teacher_transform
 
@@ -82,7 +83,8 @@ class TrainPairs:
                 yield self.batch(step, teacher_targets)
             return
         workers = self.cfg.data.num_workers
-        loader = DataLoader(_StepStream(self, start_step, stop_step), batch_size=self.cfg.train.batch_size,
+        stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
+        loader = DataLoader(stream, batch_size=self.cfg.train.batch_size,
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
         for images, teacher_images, tokens, image_idx in loader:
             out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
@@ -91,6 +93,15 @@ class TrainPairs:
             else:
                 out["teacher_images"] = teacher_images
             yield out
+
+    def data_path_rate(self, cached_targets: bool) -> DataPathRate | None:
+        """What the file-reading path can deliver (pairs/s), measured on this run's own first samples; None in
+        memory, where the views are drawn batch-wise on the training process."""
+        if self.images is not None:
+            return None
+        steps = min(steps_to_measure(self.cfg.train.batch_size), self.steps_per_epoch)
+        stream = _StepStream(self, 0, steps, draw_teacher_view=not cached_targets)
+        return measure_data_path(stream, self.cfg.train.batch_size, self.cfg.data.decoder, self.cfg.data.num_workers)
 
     def teacher_view_images(self, batch_size: int):
         """The fixed teacher view of every training image, in order (to cache teacher targets once)."""
@@ -101,14 +112,17 @@ class TrainPairs:
 
 class _StepStream(Dataset):
     """Item k = sample k % B of step start + k // B of this process; each sample's randomness is seeded by
-    (seed, step, rank, k), so the stream is the same whichever worker decodes it and after a resume."""
+    (seed, step, rank, k), so the stream is the same whichever worker decodes it and after a resume. With cached
+    teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in for it."""
 
-    def __init__(self, pairs: TrainPairs, start: int, stop: int):
+    def __init__(self, pairs: TrainPairs, start: int, stop: int, draw_teacher_view: bool = True):
         cfg, size = pairs.cfg, pairs.cfg.model.image.img_size
         self.pairs, self.start, self.stop, self.B = pairs, start, stop, cfg.train.batch_size
         self.student = student_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
         self.teacher = (teacher_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
                         if cfg.data.teacher_view == "augmented" else eval_transform(size, cfg.data.mean, cfg.data.std))
+        if not draw_teacher_view:
+            self.teacher = _empty
 
     def __len__(self):
         return (self.stop - self.start) * self.B
@@ -121,3 +135,7 @@ class _StepStream(Dataset):
         torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
         img = decode(self.pairs.image_files[image], self.pairs.cfg.data.decoder, self.pairs.cfg.model.image.img_size)
         return self.student(img), self.teacher(img), self.pairs.tokens[pair], image
+
+
+def _empty(img) -> torch.Tensor:
+    return torch.empty(0)

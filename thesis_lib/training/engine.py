@@ -19,6 +19,7 @@ from tqdm import tqdm
 from .. import numerics
 from ..cache import torch_save_atomic, write_text_atomic
 from ..config import ExperimentConfig, TrainConfig
+from ..data.throughput import DataPathRate, WaitClock, warn_if_waiting
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
@@ -149,8 +150,11 @@ def load_checkpoint(path, s: TrainState, config: dict) -> int:
     return int(state["step"])
 
 
-def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0) -> dict:
-    """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0."""
+def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0,
+               data_rate: DataPathRate | None = None) -> dict:
+    """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0. With
+    ``data_rate`` (a run reading files), warns once, after the first logged window, if the loop mostly waited for
+    its batches (data/throughput.py)."""
     t, model, raw, opt, sched, info, device = cfg.train, s.model, s.raw, s.opt, s.sched, s.info, s.device
     amp = autocast(t.precision, device)
     if info.is_main:
@@ -164,12 +168,13 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
                 f"last at step {steps[-1]}): the training curve was cut or edited, and resuming would lose part of "
                 f"it. Delete {paths.dir} to train this run again, or restore the file")
         write_text_atomic(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
-    sums, bad_step = None, torch.full((), -1, device=device)
+    sums, bad_step, checked_data = None, torch.full((), -1, device=device), data_rate is None
     window_start, t0, steps_done = start_step, time.perf_counter(), 0
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
                disable=not (show_progress() and info.is_main), dynamic_ncols=True)
     model.train()
-    for step, batch in enumerate(pairs.batches(start_step, t.steps, targets), start=start_step):
+    clock = WaitClock(pairs.batches(start_step, t.steps, targets))
+    for step, batch in enumerate(clock, start=start_step):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
         if raw.fusion is not None:
             raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
@@ -206,11 +211,16 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
                     save_checkpoint(paths, s, done, asdict(cfg))
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
+            if not checked_data and info.is_main:
+                elapsed = time.perf_counter() - t0
+                warn_if_waiting(clock.waited, elapsed, steps_done * t.batch_size * info.world_size / elapsed, data_rate)
+                checked_data = True
         bar.update()
     bar.close()
     seconds = time.perf_counter() - t0
     return {"steps": t.steps, "resumed_from": start_step, "time_s": seconds, "world_size": info.world_size,
-            "pairs_per_s": steps_done * t.batch_size * info.world_size / max(seconds, 1e-9)}
+            "pairs_per_s": steps_done * t.batch_size * info.world_size / max(seconds, 1e-9),
+            "data_wait_s": clock.waited}
 
 
 @torch.no_grad()

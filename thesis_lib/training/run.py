@@ -132,6 +132,9 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     teacher = load_teacher(cfg).to(device)
     pairs = TrainPairs(cfg, tokenizer, root, info.rank, info.world_size)
     targets = teacher_targets(cfg, teacher, pairs, device, info)
+    data_rate = pairs.data_path_rate(targets is not None) if info.is_main else None     # files: can the data path keep up?
+    if data_rate:
+        print(data_rate.message(), file=sys.stderr)
     model = raw
     if info.world_size > 1:
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
@@ -145,7 +148,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         start = load_checkpoint(ckpt, state, asdict(cfg))
     elif resume and isinstance(resume, (str, Path)):
         raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
-    stats = train_loop(state, pairs, targets, cfg, paths, start)
+    stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate)
     if pairs.shard_reports:
         stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
     check_in_sync(raw, info)
