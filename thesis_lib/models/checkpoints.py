@@ -188,6 +188,19 @@ def load_data2vec2_image(path, image: ImageConfig, keep: int = 6, num_heads: int
     return enc
 
 
+D2V1_TEXT = "https://dl.fbaipublicfiles.com/fairseq/data2vec/nlp_base.pt"
+D2V2_TEXT = "https://dl.fbaipublicfiles.com/fairseq/data2vec2/nlp_base.pt"
+
+
+def text_release(state: dict) -> str:
+    """Which data2vec text release a state dict is: "2.0", "1.0" (fairseq's RoBERTa-style layout) or ""."""
+    if any(k.startswith(TXT) for k in state):
+        return "2.0"
+    if any(k.startswith(("encoder.sentence_encoder.", "sentence_encoder.")) for k in state):
+        return "1.0"
+    return ""
+
+
 def load_data2vec2_text(path, text: TextConfig, keep: int = 6, num_heads: int = 12) -> Data2Vec2TextEncoder:
     """The Data2Vec2 text encoder from ``nlp_base.pt``: embeddings + LayerNorm + the first ``keep`` blocks."""
     ck = torch_load(path)
@@ -196,6 +209,9 @@ def load_data2vec2_text(path, text: TextConfig, keep: int = 6, num_heads: int = 
     top = _block_ids(sd, r"blocks\.(\d+)\.")
     if len(top) < keep:
         raise CheckpointError(f"{path} has {len(top)} blocks; {keep} were requested")
+    if text_release(sd) == "1.0":
+        raise CheckpointError(f"{path} is the data2vec 1.0 text model ({D2V1_TEXT}); the thesis uses data2vec "
+                              f"2.0's, published under the same file name: {D2V2_TEXT}")
     if TXT + "local_encoder.embed_tokens.weight" not in sd:
         raise CheckpointError(f"{path} is not a Data2Vec2 text checkpoint: missing keys: "
                               f"{TXT}local_encoder.embed_tokens.weight")

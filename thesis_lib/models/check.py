@@ -1,0 +1,135 @@
+"""Check a folder of downloaded thesis checkpoints before a GPU run: each file's size and SHA-256, which release it
+is, and whether the thesis preset's loaders accept it (the same strict key and shape checks a run does).
+
+    python -m thesis_lib.models.check CKPT          # CKPT holds the files below; prints one table, exit 1 on a problem
+
+Where each file comes from (README "Full scale on a GPU"):
+
+* ``base_imagenet.pt``: data2vec 2.0 ViT-B/16, no fine-tuning, fairseq ``examples/data2vec`` (data2vec 2.0 →
+  Vision), https://dl.fbaipublicfiles.com/fairseq/data2vec2/base_imagenet.pt.
+* ``nlp_base.pt``: the data2vec **2.0** text base model, https://dl.fbaipublicfiles.com/fairseq/data2vec2/nlp_base.pt.
+  fairseq also publishes a data2vec **1.0** text model under the same file name (``…/fairseq/data2vec/nlp_base.pt``,
+  a RoBERTa-style ``encoder.sentence_encoder.*`` layout): it is recognised and refused.
+* ``beitv2_base_patch16_224_pt1k.pth``: BEiT v2 ViT-B/16 self-supervised on ImageNet-1K (the ``pt1k`` file of
+  microsoft/unilm ``beit2``'s README), not one of the fine-tuned ``pt1k_ft*`` files.
+* ``encoder.json``, ``vocab.bpe``, ``dict.txt``: https://dl.fbaipublicfiles.com/fairseq/data2vec2/ (GPT-2's BPE in
+  fairseq's dictionary order). ``encoder.json`` and ``vocab.bpe`` are OpenAI's GPT-2 files, whose SHA-256 openai/tiktoken
+  publishes (``tiktoken_ext/openai_public.py``); they are compared here.
+
+fairseq and unilm publish no checksums for the model files: the table prints them so that a lab can record its own.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import get_config
+from ..errors import ThesisError
+from .checkpoints import D2V1_TEXT, D2V2_TEXT, _model_state, text_release, torch_load
+from .sources import THESIS_FILES
+
+TOKENIZER_FILES = ("encoder.json", "vocab.bpe", "dict.txt")
+KNOWN_SHA256 = {  # openai/tiktoken, tiktoken_ext/openai_public.py, gpt2()
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+}
+
+
+@dataclass
+class FileCheck:
+    name: str
+    size: int | None = None
+    sha256: str = ""
+    release: str = ""
+    problem: str = ""
+
+
+def sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def describe(part: str, path: Path) -> str:
+    """A one-line description of what a model file holds, read from its keys."""
+    state = _model_state(torch_load(path), path)
+    keys = [k for k in state if k != "_ema"]
+    if part == "text":
+        release = text_release(state)
+        if release == "1.0":
+            raise ThesisError(f"{path.name} is the data2vec 1.0 text model ({D2V1_TEXT}); the thesis uses data2vec "
+                              f"2.0's, published under the same name: {D2V2_TEXT}")
+        return f"data2vec {release or '?'} text, {len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks"
+    if part == "image":
+        prenet = {k.split(".")[4] for k in keys if ".context_encoder.blocks." in k}
+        blocks = {k.split(".")[1] for k in keys if k.startswith("blocks.")}
+        return f"data2vec 2.0 image, {len(prenet)} prenet + {len(blocks)} blocks, EMA {'yes' if '_ema' in state else 'no'}"
+    pretraining = any(k.startswith("cls_pt_layers.") for k in keys)
+    head = "head.weight" in keys or "fc_norm.weight" in keys
+    release = "pretraining (pt1k)" if pretraining else "fine-tuned (a pt1k_ft* file?)" if head else "?"
+    return f"BEiT v2, {len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks, {release}"
+
+
+def check_folder(folder: Path, overrides: dict | None = None) -> list[FileCheck]:
+    """Every thesis file in ``folder``: present, hashed, described, and loaded by the thesis preset's loaders
+    (``overrides``: config fields, e.g. a shrunk model for tiny test files)."""
+    from ..data.tokenizer import load_tokenizer
+    from .sources import load_encoders, load_teacher
+    cfg = get_config("thesis", overrides={**(overrides or {}), "weights.checkpoint_dir": str(folder)})
+    rows = []
+    for part, name in THESIS_FILES.items():
+        row, path = FileCheck(name), folder / name
+        rows.append(row)
+        if not path.exists():
+            row.problem = "missing"
+            continue
+        row.size, row.sha256 = path.stat().st_size, sha256(path)
+        try:
+            row.release = describe(part, path)
+        except ThesisError as err:
+            row.problem = str(err)
+    for name in TOKENIZER_FILES:
+        row, path = FileCheck(name), folder / name
+        rows.append(row)
+        if not path.exists():
+            row.problem = "missing"
+            continue
+        row.size, row.sha256 = path.stat().st_size, sha256(path)
+        known = KNOWN_SHA256.get(name)
+        row.release = "GPT-2 (SHA-256 as published)" if known == row.sha256 else "not OpenAI's GPT-2 file" if known else ""
+    if not any(r.problem for r in rows):
+        for what, load in (("encoders", lambda: load_encoders(cfg)), ("teacher", lambda: load_teacher(cfg)),
+                           ("tokenizer", lambda: load_tokenizer(cfg, folder))):
+            try:
+                load()
+            except ThesisError as err:
+                rows.append(FileCheck(f"(thesis loader: {what})", problem=str(err)))
+    return rows
+
+
+def table(rows: list[FileCheck]) -> str:
+    lines = ["| file | size | SHA-256 | what it is | problem |", "|---|---:|---|---|---|"]
+    for r in rows:
+        size = f"{r.size / 2 ** 20:,.1f} MiB" if r.size is not None else ""
+        lines.append(f"| {r.name} | {size} | {r.sha256} | {r.release} | {r.problem} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.models.check", description=__doc__.split("\n\n")[0])
+    p.add_argument("folder", type=Path, help="the folder passed as --checkpoints / checkpoints")
+    args = p.parse_args(argv)
+    rows = check_folder(args.folder)
+    print(table(rows))
+    bad = [r for r in rows if r.problem]
+    print(f"\n{len(bad)} problem(s)" if bad else "\nall files present, and the thesis preset's loaders accept them")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
