@@ -8,9 +8,10 @@ numbers say whether that is the case, both measured on the run itself:
 * at the start, ``measure_data_path`` decodes a few of the run's own training samples on the main process exactly as
   a worker does (the run's decoder and views, the run's images) and multiplies the rate by the workers that can run
   at once: the pairs/s the data path can deliver (printed);
-* during training, ``WaitClock`` adds up the time the loop waits for its next batch; after the first logged window,
-  ``wait_warning`` warns when waiting takes more than ``WAIT_WARN`` of the time, with the data path's rate beside
-  the rate the loop reached and the levers that raise it.
+* during training, ``WaitClock`` adds up the time the loop waits for its next batch after the first one (which
+  waits for the workers to start); at the first log point ``MIN_STEPS`` steps later, ``wait_warning`` warns when
+  waiting took more than ``WAIT_WARN`` of the time, with the data path's rate beside the rate the loop reached and
+  the levers that raise it. Shorter runs are not judged.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import torch
 
 WAIT_WARN = 0.25          # share of the training time spent waiting for batches above which the run warns
 SAMPLES = 12              # training samples decoded at the start to measure the rate (after 2 of warm-up)
+MIN_STEPS = 20            # steps after the first batch before the loop's waiting is judged
 
 
 class DataPathWarning(UserWarning):
@@ -76,10 +78,11 @@ def steps_to_measure(batch_size: int) -> int:
 
 
 class WaitClock:
-    """Wraps the batch iterator; ``waited`` is the seconds spent in ``next`` (the loop waiting for data)."""
+    """Wraps the batch iterator; ``waited`` is the seconds spent in ``next`` (the loop waiting for data) after the
+    first batch, which arrived at ``first_at`` (``time.perf_counter``; None before)."""
 
     def __init__(self, batches):
-        self.batches, self.waited = iter(batches), 0.0
+        self.batches, self.waited, self.first_at = iter(batches), 0.0, None
 
     def __iter__(self):
         return self
@@ -89,7 +92,14 @@ class WaitClock:
         try:
             return next(self.batches)
         finally:
-            self.waited += time.perf_counter() - start
+            now = time.perf_counter()
+            if self.first_at is None:
+                self.first_at = now
+            else:
+                self.waited += now - start
+
+    def since_first(self) -> float:
+        return time.perf_counter() - self.first_at if self.first_at is not None else 0.0
 
 
 def wait_warning(waited: float, elapsed: float, pairs_per_s: float, rate: DataPathRate | None) -> str | None:

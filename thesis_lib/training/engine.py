@@ -19,7 +19,7 @@ from tqdm import tqdm
 from .. import numerics
 from ..cache import torch_save_atomic, write_text_atomic
 from ..config import ExperimentConfig, TrainConfig
-from ..data.throughput import DataPathRate, WaitClock, warn_if_waiting
+from ..data.throughput import MIN_STEPS, DataPathRate, WaitClock, warn_if_waiting
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
@@ -211,10 +211,10 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
                     save_checkpoint(paths, s, done, asdict(cfg))
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
-            if not checked_data and info.is_main:
-                elapsed = time.perf_counter() - t0
-                warn_if_waiting(clock.waited, elapsed, steps_done * t.batch_size * info.world_size / elapsed, data_rate)
-                checked_data = True
+            if not checked_data and steps_done > MIN_STEPS and info.is_main:
+                elapsed = clock.since_first()                # the workers' start-up is not judged
+                rate = (steps_done - 1) * t.batch_size * info.world_size / max(elapsed, 1e-9)
+                checked_data = warn_if_waiting(clock.waited, elapsed, rate, data_rate) or True
         bar.update()
     bar.close()
     seconds = time.perf_counter() - t0
