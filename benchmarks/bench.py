@@ -3,11 +3,15 @@
     python benchmarks/bench.py --preset demo                     # CPU, the embedded world (under 5 minutes)
     python benchmarks/bench.py --preset thesis --device cuda     # GPU, synthetic 224 px batches, batch 256
 
-FLOPs are counted analytically from the shapes that actually run: forward hooks on every ``nn.Linear`` and
-``nn.Conv2d`` add 2 · (multiply-adds) of their call, every attention module adds 2 · 2 · B · heads · N² · d_head for
-QKᵀ and AV; a training step costs 3 × the student's forward (backward = 2 × forward) plus the teacher's forward when
-its targets are not cached. Achieved FLOP/s are divided by the peak matmul FLOP/s measured in the same run, same
-device and dtype (a large square matmul). Results are printed as Markdown tables (copy them into BENCHMARKS.md).
+FLOPs are counted from the shapes that actually run by ``torch.utils.flop_counter.FlopCounterMode``
+(``forward_flops``): 2 · (multiply-adds) of every matmul and convolution operator, functional calls (``F.linear``)
+included, and attention through SDPA's math backend, so that QKᵀ and AV count 2 · 2 · B · heads · N² · d_head on
+every device (the CPU's fused SDPA kernel has no FLOP formula); a training step costs 3 × the student's forward
+(backward = 2 × forward) plus the teacher's forward when its targets are not cached. The zero-shot classifier is
+counted by ``FlopCounter`` (forward hooks on ``nn.Linear``, ``nn.Conv2d`` and attention modules, which miss functional
+calls), which does not slow the timed call. Achieved FLOP/s are divided by the peak matmul FLOP/s measured in the same
+run, same device and dtype (a large square matmul). Results are printed as Markdown tables (copy them into
+BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ import time
 
 import torch
 from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 from thesis_lib import get_config
 from thesis_lib.evaluate import retrieval_recalls
@@ -48,8 +54,26 @@ def peak_matmul(device, dtype, n=None, seconds=2.0) -> float:
     return 2 * n ** 3 * k / (time.perf_counter() - t)
 
 
+def forward_flops(module, *inputs) -> int:
+    """FLOPs of one forward call ``module(*inputs)``: ``FlopCounterMode``'s count of every matmul, convolution and
+    attention operator it dispatches (functional calls included), attention on SDPA's math backend (the same FLOPs as
+    the fused kernels, which are not counted on CPU). No graph is built: the parameters are frozen for the call
+    (not ``no_grad``, under which the counter's module tracker fails on tensors that require grad)."""
+    trainable = [p for p in module.parameters() if p.requires_grad]
+    try:
+        for p in trainable:
+            p.requires_grad_(False)
+        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+            module(*inputs)
+    finally:
+        for p in trainable:
+            p.requires_grad_(True)
+    return counter.get_total_flops()
+
+
 class FlopCounter:
-    """Counts the matmul FLOPs of every Linear, Conv2d and attention call inside the ``with`` block."""
+    """Counts the matmul FLOPs of every Linear, Conv2d and attention module called after construction, by forward
+    hooks (a functional call such as ``F.linear`` inside a module is missed: ``forward_flops`` counts those)."""
 
     def __init__(self, *modules):
         self.flops, self.handles = 0, []
@@ -76,17 +100,19 @@ class FlopCounter:
 
 class SyntheticPairs:
     """Stands in for TrainPairs at the thesis preset (no data on the machine): random uint8 pictures at the model's
-    size, captions of 8-24 BPE tokens padded to 64, the same vectorised views and per-batch trimming."""
+    size, captions of 10-25 BPE tokens padded to 64, the same vectorised views and per-batch trimming. Pictures and
+    captions are drawn on ``device`` (a GPU's own generator there), so its batches are made there, not copied."""
 
-    def __init__(self, cfg, n_images: int = 1024):
+    def __init__(self, cfg, n_images: int = 1024, device=None):
         from thesis_lib.data.train_pairs import TrainPairs
-        g = torch.Generator().manual_seed(0)
+        device = torch.device(device or "cpu")
+        g = _generator(device)
         S, L = cfg.model.image.img_size, cfg.model.text.max_len
         self.cfg, self.pad_id = cfg, cfg.model.text.pad_id
-        self.images = torch.randint(0, 256, (n_images, 3, S, S), generator=g, dtype=torch.uint8)
-        self.tokens = torch.full((n_images, L), self.pad_id, dtype=torch.int32)
-        for i, n in enumerate(torch.randint(10, 26, (n_images,), generator=g).tolist()):
-            self.tokens[i, :n] = torch.randint(4, cfg.model.text.vocab_size - 1, (n,), generator=g)
+        self.images = torch.randint(0, 256, (n_images, 3, S, S), generator=g, dtype=torch.uint8, device=device)
+        lengths = torch.randint(10, 26, (n_images, 1), generator=g, device=device)
+        words = torch.randint(4, cfg.model.text.vocab_size - 1, (n_images, L), generator=g, device=device)
+        self.tokens = torch.where(torch.arange(L, device=device) < lengths, words, self.pad_id).int()
         self.pair_image = torch.arange(n_images)
         self.image_files = [f"synthetic-{i}" for i in range(n_images)]
         self.rank, self.world_size, self.global_batch = 0, 1, cfg.train.batch_size
@@ -97,6 +123,14 @@ class SyntheticPairs:
         from thesis_lib.data.transforms import BatchAugment
         self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
         self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+
+
+def _generator(device: torch.device, seed: int = 0):
+    """A seeded generator of ``device``; None for a device without one (meta), which then draws from the global."""
+    try:
+        return torch.Generator(device).manual_seed(seed)
+    except RuntimeError:
+        return None
 
 
 def build(cfg, device, fused_attn=True, synthetic=False):
@@ -118,7 +152,7 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     finally:
         timm_cfg._USE_FUSED_ATTN = old
     if synthetic:
-        pairs = SyntheticPairs(cfg)
+        pairs = SyntheticPairs(cfg, device=device)
         targets = None
         if cfg.train.cache_teacher and cfg.data.teacher_view == "fixed":
             with torch.no_grad():
@@ -187,14 +221,6 @@ def _step_runner(cfg, device, fused_attn=True, compile_model=False, synthetic=Fa
     return run
 
 
-def _forward_flops(module, *inputs) -> float:
-    counter = FlopCounter(module)
-    with torch.no_grad():
-        module(*inputs)
-    counter.close()
-    return counter.flops
-
-
 def train_step_rate(cfg, device, steps, fused_attn=True, compile_model=False, synthetic=False) -> dict:
     run = _step_runner(cfg, device, fused_attn, compile_model, synthetic)
     model, teacher, amp = run.model, run.teacher, run.amp
@@ -208,10 +234,10 @@ def train_step_rate(cfg, device, steps, fused_attn=True, compile_model=False, sy
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     batch = {k: v.to(device) for k, v in batch.items()}
     with amp:                                       # FLOPs of the last batch's shapes (captions trimmed as trained)
-        flops = 3 * _forward_flops(model, batch["images"], batch["tokens"])
+        flops = 3 * forward_flops(model, batch["images"], batch["tokens"])
         teacher_s = 0.0
         if "teacher_images" in batch:
-            flops += _forward_flops(teacher, batch["teacher_images"])
+            flops += forward_flops(teacher, batch["teacher_images"])
             sync(device)
             t = time.perf_counter()
             for _ in range(3):

@@ -1,7 +1,49 @@
 #!/usr/bin/env bash
-# One call on a lent GPU host (at most 9 minutes on one H100): set up .venv from this repository's files
-# (pyproject.toml; torch from the host's package index or wheel cache), then measure. Results: ${OUT:-build/gpu}/gpu.{json,md}.
+# The GPU command, for a GPU host with no package index. One call of at most 10 minutes (benchmarks/gpu.py: peak
+# matmul, the thesis step eager and compiled, the data path; its --budget is 540 s less this set-up), then optionally
+# a second: `bash benchmarks/gpu.sh --only-notebook` (notebook 03 on the GPU). Results: ${OUT:-build/gpu}/gpu.{json,md},
+# rewritten after every section.
+#
+# The host's Python 3.12 and its torch, torchvision, timm, transformers, scipy, seaborn and statsmodels are used as
+# they are (a CUDA build of torch never comes from the wheel folder). Set-up, once, into ${GPU_VENV:-.venv-gpu}:
+#   1. `python3 -m venv --system-site-packages`, plus host-site.pth adding the host interpreter's own site-packages:
+#      where python3 is itself a venv's (GPU images often ship torch in one), --system-site-packages alone would
+#      expose its base interpreter's packages, without torch;
+#   2. from the wheel folder ${WHEELS:-wheels} only (pip --no-index): papermill and ipykernel with what they need
+#      that the host lacks (notebook 03), and this repository, editable, without dependencies (--no-deps -e .; pip
+#      builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is left out: it is
+#      imported only to read Hugging Face data, which this command never does.
+# The wheel folder is made where PyPI is reachable: `bash benchmarks/gpu_wheels.sh` (python3 -m pip download
+# --only-binary=:all: --python-version 3.12 ... -d wheels; about 20 MB), then brought along (git ignores it).
+# Variables: PYTHON (python3), GPU_VENV, WHEELS, DEVICE (cuda), OUT (build/gpu); arguments go to gpu.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make setup >/dev/null
-exec .venv/bin/python benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" "$@"
+start=$SECONDS
+PY=${PYTHON:-python3}
+VENV=${GPU_VENV:-.venv-gpu}
+WHEELS=${WHEELS:-wheels}
+if [ ! -f "$VENV/.installed" ]; then
+  if [ ! -d "$WHEELS" ]; then
+    echo "gpu.sh: no wheel folder '$WHEELS' and no package index here: make it where PyPI is reachable with" \
+         "'bash benchmarks/gpu_wheels.sh' (python3 -m pip download ... -d $WHEELS), bring it along, or set WHEELS" >&2
+    exit 2
+  fi
+  if ! "$PY" -c 'import torch, torchvision, timm, transformers' 2>/dev/null; then
+    echo "gpu.sh: $PY cannot import torch, torchvision, timm and transformers; this command uses the host's" >&2
+    exit 2
+  fi
+  if "$PY" -m venv --system-site-packages "$VENV"; then
+    PIP=("$VENV/bin/python" -m pip)
+  else                                             # no ensurepip: the host's pip installs into the venv
+    "$PY" -m venv --system-site-packages --without-pip "$VENV"
+    PIP=("$PY" -m pip --python "$VENV/bin/python")
+  fi
+  purelib=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  "$PY" -c 'import site; print("\n".join(f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()))' \
+    > "$purelib/host-site.pth"
+  "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" papermill ipykernel
+  "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" --no-deps -e .
+  touch "$VENV/.installed"
+fi
+exec "$VENV/bin/python" benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" \
+  --budget $((540 - (SECONDS - start))) "$@"     # 540: gpu.py's DEFAULT_BUDGET, less this set-up

@@ -1,4 +1,5 @@
-"""benchmarks/bench.py: the analytic FLOP count the throughput figures rest on, and the step-time breakdown."""
+"""benchmarks/bench.py: the FLOP counts the throughput figures rest on, the synthetic batches, and the step-time
+breakdown."""
 import importlib.util
 from pathlib import Path
 
@@ -6,6 +7,9 @@ import pytest
 import torch
 from timm.layers import Attention, PatchEmbed
 from torch import nn
+from torch.nn import functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +46,50 @@ def test_step_breakdown_shares_cover_the_whole_step(bench):
     assert ms > 0 and all(v >= 0 for v in shares.values())
     assert sum(shares.values()) == pytest.approx(1.0, abs=0.02)
     assert shares["matmul (mm, addmm, bmm, convolution)"] > 0.05
+
+
+def test_forward_flops_counts_functional_calls_the_hooks_miss(bench):
+    B, N, D, O = 3, 5, 4, 8
+
+    class Functional(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(O, D))
+
+        def forward(self, x):
+            return F.linear(x, self.weight)
+
+    module, x = Functional(), torch.randn(B, N, D)
+    counter = bench.FlopCounter(module)
+    module(x)
+    counter.close()
+    assert counter.flops == 0                                       # no nn.Linear module: the hooks see nothing
+    assert bench.forward_flops(module, x) == 2 * B * N * D * O
+    assert module.weight.requires_grad                              # frozen only during the count
+    H = 2
+    attn = Attention(16, H, qkv_bias=True)                          # fused SDPA, whose CPU kernel has no formula
+    qkv, proj, scores = 2 * B * N * 16 * 3 * 16, 2 * B * N * 16 * 16, 2 * 2 * B * N * N * 16
+    assert bench.forward_flops(attn, torch.randn(B, N, 16)) == qkv + proj + scores
+
+
+def test_synthetic_pairs_are_made_on_the_requested_device(bench):
+    """Pictures and captions are drawn on the device (here meta): nothing of their size is made on the CPU."""
+    from thesis_lib import get_config
+    cfg, n = get_config("smoke"), 64
+    largest = []
+
+    class CpuTensors(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            largest.extend(t.numel() for t in tree_leaves(out)
+                           if isinstance(t, torch.Tensor) and t.device.type == "cpu")
+            return out
+
+    with CpuTensors():
+        pairs = bench.SyntheticPairs(cfg, n_images=n, device="meta")
+    assert pairs.images.device.type == pairs.tokens.device.type == "meta"
+    assert pairs.images.shape == (n, 3, cfg.model.image.img_size, cfg.model.image.img_size)
+    assert max(largest, default=0) < n * cfg.model.text.max_len
+    cpu = bench.SyntheticPairs(cfg, n_images=n)
+    lengths = cpu.tokens.ne(cfg.model.text.pad_id).sum(1)
+    assert cpu.tokens.dtype == torch.int32 and lengths.min() >= 10 and lengths.max() <= 25

@@ -1,14 +1,21 @@
-"""benchmarks/gpu.py (and gpu.sh) run end to end on CPU in dry mode; the data-path decoders agree with PIL."""
+"""benchmarks/gpu.py (and gpu.sh) run end to end on CPU in dry mode, each section under its own budget and exception
+capture with the report rewritten after every section; gpu.sh fails clearly without its wheel folder; the data-path
+decoders agree with PIL."""
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import time
 
 import numpy as np
+import pytest
 import torch
 
 from thesis_lib.data.decode import DECODERS, decode
 from thesis_lib.paths import ROOT
+
+STEPS = [f"step batch {b} {k}" for k in ("eager", "compiled") for b in (4, 8)]
 
 
 def _module(name):
@@ -18,16 +25,136 @@ def _module(name):
     return module
 
 
-def test_the_gpu_command_runs_dry_on_cpu_and_writes_its_tables(tmp_path):
-    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--out", str(tmp_path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope="module")
+def gpu():
+    return _module("gpu")
+
+
+def test_the_gpu_command_runs_dry_on_cpu_records_forced_failures_and_goes_on(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--out", str(tmp_path),
+                           "--force-error", "step batch 4 eager", "--force-timeout", "step batch 4 compiled"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "gpu.json").read_text())
-    assert report["peak_tflops"] > 0 and len(report["steps"]) == 4
-    assert {(r["batch"], r["compiled"]) for r in report["steps"]} == {(4, False), (8, False), (4, True), (8, True)}
+    status = {name: s["status"] for name, s in report["sections"].items()}
+    assert list(status) == ["peak matmul", *STEPS, "data path", "data path, GPU decode", "notebook 03"]
+    assert status == {"peak matmul": "ok", "step batch 4 eager": "error", "step batch 8 eager": "ok",
+                      "step batch 4 compiled": "timed out", "step batch 8 compiled": "ok", "data path": "ok",
+                      "data path, GPU decode": "skipped", "notebook 03": "skipped"}
+    errors = {e["section"]: e for e in report["errors"]}
+    assert errors["step batch 4 eager"]["error"].startswith("RuntimeError: forced by --force-error")
+    assert errors["step batch 4 compiled"]["timed_out"] and errors["step batch 4 compiled"]["error"].startswith(
+        "SectionTimeout: ran past its budget of 1 s")
+    assert report["sections"]["step batch 4 compiled"]["seconds"] < 10
+    assert report["peak_tflops"] > 0 and {(r["batch"], r["compiled"]) for r in report["steps"]} == {(8, False),
+                                                                                                     (8, True)}
     assert all(r["pairs_per_s"] > 0 and 0 < r["mfu"] < 1 and 0 < r["teacher_share"] < 1 for r in report["steps"])
     assert set(report["data"]) == {f"{d}, per CPU core" for d in DECODERS}
-    assert "| batch 8, compiled |" in (tmp_path / "gpu.md").read_text()
+    assert report["fp32_matmul"]["applies"] is False
+    md = (tmp_path / "gpu.md").read_text()
+    assert "| batch 8, compiled |" in md and "| step batch 4 compiled | timed out |" in md
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) <= 8 and all(len(p.relative_to(tmp_path).parts) <= 3 for p in files)
+
+
+def test_the_notebook_call_is_merged_into_the_report_of_the_first(tmp_path):
+    first = {"sections": {"peak matmul": {"status": "ok", "seconds": 3.0, "budget_s": 30}}, "errors": [],
+             "skipped": ["notebook 03: not in this call (a second call: --only-notebook)"], "peak_tflops": 1.0,
+             "steps": [], "data": {}, "device": "cpu (dry run)", "torch": "x", "date": "d", "preset": "smoke"}
+    (tmp_path / "gpu.json").write_text(json.dumps(first))
+    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--only-notebook", "--out", str(tmp_path),
+                           "--notebook-dir", str(tmp_path / "runs"), "--force-error", "demo assets",
+                           "--force-timeout", "notebook 03"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "gpu.json").read_text())
+    assert {n: s["status"] for n, s in report["sections"].items()} == {
+        "peak matmul": "ok", "demo assets": "error", "notebook 03": "timed out"}
+    assert report["skipped"] == [] and report["peak_tflops"] == 1.0
+    assert report["notebook"]["runs_done"] == 0 and "notebook 03 on the device" in (tmp_path / "gpu.md").read_text()
+
+
+def test_gpu_sh_without_its_wheel_folder_names_the_download_command(tmp_path):
+    for script in ("gpu.sh", "gpu_wheels.sh"):
+        assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / script)]).returncode == 0
+    env = {**os.environ, "WHEELS": str(tmp_path / "none"), "GPU_VENV": str(tmp_path / "venv")}
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "bash benchmarks/gpu_wheels.sh" in done.stderr and "pip download" in done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_each_section_has_its_own_budget_and_capture_and_is_written_when_it_ends(gpu, tmp_path):
+    sections = gpu.sections
+    seen = []
+    write = sections.json_writer(tmp_path, lambda report: "")
+
+    def snapshot(report):
+        write(report)
+        seen.append(json.loads((tmp_path / "gpu.json").read_text()))
+
+    report = {}
+    runner = sections.Sections(report, snapshot, total_budget=60)
+    t = time.perf_counter()
+    assert runner.run("hangs", 0.3, lambda: time.sleep(30)) is None
+    assert time.perf_counter() - t < 5
+    assert seen[-1]["sections"]["hangs"]["status"] == "timed out"
+
+    def out_of_memory():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. " + "x" * 400)
+
+    assert runner.run("oom", 10, out_of_memory) is None
+    assert seen[-1]["errors"][-1] == {"section": "oom", "error": "OutOfMemoryError: " + "x" * 300}
+    assert runner.run("fine", 10, lambda: 5) == 5 and len(seen) == 3
+    assert [s["status"] for s in seen[-1]["sections"].values()] == ["timed out", "error", "ok"]
+    runner.total = 0
+    assert runner.run("late", 10, lambda: 5) is None and seen[-1]["skipped"][-1].startswith("late: time")
+
+
+def test_a_timed_out_subprocess_is_killed_with_its_children(gpu, tmp_path):
+    sections, pid_file = gpu.sections, tmp_path / "pid"
+    with pytest.raises(sections.SectionTimeout), sections.time_limit(1):
+        sections.run_subprocess(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"])
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie left for init to reap)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_each_compiled_shape_gets_a_fresh_static_graph(gpu):
+    dynamic = []
+
+    def backend(gm, example_inputs):
+        dynamic.append(any(isinstance(d, torch.SymInt) for x in example_inputs if isinstance(x, torch.Tensor)
+                           for d in x.shape))
+        return gm.forward
+
+    def f(x):
+        return x * 2 + 1
+
+    for n in (2, 3):
+        gpu.fresh_compile(f, backend=backend)(torch.ones(n))
+    assert dynamic == [False, False]                 # without the reset the second would be a dynamic-shape graph
+
+
+def test_fp32_matmuls_run_as_tf32_on_cuda_and_the_report_says_so(gpu):
+    before = torch.get_float32_matmul_precision()
+    try:
+        assert gpu.fp32_matmul(torch.device("cpu"))["float32_matmul_precision"] == before
+        assert gpu.fp32_matmul(torch.device("cuda")) == {"float32_matmul_precision": "high", "cuda_matmul": "tf32",
+                                                         "applies": True}
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def test_the_decoders_give_the_same_picture():
@@ -46,3 +173,9 @@ def test_the_data_pipeline_benchmark_prints_its_table(capsys):
     _module("data_pipeline").main(["--images", "3"])
     out = capsys.readouterr().out
     assert all(f"| {d} |" in out for d in DECODERS) and "goal 160 / core" in out
+
+
+def test_the_default_call_fits_in_one_10_minute_call(gpu):
+    b = {k: v[0] for k, v in gpu.BUDGETS.items()}
+    sections = b["peak matmul"] + 2 * b["step eager"] + 2 * b["step compiled"] + 2 * b["data path"]
+    assert gpu.DEFAULT_BUDGET <= 540 and sections <= gpu.DEFAULT_BUDGET - 20        # 20 s: torch's import, CUDA
