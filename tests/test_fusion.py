@@ -97,3 +97,12 @@ def test_fusion_variants_train_and_report_matching_and_reranking(tmp_path, varia
     assert len(choices["modes"]) == 2 and len(choices["inputs"]) == 1
     for fractions in choices["modes"] + choices["inputs"]:
         assert len(fractions) == 4 and sum(fractions) == pytest.approx(1.0)
+
+
+def test_reranking_a_test_set_smaller_than_k_rescores_every_candidate(tmp_path):
+    """The rehearsal's test sets hold 3-4 images: k = eval.rerank_k larger than the set must not fail (it did)."""
+    result = run_experiment("smoke", "fusion_joint", 0, out_dir=tmp_path,
+                            overrides={"eval.rerank_k": 64, "train.steps": 2})
+    m = result["metrics"]                                   # smoke Flickr: 24 images, 120 captions
+    assert 0 <= m["flickr_rerank_tr@1"] <= m["flickr_rerank_tr@10"] <= 100
+    assert 0 <= m["flickr_rerank_ir@1"] <= m["flickr_rerank_ir@10"] <= 100

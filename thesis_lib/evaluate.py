@@ -237,14 +237,15 @@ def fusion_metrics(model, rs, sims: torch.Tensor, ctx: EvalContext) -> dict:
     acc = {name: (100 * ((pos > neg).float() + 0.5 * (pos == neg).float()).mean()).item()   # ties count ½
            for name, neg in (("itm_acc", hard), ("itm_acc_random", rand))}
     choices = {"modes": {}, "inputs": {}}
-    top_t = sims.topk(k, dim=1).indices                                            # (N_img, k) captions
-    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([rows.repeat_interleave(k), top_t.flatten()], 1),
-                     bs, amp, choices).view(n_img, k)
+    k_t, k_i = min(k, len(t2i)), min(k, n_img)               # a test set smaller than k: every candidate re-scored
+    top_t = sims.topk(k_t, dim=1).indices                                          # (N_img, k) captions
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([rows.repeat_interleave(k_t), top_t.flatten()], 1),
+                     bs, amp, choices).view(n_img, k_t)
     ranked_t = top_t.gather(1, s.argsort(1, descending=True))
-    top_i = sims.t().topk(k, dim=1).indices                                        # (N_txt, k) images
+    top_i = sims.t().topk(k_i, dim=1).indices                                      # (N_txt, k) images
     cap = torch.arange(len(t2i), device=device)
-    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([top_i.flatten(), cap.repeat_interleave(k)], 1),
-                     bs, amp, choices).view(len(t2i), k)
+    s = match_scores(head, img_tok, txt_tok, txt_pad, torch.stack([top_i.flatten(), cap.repeat_interleave(k_i)], 1),
+                     bs, amp, choices).view(len(t2i), k_i)
     ranked_i = top_i.gather(1, s.argsort(1, descending=True))
     out = dict(acc)
     for K in (1, 5, 10):
