@@ -15,7 +15,7 @@ include $(PIN_FILE)
 export $(shell sed -n 's/^\([A-Z_]*\)=.*/\1/p' $(PIN_FILE))
 endif
 
-.PHONY: setup demo test verify golden reproduce figures lab clean-results
+.PHONY: setup demo test verify golden reproduce rehearsal figures lab clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ reproduce: setup
 	cp $(STAGE)/notebooks/*.ipynb notebooks/
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi
 	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
+
+# The full-scale path in miniature (thesis preset, model shrunk, tiny real-format files written here): checkpoint
+# check, 2-process torchrun, all six notebooks (03 reusing the torchrun run), figures and report, into build/rehearsal/.
+rehearsal: setup
+	$(BIN)/python -m thesis_lib.study.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 
 # Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training).
 figures: setup

@@ -1,19 +1,14 @@
 """models/check.py: a downloaded checkpoint folder checked before a GPU run (sizes, SHA-256, which release, the
 thesis loaders' strict checks), on tiny files in the original key layouts."""
 import torch
-from checkpoint_fixtures import beitv2_file, d2v_image_file, d2v_text_file, gpt2_tokenizer_files
-from test_notebooks_thesis import SHRINK, VOCAB
 
 from thesis_lib.models.check import KNOWN_SHA256, check_folder, main, sha256
 from thesis_lib.models.checkpoints import D2V2_TEXT
+from thesis_lib.study.fixtures import SHRINK, checkpoint_folder
 
 
 def _folder(tmp_path):
-    d2v_image_file(tmp_path / "base_imagenet.pt", D=32, L=4)
-    d2v_text_file(tmp_path / "nlp_base.pt", D=32, V=VOCAB, M=20, L=3)
-    beitv2_file(tmp_path / "beitv2_base_patch16_224_pt1k.pth", D=32, L=2)
-    gpt2_tokenizer_files(tmp_path)
-    return tmp_path
+    return checkpoint_folder(tmp_path)
 
 
 def test_a_complete_folder_is_described_hashed_and_accepted(tmp_path):

@@ -1,13 +1,7 @@
 """webdataset shards as img2dataset writes them, on tiny shards written here: reading, broken samples counted, clear
 errors for a missing or corrupt shard, the split across ranks × workers (every pair once per epoch) and resume."""
-import io
-import json
-import tarfile
-
-import numpy as np
 import pytest
 import torch
-from PIL import Image
 
 from thesis_lib import get_config
 from thesis_lib.data.datasets import open_image
@@ -15,23 +9,11 @@ from thesis_lib.data.shards import expand, load_shards
 from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
 from thesis_lib.errors import DataError
+from thesis_lib.study.fixtures import jpeg_bytes, write_shard
 
 
 def _jpeg(seed: int) -> bytes:
-    buf = io.BytesIO()
-    Image.fromarray(np.random.default_rng(seed).integers(0, 255, (48, 64, 3), dtype=np.uint8)).save(buf, "JPEG")
-    return buf.getvalue()
-
-
-def write_shard(path, samples: dict) -> None:
-    """samples: key -> {"jpg": bytes, "txt": str, "json": dict}, any part may be left out."""
-    with tarfile.open(path, "w") as tar:
-        for key, parts in samples.items():
-            for ext, value in parts.items():
-                data = value if isinstance(value, bytes) else (json.dumps(value) if ext == "json" else value).encode()
-                info = tarfile.TarInfo(f"{key}.{ext}")
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
+    return jpeg_bytes(seed, (48, 64))
 
 
 @pytest.fixture

@@ -102,10 +102,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
+    p.add_argument("--output-dir", default=None, help="read OUTPUT_DIR/results instead of the repository's results/")
     p.add_argument("--update-readme", action="store_true")
     args = p.parse_args(argv)
     try:
-        text = results_markdown(runs.study_params(args.preset, args.seeds, "cpu", need_data=False))
+        text = results_markdown(runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False))
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

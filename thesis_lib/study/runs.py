@@ -78,6 +78,14 @@ def study_params(preset="demo", seeds=(0, 1, 2, 3, 4), device="cpu", output_dir=
                        tuple(sorted((overrides or {}).items())))
 
 
+MIN_LEARNING_STEPS = 100   # shorter runs (smoke: 6 steps, the rehearsal: 1) are not expected to beat chance
+
+
+def expects_learning(result: dict) -> bool:
+    """Whether a run trained long enough for the precondition "it scores above chance" to apply."""
+    return result["train"]["steps"] >= MIN_LEARNING_STEPS
+
+
 def run_grid(params: StudyParams, variants) -> list[dict]:
     """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
     for v in variants:
