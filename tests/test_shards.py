@@ -87,3 +87,22 @@ def test_a_subset_size_keeps_the_first_pairs_and_says_how_many(shards):
     assert len(records) == 10 and (report.requested, report.pairs) == (10, 10)
     records, report = load_shards(f"{shards}@1000")              # fewer than asked: all of them, and the report says
     assert len(records) == 16 and (report.requested, report.pairs) == (1000, 16)
+
+
+def test_an_image_that_does_not_decode_is_replaced_deterministically_and_counted(tmp_path, monkeypatch):
+    """Complete on disk (JPEG start and end markers) but corrupt inside: the index cannot see it without decoding
+    every image; training replaces its pair by the next decodable one, the same after a resume, and counts it."""
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    samples = {f"{k:04d}": {"jpg": _jpeg(k), "txt": f"caption {k}"} for k in range(8)}
+    samples["0003"]["jpg"] = _jpeg(3)[:20] + bytes(range(256)) * 4 + b"\xff\xd9"      # JPEG header, then garbage
+    write_shard(tmp_path / "00000.tar", samples)
+    pattern = tmp_path / "00000.tar"
+    assert load_shards(str(pattern))[1].pairs == 8                # not visible to the index
+    pairs = _pairs(pattern, workers=2)
+    whole = list(pairs.batches(0, 6))                             # 3 epochs of 2 steps: the bad pair once each
+    assert pairs.replaced_samples == 3
+    shown = torch.cat([b["image_index"] for b in whole])
+    assert 3 not in shown.tolist() and shown.numel() == 24        # its replacement is shown in its place
+    resumed = list(_pairs(pattern, workers=2).batches(3, 6))
+    for a, b in zip(whole[3:], resumed):
+        assert all(torch.equal(a[k], b[k]) for k in a)

@@ -3,6 +3,7 @@
 the step, so a resumed run sees exactly the batches an uninterrupted run would have seen."""
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,13 @@ from .roots import data_root, pair_records
 from .throughput import DataPathRate, measure_data_path, steps_to_measure
 from .tokenizer import CaptionTokenizer, tokenize, trim
 from .transforms import BatchAugment, ImageView, eval_transform, normalise_uint8, student_transform, teacher_transform
+
+
+MAX_REPLACEMENTS = 16       # undecodable images in a row before the run stops: a broken set, not a broken image
+
+
+class DataWarning(UserWarning):
+    """A training image did not decode and its pair was replaced."""
 
 
 def mix(*ints: int) -> int:
@@ -47,6 +55,7 @@ class TrainPairs:
         self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
         self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
         self._perm = (None, None)
+        self.replaced_samples = 0                # file path: samples whose image did not decode (_StepStream)
 
     def __len__(self):
         return len(self.pair_image)
@@ -86,7 +95,8 @@ class TrainPairs:
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
         loader = DataLoader(stream, batch_size=self.cfg.train.batch_size,
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
-        for images, teacher_images, tokens, image_idx in loader:
+        for images, teacher_images, tokens, image_idx, replaced in loader:
+            self.replaced_samples += int(replaced.sum())
             out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
             if teacher_targets is not None:
                 out["targets"] = teacher_targets[image_idx]
@@ -130,11 +140,26 @@ class _StepStream(Dataset):
     def __getitem__(self, k):
         step, j = divmod(k, self.B)
         step += self.start
-        pair = int(self.pairs.indices(step)[j])
-        image = int(self.pairs.pair_image[pair])
+        pair, img, replaced = self._decodable(int(self.pairs.indices(step)[j]))
         torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
-        img = decode(self.pairs.image_files[image], self.pairs.cfg.data.decoder, self.pairs.cfg.model.image.img_size)
-        return self.student(img), self.teacher(img), self.pairs.tokens[pair], image
+        image = int(self.pairs.pair_image[pair])
+        return self.student(img), self.teacher(img), self.pairs.tokens[pair], image, int(replaced)
+
+    def _decodable(self, pair: int):
+        """The pair and its decoded image. An image that is complete on disk but does not decode (the shard index
+        checks markers, not every pixel) is replaced by the next pair in index order that does: the same one on
+        every pass and after a resume. Counted by ``TrainPairs.replaced_samples`` and warned about (per worker)."""
+        n, data = len(self.pairs.pair_image), self.pairs.cfg.data
+        for offset in range(MAX_REPLACEMENTS + 1):
+            p = (pair + offset) % n
+            try:
+                img = decode(self.pairs.image_files[int(self.pairs.pair_image[p])], data.decoder,
+                             self.pairs.cfg.model.image.img_size)
+                return p, img, offset > 0
+            except DataError as err:
+                warnings.warn(f"{err}: pair {p} replaced by the next decodable pair", DataWarning, stacklevel=2)
+                last = err
+        raise DataError(f"{MAX_REPLACEMENTS + 1} images in a row from pair {pair} do not decode (the last: {last})")
 
 
 def _empty(img) -> torch.Tensor:

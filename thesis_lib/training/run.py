@@ -151,6 +151,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate)
     if pairs.shard_reports:
         stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
+    if pairs.images is None:                    # files: samples whose image did not decode (since start or resume)
+        stats["replaced_samples"] = pairs.replaced_samples
     check_in_sync(raw, info)
     if not info.is_main:
         barrier(info)
