@@ -9,6 +9,7 @@ import sys
 import warnings
 from collections import defaultdict
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -76,7 +77,11 @@ def test_portable_functions_do_not_move_with_mkls_code_path():
     for name in ("exp", "log", "sqrt", "tanh", "erfinv"):
         ours, theirs = zip(*(run[name] for run in runs))
         assert ours[0] == ours[1], f"numerics.{name} depends on MKL's code path"
-    assert sum(runs[0][n][1] != runs[1][n][1] for n in runs[0]) >= 3, "torch's VML functions no longer move: re-check"
+    moved = sum(runs[0][n][1] != runs[1][n][1] for n in runs[0])
+    if moved == 0 and numerics.cpu_vendor() != "GenuineIntel":    # MKL takes one path on AMD whatever MKL_CBWR says
+        pytest.skip(f"on this {numerics.cpu_vendor()} CPU MKL's branches do not move torch's VML results either, so "
+                    "this machine cannot show that ours are the stable ones (an Intel CPU can)")
+    assert moved >= 3, "torch's VML functions no longer move with MKL's branch on this Intel CPU: re-check"
 
 
 GEMMS = {"mm": (0, 1), "addmm": (1, 2), "bmm": (0, 1), "baddbmm": (1, 2)}    # operator -> its two matrix arguments
