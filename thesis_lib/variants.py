@@ -23,6 +23,7 @@ class VariantSpec:
     block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
     fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.models.fusion)
     sib         the fusion head's Switch-Input Block
+    layerscale_init  the LayerScale γ's initial value; None: ``ModelConfig.tte_layer_scale`` (1e-5, the thesis's)
     """
     label: str
     tte: str = ""
@@ -32,6 +33,7 @@ class VariantSpec:
     block: str = "shared"
     fusion: str = ""
     sib: bool = False
+    layerscale_init: float | None = None
 
 
 VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them
@@ -42,8 +44,16 @@ VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables 
     # controls (notebooks 02 and 04)
     "tte_before_noln": VariantSpec("TTE before encoders, image input LayerNorm skipped (thesis code)",
                                    tte="before", image_input_norm=False),
+    "noln": VariantSpec("control: image input LayerNorm skipped, no TTE", image_input_norm=False),
     "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)", tte="after",
                               layerscale=True, shared_type=True),
+    # dose-response of the TTE' (notebook 04): the same variant with γ starting larger, up to 1 (no scaling)
+    "tte_after_ls_init1e-3": VariantSpec("TTE after + LayerScale, γ init 1e-3", tte="after", layerscale=True,
+                                         layerscale_init=1e-3),
+    "tte_after_ls_init1e-1": VariantSpec("TTE after + LayerScale, γ init 1e-1", tte="after", layerscale=True,
+                                         layerscale_init=1e-1),
+    "tte_after_ls_init1": VariantSpec("TTE after + LayerScale, γ init 1", tte="after", layerscale=True,
+                                      layerscale_init=1.0),
     # beyond the chapter (notebook 05)
     "mome": VariantSpec("MoME shared block (VLMo experts)", block="mome"),
     "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", fusion="joint"),
@@ -51,6 +61,8 @@ VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables 
     "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
 }
 TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's Tables 1-2
-CONTROL_VARIANTS = ("tte_before_noln", "tte_shared")
+CONTROL_VARIANTS = ("tte_before_noln", "noln", "tte_shared")
+FACTORIAL_VARIANTS = ("baseline", "tte_before", "noln", "tte_before_noln")  # Table 1 as a 2 × 2 (notebook 02)
+DOSE_VARIANTS = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")
 VARIANTS = tuple(VARIANT_SPECS)
 VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}

@@ -91,6 +91,11 @@ def init_bert_params(module: nn.Module, generator: torch.Generator | None = None
         nn.init.zeros_(module.bias)
 
 
+def tte_gamma_init(cfg: ModelConfig) -> float:
+    """The TTE LayerScale's initial γ: the variant's own (dose-response) or the config's (TTE chapter Eq. 5: 1e-5)."""
+    return cfg.tte_layer_scale if cfg.spec.layerscale_init is None else cfg.spec.layerscale_init
+
+
 def _init(parts, generator: torch.Generator, skip=frozenset()) -> None:
     """init_bert_params over ``parts`` in module order, from ``generator``; modules in ``skip`` draw nothing."""
     for part in parts:
@@ -124,7 +129,7 @@ class EMKUM(nn.Module):
             self.fc_norm = nn.LayerNorm(D, eps=1e-6)
             self.head = nn.Linear(D, teacher_dim)              # the KD "regression head", dropped after training
             self.token_type_embeddings = nn.Embedding(2, D) if spec.tte else None
-            self.tte_scale = LayerScale(D, cfg.tte_layer_scale) if spec.layerscale else nn.Identity()
+            self.tte_scale = LayerScale(D, tte_gamma_init(cfg)) if spec.layerscale else nn.Identity()
             self.fusion = FusionHead(D, cfg.num_heads, cfg.mlp_ratio, cfg.fusion_depth, spec.fusion,
                                      spec.sib) if spec.fusion else None
         self.logit_scale = nn.Parameter(torch.full((2 if cfg.itc_fc1_tap else 1,), float(logit_scale_init)))
