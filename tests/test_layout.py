@@ -15,7 +15,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("variants", "config_checks", "config"),
     ("data",),
     ("models",),
-    ("evaluate",),
+    ("evaluate", "analysis"),
     ("training",),
     ("study",),
     ("__init__",),

@@ -151,10 +151,11 @@ def load_checkpoint(path, s: TrainState, config: dict) -> int:
 
 
 def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0,
-               data_rate: DataPathRate | None = None) -> dict:
+               data_rate: DataPathRate | None = None, monitor=None) -> dict:
     """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0. With
     ``data_rate`` (a run reading files), warns once, after the first logged window, if the loop mostly waited for
-    its batches (data/throughput.py)."""
+    its batches (data/throughput.py). ``monitor(raw) -> dict``, if given, adds its entries to every log row on rank
+    0 (it must neither train nor draw random numbers: thesis_lib.analysis.tte_monitor)."""
     t, model, raw, opt, sched, info, device = cfg.train, s.model, s.raw, s.opt, s.sched, s.info, s.device
     amp = autocast(t.precision, device)
     if info.is_main:
@@ -205,6 +206,8 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
                    "logit_scale": numerics.exp(raw.logit_scale)[0].item(), "layerscale": layerscale_stats(raw)}
             if s.scaler.is_enabled():
                 row["grad_scale"] = s.scaler.get_scale()
+            if info.is_main and monitor is not None:
+                row.update(monitor(raw))
             if info.is_main:
                 append_jsonl(paths.metrics, row)
                 if done % t.ckpt_every == 0 or done == t.steps:
@@ -221,21 +224,3 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
     return {"steps": t.steps, "resumed_from": start_step, "time_s": seconds, "world_size": info.world_size,
             "pairs_per_s": steps_done * t.batch_size * info.world_size / max(seconds, 1e-9),
             "data_wait_s": clock.waited}
-
-
-@torch.no_grad()
-def tte_contribution(raw, eval_images, eval_tokens) -> dict | None:
-    """‖γ ⊙ t_type‖ / ‖H_L‖ averaged over tokens, per modality: how much the TTE moves the encoder output."""
-    if raw.cfg.spec.tte != "after":
-        return None
-    raw.eval()
-    out = {}
-    for name, inputs, modality in (("image", eval_images, 1), ("text", eval_tokens, 0)):
-        encoder = raw.image_encoder if modality == 1 else raw.text_encoder
-        h, pad = encoder(inputs)
-        added = raw.tte_scale(raw.type_vector(modality)).norm()
-        ratio = added / h.norm(dim=-1)                       # (B, T)
-        if pad is not None:
-            ratio = ratio[~pad]
-        out[name] = ratio.mean().item()
-    return out

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..analysis import PROBE_ITEMS, modality_probe, tte_ablation_metrics, tte_contribution, tte_monitor
 from ..cache import build_once, fingerprint, torch_save_atomic, write_json_atomic
 from ..config import PRESETS, ExperimentConfig, get_config
 from ..data.eval_sets import build_eval_sets, image_batches
@@ -28,7 +29,7 @@ from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
 from ..errors import DeviceError, ThesisError
 from ..evaluate import EvalContext, chance_levels, evaluate
-from ..models.emkum import build_model, tte_ablation
+from ..models.emkum import build_model, tte_gamma_init
 from ..models.sources import load_teacher, part_source
 from ..numerics import kernels, one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
@@ -43,7 +44,6 @@ from .engine import (
     load_checkpoint,
     make_optimizer,
     train_loop,
-    tte_contribution,
 )
 from .prepare import prepare_assets
 from .results import RunPaths, check_writable, existing_result, read_result
@@ -148,7 +148,9 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         start = load_checkpoint(ckpt, state, asdict(cfg))
     elif resume and isinstance(resume, (str, Path)):
         raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
-    stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate)
+    probe = _probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
+    monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
+    stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
     if pairs.shard_reports:
         stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
     if pairs.images is None:                    # files: samples whose image did not decode (since start or resume)
@@ -157,13 +159,22 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     if not info.is_main:
         barrier(info)
         return {}
-    result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats)
+    result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats, probe)
     write_json_atomic(paths.result, result)
     barrier(info)
     return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
 
 
-def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict) -> dict:
+def _probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``PROBE_ITEMS`` pictures and captions of the COCO-like test set, in memory or read from files: what
+    the analyses of ``thesis_lib.analysis`` look at."""
+    coco, ctx = eval_sets[0][0], EvalContext.of(cfg, device, tokenizer.pad_id)
+    with torch.random.fork_rng(devices=[]):                  # a DataLoader draws its seed: training's stream stays
+        images = next(image_batches(coco.images[:PROBE_ITEMS], ctx.view, PROBE_ITEMS, ctx.num_workers))
+    return images.to(device), trim(coco.tokens[:PROBE_ITEMS], tokenizer.pad_id).to(device)
+
+
+def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict, probe) -> dict:
     retrieval, zero_shot = eval_sets
     extras, ctx = {}, EvalContext.of(cfg, device, tokenizer.pad_id, autocast(cfg.train.precision, device))
     metrics = evaluate(raw, retrieval, zero_shot, ctx, extras)
@@ -173,32 +184,16 @@ def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict
               "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
     if extras:
         result["fusion"] = extras                                # the switches' hard choices (notebook 05)
+    result["modality_probe"] = modality_probe(raw, *probe)       # is the modality readable without a TTE? (04)
     if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
         result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, ctx)
+        result["tte_contribution"] = tte_contribution(raw, *probe)    # the TTE's share of the encoder output
     ls = layerscale_stats(raw)
     if ls is not None:
         np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
-        result["layerscale"] = {**ls, "init": cfg.model.tte_layer_scale,
+        result["layerscale"] = {**ls, "init": tte_gamma_init(cfg.model),
                                 "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
-    if cfg.model.spec.tte == "after":                            # the TTE's share of the encoder output (04)
-        coco = retrieval[0]
-        images = next(image_batches(coco.images[:256], ctx.view, 256, ctx.num_workers))   # in memory or from files
-        tokens = trim(coco.tokens[:256], tokenizer.pad_id)
-        result["tte_contribution"] = tte_contribution(raw, images.to(device), tokens.to(device))
     return result
-
-
-ABLATION_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
-
-
-def tte_ablation_metrics(raw, retrieval, zero_shot, ctx: EvalContext) -> dict:
-    """The trained model evaluated with its TTE removed and with the modalities' type vectors swapped."""
-    out = {}
-    for mode in ("removed", "swapped"):
-        with tte_ablation(raw, mode):
-            m = evaluate(raw, retrieval, zero_shot, ctx)
-        out[mode] = {k: m[k] for k in ABLATION_METRICS}
-    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
