@@ -1,13 +1,18 @@
-"""Statistics over seeds: mean ± 95 % confidence interval (Student's t), paired differences, and the four verdicts.
+"""Statistics over seeds: mean ± 95 % confidence interval (Student's t), paired contrasts, and the five verdicts.
 
-A claim of the chapter is decided on one declared primary metric (``thesis_lib.study.reference.CLAIMS``) from the paired
-differences over seeds (each seed gives both runs the same initial weights and batches):
+A claim is decided on one declared primary metric (``thesis_lib.study.reference.CLAIMS``) from its paired contrast
+over seeds (each seed gives every arm the same initial weights and batches), size before significance
+(docs/decision_rule.md; Lakens, Scheel & Isager 2018, AMPPS 1(2), the four outcomes of an equivalence test):
 
-* *reproduced* / *contradicted*: the two-sided paired t-test rejects "no difference" at 5 % after Holm's
-  correction across the chapter's claims, and the mean lies on the claimed / the other side of zero;
-* *equivalent*: not rejected, and the 90 % interval lies inside ± the thesis's own effect (two one-sided tests at
-  5 % each, TOST): whatever the effect is, it is smaller than the one the thesis reports;
+* *equivalent*: the TOST at 5 % (90 % interval) puts the effect inside ± the smallest effect of interest, and the
+  two-sided test finds no difference;
+* *trivial*: inside that margin, and yet significantly different from zero: an effect too small to matter;
+* *reproduced* / *contradicted*: significant (Holm-adjusted within the claim's family) on the claimed / the other
+  side of zero, and not shown to be smaller than the margin;
 * *inconclusive*: neither (too few seeds to tell); ``seeds_for_power`` says how many would give 80 % power.
+
+The metrics are counts of test items: a contrast whose mean is below one item (``resolution``) is never significant,
+and the SD every test uses is at least one item, so identical per-seed differences cannot make p = 0.
 """
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ import numpy as np
 from scipy import stats as sps
 
 ALPHA = 0.05
-VERDICTS = ("reproduced", "contradicted", "equivalent", "inconclusive")
+VERDICTS = ("reproduced", "contradicted", "equivalent", "trivial", "inconclusive")
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
@@ -41,23 +46,35 @@ def paired_difference(treated: dict, baseline: dict, level: float = 0.95) -> tup
 
 @dataclass(frozen=True)
 class PairedTest:
-    """A paired comparison over n seeds: the mean difference, its SD, 95 % and 90 % half-widths, the p-value."""
+    """A paired comparison over n seeds: the mean difference, its SD as measured and as used (at least the
+    metric's resolution), 95 % and 90 % half-widths and the two-sided p-value (both from the SD used)."""
     mean: float
     sd: float
     n: int
     half95: float
     half90: float
     p: float
+    resolution: float = 0.0
+
+    @property
+    def sd_used(self) -> float:
+        return max(self.sd, self.resolution) if not math.isnan(self.sd) else math.nan
 
     @classmethod
-    def of(cls, diffs) -> "PairedTest":
+    def of(cls, diffs, resolution: float = 0.0) -> "PairedTest":
         d = np.asarray(list(diffs), dtype=float)
         if len(d) < 2:
-            return cls(float(d.mean()) if len(d) else math.nan, math.nan, len(d), math.nan, math.nan, math.nan)
+            return cls(float(d.mean()) if len(d) else math.nan, math.nan, len(d), math.nan, math.nan, math.nan,
+                       resolution)
         sd = float(d.std(ddof=1))
-        se = sd / math.sqrt(len(d))
-        p = 1.0 if se == 0 and d.mean() == 0 else (0.0 if se == 0 else float(2 * sps.t.sf(abs(d.mean()) / se, len(d) - 1)))
-        return cls(float(d.mean()), sd, len(d), mean_ci(d, 0.95)[1], mean_ci(d, 0.90)[1], p)
+        used, n = max(sd, resolution), len(d)
+        se = used / math.sqrt(n)
+        if se == 0:
+            p = 1.0 if d.mean() == 0 else 0.0
+        else:
+            p = 1.0 if abs(d.mean()) < resolution else float(2 * sps.t.sf(abs(d.mean()) / se, n - 1))
+        half = lambda level: float(sps.t.ppf(0.5 + level / 2, n - 1) * se)  # noqa: E731
+        return cls(float(d.mean()), sd, n, half(0.95), half(0.90), p, resolution)
 
 
 def holm(pvalues, family: int | None = None) -> list[float]:
@@ -73,27 +90,45 @@ def holm(pvalues, family: int | None = None) -> list[float]:
     return out
 
 
+def tost(test: PairedTest, low: float, high: float) -> float:
+    """p of the two one-sided paired t-tests (Schuirmann 1987) that the true mean lies inside (low, high): the larger
+    of p(mean ≤ low) and p(mean ≥ high), from the SD the test uses; nan with fewer than two seeds."""
+    if test.n < 2 or math.isnan(test.sd):
+        return math.nan
+    se = test.sd_used / math.sqrt(test.n)
+    if se == 0:
+        return 0.0 if low < test.mean < high else 1.0
+    df = test.n - 1
+    return float(max(sps.t.sf((test.mean - low) / se, df), sps.t.cdf((test.mean - high) / se, df)))
+
+
 def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, alpha: float = ALPHA) -> str:
-    """One of VERDICTS for a claim that says 'higher' (direction +1) or 'lower' (-1) than the control, with
-    ``margin`` the thesis's own effect size (> 0) on the same metric."""
+    """One of VERDICTS for a claim that says 'higher' (direction +1) or 'lower' (-1), with ``margin`` (> 0) the
+    smallest effect of interest; size is judged first (the 90 % interval against ± margin: TOST at ``alpha``),
+    then significance (``p_adjusted``, which ``PairedTest`` already sets to 1 below the metric's resolution)."""
     if test.n < 2 or math.isnan(test.half90):
         return "inconclusive"
-    if p_adjusted < alpha and test.mean != 0:
+    inside = margin > 0 and -margin < test.mean - test.half90 and test.mean + test.half90 < margin
+    significant = p_adjusted < alpha and abs(test.mean) >= max(test.resolution, 1e-300)
+    if inside:
+        return "trivial" if significant else "equivalent"
+    if significant:
         return "reproduced" if math.copysign(1, test.mean) == direction else "contradicted"
-    if test.mean - test.half90 > -margin and test.mean + test.half90 < margin:
-        return "equivalent"
     return "inconclusive"
 
 
 def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float = 0.8, max_n: int = 10_000):
-    """Smallest number of seeds whose two-sided paired t-test at ``alpha`` detects a true mean difference
-    ``effect`` with probability ≥ ``power`` when the per-seed differences have SD ``sd``; None if beyond max_n."""
-    if not (sd > 0) or not (abs(effect) > 0):
-        return None if not (abs(effect) > 0) else 2
+    """Smallest number of seeds (≥ 2) whose two-sided paired t-test at ``alpha`` detects a true mean difference
+    ``effect`` with probability ≥ ``power`` when the per-seed differences have SD ``sd``; None when that is
+    undefined (no effect, SD nan or 0) or beyond ``max_n``. The far tail is taken as 0 where scipy's noncentral t
+    underflows to nan."""
+    if not (abs(effect) > 0) or not (sd > 0):
+        return None
     for n in range(2, max_n + 1):
         df, nc = n - 1, abs(effect) / (sd / math.sqrt(n))
         crit = sps.t.ppf(1 - alpha / 2, df)
-        if sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc) >= power:
+        upper, lower = sps.nct.sf(crit, df, nc), sps.nct.cdf(-crit, df, nc)
+        if np.nan_to_num(upper) + np.nan_to_num(lower) >= power:
             return n
     return None
 

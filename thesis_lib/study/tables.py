@@ -8,6 +8,8 @@ import dataclasses
 
 import pandas as pd
 
+from ..config import get_config
+from ..data.world import CLASSES
 from ..training.results import load_results, read_jsonl
 from ..variants import TTE_VARIANTS, VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from . import reference
@@ -18,7 +20,9 @@ TABLE_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 METRIC_LABELS = {"imagenet_top1": "ImageNet top-1", "imagenet_top5": "ImageNet top-5",
                  "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval",
                  "flickr_itm_acc": "Flickr ITM acc. (hard negative)", "flickr_itm_acc_random": "Flickr ITM acc. (random)",
-                 "flickr_rerank_mean": "Flickr retrieval, re-ranked"}
+                 "flickr_rerank_mean": "Flickr retrieval, re-ranked",
+                 "probe_accuracy_vector": "modality probe: vector (held-out acc. %)",
+                 "probe_accuracy_norm": "modality probe: norm only (held-out acc. %)"}
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
 OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random ranking scores
@@ -37,14 +41,36 @@ def declared_variants(variants) -> pd.DataFrame:
 
 
 def declared_claims(claims=reference.CLAIMS) -> pd.DataFrame:
-    """The claims as decided: the paired comparison, the direction, the primary metric and its equivalence margin
-    (the thesis's own effect), fixed before any run; the verdict is one of ``stats.VERDICTS``."""
-    arm = lambda a: a[0] + ("" if a[1] == "none" else f", TTE {a[1]} at evaluation")  # noqa: E731
-    return pd.DataFrame([{"claim": c.text, "treated − control": f"{arm(c.treated)} − {arm(c.control)}",
+    """The claims as decided, fixed before any run: the paired contrast, the direction, the Holm family, the
+    primary metric and the thesis's relative effect that becomes the smallest effect of interest (``sesoi``)."""
+    def arm(a):
+        return a[0] + ("" if a[1] == "none" else f" (TTE {a[1]} at evaluation)")
+
+    def contrast(c):
+        return " ".join(f"{'+' if w > 0 else '−'} {'' if abs(w) == 1 else f'{abs(w):g}·'}{arm(a)}"
+                        for a, w in c.contrast).lstrip("+ ")
+    rel = lambda c: reference.relative_effect(c.margin_from, reference.PRIMARY_METRIC)  # noqa: E731
+    return pd.DataFrame([{"claim": c.text, "family (Holm)": c.family, "contrast": contrast(c),
                           "says": "higher" if c.direction > 0 else "lower",
                           "decided on": METRIC_LABELS[reference.PRIMARY_METRIC],
-                          "margin": f"±{reference.thesis_effect(c.margin_from, reference.PRIMARY_METRIC):.2f}"}
+                          "smallest effect of interest": f"±{abs(rel(c)) * 100:.2f} % of the baseline"}
                          for c in claims]).set_index("claim")
+
+
+def items_of(df: pd.DataFrame) -> dict:
+    """The test-set sizes of the runs in a results frame (the real ones when it does not say its preset)."""
+    return eval_items(df["preset"].iloc[0]) if "preset" in df and len(df) else reference.TEST_ITEMS
+
+
+def eval_items(preset: str) -> dict:
+    """{"coco" | "flickr" | "imagenet": (images, captions)} of the preset's test sets: the world's when it makes
+    them (5 captions per image, 48 classes), else the real ones (``reference.TEST_ITEMS``)."""
+    cfg = get_config(preset)
+    if cfg.data.source != "world":
+        return reference.TEST_ITEMS
+    w = cfg.data.world
+    return {"coco": (w.n_coco_test, 5 * w.n_coco_test), "flickr": (w.n_flickr_test, 5 * w.n_flickr_test),
+            "imagenet": (w.n_zeroshot_per_class * len(CLASSES), None)}
 
 
 def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
@@ -54,8 +80,9 @@ def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
         if r["variant"] in variants and r["seed"] in params.seeds:
             ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
             tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
+            tc |= {f"probe_{k}": v for k, v in r.get("modality_probe", {}).items()}
             ab = {f"{mode}:{m}": v for mode, ms in r.get("tte_ablation", {}).items() for m, v in ms.items()}
-            rows.append({"variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc, **ab,
+            rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc, **ab,
                          "train_s": r["train"]["time_s"]})
     return pd.DataFrame(rows)
 
@@ -114,44 +141,105 @@ def arm_values(df: pd.DataFrame, arm: tuple, metric: str) -> dict:
     return {s: v for s, v in zip(sub.seed, sub[column]) if pd.notna(v)}
 
 
-def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str) -> PairedTest:
+def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str, resolution: float = 0.0) -> PairedTest:
     """treated − control per seed (over the seeds both arms have), as a PairedTest."""
-    a, b = arm_values(df, treated, metric), arm_values(df, control, metric)
-    return PairedTest.of([a[s] - b[s] for s in sorted(set(a) & set(b))])
+    return contrast_test(df, ((treated, 1.0), (control, -1.0)), metric, resolution)
+
+
+def contrast_values(df: pd.DataFrame, contrast, metric: str) -> dict:
+    """seed -> Σ weight × metric over the contrast's arms (the seeds every arm has)."""
+    values = [arm_values(df, arm, metric) for arm, _ in contrast]
+    seeds = sorted(set.intersection(*(set(v) for v in values))) if values else []
+    return {s: sum(w * v[s] for (_, w), v in zip(contrast, values)) for s in seeds}
+
+
+def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0.0) -> PairedTest:
+    """The contrast per seed as a PairedTest."""
+    return PairedTest.of(list(contrast_values(df, contrast, metric).values()), resolution)
 
 
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
-    """One row per claim and metric: the paired difference (95 % and 90 % CI), the thesis's own effect (the
-    equivalence margin), the p-value (Holm-adjusted across the claims on the primary metric), the verdict, and the
-    seeds a test at that level would need for 80 % power against the thesis's effect at the measured SD.
-    Secondary metrics are reported with unadjusted p-values and decide nothing."""
+    """One row per claim and metric whose arms have runs: the paired contrast (95 % and 90 % CI), the smallest
+    effect of interest at this scale (the thesis's relative effect × our baseline's mean) and the thesis's effect
+    carried the same way, the p-values (Holm-adjusted within the claim's declared family on the primary metric;
+    unadjusted, and labelled so, for all), the verdict (``stats.decide``) and, where it is inconclusive, the seeds a
+    test at the family's strictest Holm level would need for 80 % power against that effect at the measured SD. Secondary metrics
+    decide nothing: their verdicts, in parentheses, use the unadjusted p."""
+    items = items_of(df)
     rows = []
     for claim in claims:
         for metric in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
-            test = paired_test(df, claim.treated, claim.control, metric)
+            res = reference.resolution(metric, items)
+            test = contrast_test(df, claim.contrast, metric, res)
             if test.n == 0:
                 continue
-            rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC, "test": test,
-                         "margin": reference.thesis_effect(claim.margin_from, metric)})
-    primary = [r for r in rows if r["primary"]]
-    for r, p in zip(primary, holm([r["test"].p for r in primary], family=len(claims))):
-        r["p_adjusted"] = p                                    # the family is every claim, shown or not
-    alpha = ALPHA / len(claims)                                # Holm's strictest step
+            base = arm_values(df, ("baseline", "none"), metric)
+            control = sum(base.values()) / len(base) if base else float("nan")
+            rel = reference.relative_effect(claim.margin_from, metric)
+            rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC,
+                         "test": test, "resolution": res, "margin": reference.sesoi(claim.margin_from, metric, control),
+                         "thesis": None if rel is None else rel * control})
+    for family in reference.FAMILIES:
+        members = [r for r in rows if r["primary"] and r["claim"].family == family]
+        size = sum(c.family == family for c in claims)
+        for r, p in zip(members, holm([r["test"].p for r in members], family=size)):
+            r["p_adjusted"] = p                          # the family is every declared claim, shown or not
     out = []
     for r in rows:
         t, margin, c = r["test"], r["margin"], r["claim"]
-        p = r.get("p_adjusted", t.p)
-        out.append({"claim": c.text, "metric": METRIC_LABELS[r["metric"]],
+        size = sum(k.family == c.family for k in claims)
+        v = decide(t, r.get("p_adjusted", t.p), c.direction, margin or 0.0)
+        out.append({"claim": c.text, "family": c.family, "metric": METRIC_LABELS[r["metric"]],
                     "role": "primary" if r["primary"] else "secondary",
-                    "difference (95 % CI)": fmt(t.mean, t.half95), "90 % CI": fmt(t.mean, t.half90),
-                    "thesis effect (margin)": "–" if margin is None else f"±{margin:.2f}", "seeds": t.n,
-                    "p (Holm)" if r["primary"] else "p": round(p, 3),
-                    "verdict": decide(t, p, c.direction, margin or 0.0) if r["primary"] else
-                    f"({decide(t, p, c.direction, margin or 0.0)})",
-                    "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd, alpha if r["primary"] else ALPHA)})
-    table = pd.DataFrame(out)
-    if "p" in table:
-        table["p (Holm)"] = table["p (Holm)"].fillna(table.pop("p"))
+                    "difference (95 % CI)": fmt(t.mean, t.half95, _digits(margin)),
+                    "90 % CI": fmt(t.mean, t.half90, _digits(margin)),
+                    "smallest effect of interest": "–" if margin is None else f"±{margin:.{_digits(margin)}f}",
+                    "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{_digits(margin)}f}",
+                    "seeds": t.n, "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
+                    "p (unadjusted)": round(t.p, 3), "verdict": v if r["primary"] else f"({v})",
+                    "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd_used, ALPHA / size if r["primary"]
+                                                            else ALPHA) if v == "inconclusive" else "–"})
+    return pd.DataFrame(out)
+
+
+def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS),
+                     claims=reference.CLAIMS) -> pd.DataFrame:
+    """The forest plot's data (``plotting.forest``): one row per claim of ``family`` and metric whose arms have
+    runs: the per-seed contrasts, their mean ± 95 % CI, the smallest effect of interest, the thesis's effect
+    carried to our scale (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
+    table = claim_table(df, claims).set_index(["claim", "metric"])
+    rows = []
+    for c in claims:
+        if c.family != family:
+            continue
+        for m in metrics:
+            if (c.text, METRIC_LABELS[m]) not in table.index:
+                continue
+            row = table.loc[(c.text, METRIC_LABELS[m])]
+            diffs = list(contrast_values(df, c.contrast, m).values())
+            t = PairedTest.of(diffs, reference.resolution(m, items_of(df)))
+            base = arm_values(df, ("baseline", "none"), m)
+            control = sum(base.values()) / len(base) if base else float("nan")
+            rel = reference.relative_effect(c.margin_from, m)
+            rows.append({"comparison": c.text, "metric": METRIC_LABELS[m], "diffs": diffs, "mean": t.mean,
+                         "half95": t.half95, "margin": reference.sesoi(c.margin_from, m, control) or float("nan"),
+                         "thesis": float("nan") if rel is None else rel * control, "verdict": row.verdict})
+    return pd.DataFrame(rows)
+
+
+def _digits(margin) -> int:
+    """Enough decimals to show a difference against its margin (two for a margin ≥ 0.1, three below)."""
+    return 2 if margin is None or margin >= 0.1 else 3
+
+
+def factorial_means(df: pd.DataFrame, metric: str = reference.PRIMARY_METRIC) -> pd.DataFrame:
+    """Table 1 as a 2 × 2 (notebook 02): the mean ± 95 % CI of each cell, input LayerNorm kept / skipped × TTE
+    before no / yes; the effects and their interaction are rows of ``claim_table``."""
+    cells = {("kept", "no"): "baseline", ("kept", "yes"): "tte_before", ("skipped", "no"): "noln",
+             ("skipped", "yes"): "tte_before_noln"}
+    table = pd.DataFrame({f"TTE before: {t}": {f"input LayerNorm {ln}": fmt(*mean_ci(runs_of(df, v)[metric]))
+                                               for (ln, tt), v in cells.items() if tt == t} for t in ("no", "yes")})
+    table.index.name = METRIC_LABELS[metric]
     return table
 
 
@@ -188,8 +276,9 @@ def curves(params: StudyParams, variant: str) -> pd.DataFrame:
     for seed in params.seeds:
         path = params.results_root / params.preset / variant / f"seed{seed}" / "metrics.jsonl"
         for r in read_jsonl(path):
-            ls = r.pop("layerscale", None) or {}
-            rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()}, "seed": seed, "variant": variant})
+            ls, ratio = r.pop("layerscale", None) or {}, r.pop("tte_ratio", None) or {}
+            rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()},
+                         **{f"tte_ratio_{k}": v for k, v in ratio.items()}, "seed": seed, "variant": variant})
     return pd.DataFrame(rows)
 
 
@@ -199,7 +288,9 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
     what was measured, the threshold and whether it passes (None: reported, not a condition)."""
     rows = [(f"teacher recognises {a} (held-out AUC, object-centric pictures)", f"{teacher[f'held_out_auc_{a}']:.3f}",
              f"≥ {TEACHER_AUC_MIN}", teacher[f"held_out_auc_{a}"] >= TEACHER_AUC_MIN) for a in ("colour", "shape")]
-    rows += [(f"teacher recognises {a} (held-out AUC, scenes of 1-4 objects)", f"{teacher[key]:.3f}", "reported", None)
+    rows += [(f"teacher recognises {a} (held-out AUC, scenes of 1-4 objects: what distillation trains on)",
+              f"{teacher[key]:.3f}", f"≥ {TEACHER_AUC_MIN} {'met' if teacher[key] >= TEACHER_AUC_MIN else 'NOT met'}"
+              " (reported, decides nothing)", None)
              for a in ("colour", "shape") if (key := f"held_out_auc_{a}_scenes") in teacher]
     for m in ("imagenet_top1", "coco_mean", "flickr_mean"):
         mean, half, n = paired_difference(dict(zip(pretrained.seed, pretrained[m])),

@@ -1,0 +1,80 @@
+"""Our statistics against their peers on grids: scipy's paired t-test, statsmodels' TOST, Holm and t-test power."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestPower
+from statsmodels.stats.weightstats import ttost_paired
+
+from thesis_lib.study.stats import PairedTest, holm, seeds_for_power, tost
+
+RNG = np.random.default_rng(0)
+PAIRS = [(RNG.normal(20, 1, n), RNG.normal(0.3 * k, 0.2 + 0.1 * k, n)) for k, n in enumerate([2, 3, 4, 5, 5, 6, 7, 8,
+                                                                                                9, 10] * 2)]
+
+
+@pytest.mark.parametrize("base,effect", PAIRS)
+def test_paired_p_and_interval_equal_scipy_ttest_rel(base, effect):
+    a, b = base + effect, base
+    ours, peer = PairedTest.of(a - b), sps.ttest_rel(a, b)
+    low, high = peer.confidence_interval(0.95)
+    assert ours.p == pytest.approx(peer.pvalue, rel=1e-9, abs=1e-15)
+    assert ours.half95 == pytest.approx((high - low) / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize("base,effect", PAIRS)
+@pytest.mark.parametrize("margin", [0.05, 0.3, 1.0, 5.0])
+def test_tost_equals_statsmodels_ttost_paired(base, effect, margin):
+    a, b = base + effect, base
+    peer = ttost_paired(a, b, -margin, margin)[0]
+    assert tost(PairedTest.of(a - b), -margin, margin) == pytest.approx(peer, rel=1e-9, abs=1e-12)
+
+
+def test_tost_covers_both_ends():
+    near_one = PairedTest.of([1.0, 1.2, 0.8, 1.1, 0.9])                  # far outside ±0.1
+    near_zero = PairedTest.of([0.0, 0.01, -0.01, 0.005, -0.005])         # far inside ±1
+    assert tost(near_one, -0.1, 0.1) > 0.99 and tost(near_zero, -1, 1) < 1e-6
+
+
+@pytest.mark.parametrize("m", range(1, 13))
+def test_holm_equals_statsmodels_multipletests(m):
+    p = np.random.default_rng(m).uniform(0, 0.2, m)
+    peer = multipletests(p, method="holm")[1]
+    assert holm(p) == pytest.approx(list(peer), abs=1e-12)
+    assert holm(p, family=m) == pytest.approx(list(peer), abs=1e-12)
+
+
+GRID = [(e, a, pw) for e in np.geomspace(0.1, 8, 40) for a in (0.05, 0.05 / 3) for pw in (0.8, 0.9)]
+
+
+def _power_bounds(n, d, alpha):
+    """The two-sided power at n seeds, bracketed without the noncentral lower tail that underflows to nan (in scipy,
+    and so in statsmodels' TTestPower, for large noncentrality): the upper tail ≤ power ≤ upper tail + the central
+    t's lower tail (a positive shift only shrinks it)."""
+    crit = sps.t.ppf(1 - alpha / 2, n - 1)
+    upper = sps.nct.sf(crit, n - 1, d * math.sqrt(n))
+    return upper, upper + sps.t.cdf(-crit, n - 1)
+
+
+@pytest.mark.parametrize("d,alpha,power", GRID)
+def test_seeds_for_power_equals_statsmodels(d, alpha, power):
+    """160 cases. Where statsmodels' root is defined, ours is that root rounded up (at least 2), or, on an exact
+    boundary its root finder's tolerance decides, the power is enough at n and not at n − 1. Where statsmodels
+    returns nan (its own underflow, the case that broke ours), the same check on the bracketed power."""
+    n = seeds_for_power(d, 1.0, alpha, power)
+    with np.errstate(all="ignore"):
+        root = float(np.squeeze(TTestPower().solve_power(effect_size=d, alpha=alpha, power=power,
+                                                         alternative="two-sided")))
+    enough = _power_bounds(n, d, alpha)[0] >= power - 1e-9
+    short = n == 2 or _power_bounds(n - 1, d, alpha)[1] < power
+    if math.isnan(root):
+        assert enough and short
+    else:
+        assert n == max(2, math.ceil(root - 1e-6)) or (enough and short)
+
+
+def test_seeds_for_power_is_undefined_without_an_effect_or_a_spread():
+    assert seeds_for_power(0.0, 1.0) is None
+    assert seeds_for_power(1.0, math.nan) is None and seeds_for_power(1.0, 0.0) is None
