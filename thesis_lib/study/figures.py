@@ -18,9 +18,10 @@ from ..config import get_config
 from ..data import world
 from ..errors import ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
-from . import mechanisms, plotting, runs, tables
+from ..variants import DOSE_VARIANTS, FACTORIAL_VARIANTS
+from . import mechanisms, plotting, reference, runs, tables
 
-TABLE1 = ("baseline", "tte_before", "tte_before_noln")
+TABLE1 = FACTORIAL_VARIANTS                                          # notebook 02: Table 1 as a 2 × 2
 TABLE2 = ("baseline", "tte_before", "tte_after", "tte_after_ls")
 TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")               # notebook 04: is the TTE used?
 ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
@@ -80,8 +81,22 @@ def gammas(params) -> dict:
     return out
 
 
+def _forest(params, family: str, variants):
+    """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker)."""
+    return plotting.forest(tables.difference_frame(tables.results_frame(params, variants), family), title=family)
+
+
+def fig_dual_encoder_forest(params):
+    df = tables.results_frame(params, mechanisms.DUAL)
+    return plotting.forest(mechanisms.forest_frame(df, mechanisms.DUAL_PAIRS, mechanisms.DUAL_METRICS),
+                           title="notebook 05: dual-encoder use (Holm over the table's rows)")
+
+
 def fig_tte_contribution(params):
-    return plotting.tte_contribution(tables.results_frame(params, ("tte_after", "tte_after_ls")))
+    import pandas as pd
+    variants = ("tte_after", *DOSE_VARIANTS)
+    df = tables.results_frame(params, variants)
+    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants if v in set(df.variant)]))
 
 
 FIGURES = {
@@ -89,7 +104,9 @@ FIGURES = {
     "00_positional_similarity": fig_positional_similarity,
     "00_pre_vs_post_ln": fig_pre_vs_post_ln,
     "01_baseline_curves": fig_baseline_curves,
+    "02_table1_forest": lambda p: _forest(p, reference.TABLE1, TABLE1),
     "02_table1_bars": lambda p: _bars(p, TABLE1),
+    "03_table2_forest": lambda p: _forest(p, reference.TABLE2, ("baseline", "tte_after_ls")),
     "03_table2_bars": lambda p: _bars(p, TABLE2),
     "03_loss_curves": fig_loss_curves,
     "04_gamma_histogram": lambda p: plotting.gamma_histogram(gammas(p)),
@@ -97,6 +114,8 @@ FIGURES = {
     "04_gamma_evolution": lambda p: plotting.gamma_evolution(tables.curves(p, "tte_after_ls")),
     "04_tte_contribution": fig_tte_contribution,
     "04_tte_ablation": lambda p: plotting.tte_ablation(tables.results_frame(p, TTE_USED), TTE_USED, ABLATION_METRICS),
+    "04_dose_forest": lambda p: _forest(p, reference.DOSE, ("baseline", *DOSE_VARIANTS)),
+    "05_dual_encoder_forest": fig_dual_encoder_forest,
     "05_dual_encoder_bars": lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
     "05_fusion_bars": lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
     "05_switch_choices": lambda p: plotting.switch_choices(mechanisms.switch_choices(p)),

@@ -2,13 +2,19 @@
 variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.figures`` redraws them all)."""
 from __future__ import annotations
 
+import math
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
+
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from ..variants import VARIANT_LABELS, VARIANTS
 from .reference import LAYERSCALE
@@ -19,8 +25,14 @@ sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
 SHORT = {"baseline": "baseline", "tte_before": "TTE before", "tte_after": "TTE after",
          "tte_after_ls": "TTE after + LS", "tte_before_noln": "TTE before, no LN", "tte_shared": "one vector (control)",
+         "noln": "no LN (control)", "tte_after_ls_init1e-3": "TTE after + LS, γ₀ 1e-3",
+         "tte_after_ls_init1e-1": "TTE after + LS, γ₀ 1e-1", "tte_after_ls_init1": "TTE after + LS, γ₀ 1",
          "mome": "MoME", "fusion_joint": "joint fusion", "switch": "switch",
          "switch_sib": "switch + SIB"}
+INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
+VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
+               "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
+               "inconclusive": "0.35"}
 
 
 def save(fig, folder: Path, name: str) -> list[Path]:
@@ -46,7 +58,8 @@ def patch_grid(image: np.ndarray, patch: int, n_show: int = 6):
     a.set_title(f"{H}×{H} image, {H // patch}×{H // patch} patches of {patch}×{patch}")
     a.axis("off")
     flat = [image[:patch, i * patch:(i + 1) * patch].transpose(2, 0, 1).reshape(-1) for i in range(n_show)]
-    b.imshow(np.stack(flat), aspect="auto", cmap="gray", interpolation="nearest")
+    im = b.imshow(np.stack(flat), aspect="auto", cmap="gray", interpolation="nearest")
+    fig.colorbar(im, ax=b, label="pixel value", pad=0.02)
     b.set_yticks(range(n_show), [f"patch {i + 1}" for i in range(n_show)])
     b.set_xlabel(f"flattened patch: C·P² = {flat[0].size} values (R, G, B planes)")
     b.set_title("first patches of the top row, flattened")
@@ -59,12 +72,14 @@ def positional_similarity(table: torch.Tensor, grid: int, positions=None):
     """Cosine similarity of a few positions' encodings to all N positions, drawn on the patch grid."""
     positions = positions or [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid, grid * grid - 1]
     t = torch.nn.functional.normalize(table.float(), dim=-1)
-    fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions), 2.6))
-    for ax, p in zip(axes, positions):
-        ax.imshow((t @ t[p]).view(grid, grid).numpy(), cmap="viridis", vmin=-1, vmax=1)
+    fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions) + 1.0, 2.8), squeeze=False,
+                             layout="constrained")
+    for ax, p in zip(axes[0], positions):
+        im = ax.imshow((t @ t[p]).view(grid, grid).numpy(), cmap="viridis", vmin=-1, vmax=1)
         ax.set_title(f"position ({p // grid}, {p % grid})", fontsize=9)
         ax.axis("off")
-    fig.suptitle(f"cosine similarity of t_pos_i to all {grid * grid} positions (2-D sin-cos)", y=1.02)
+    fig.colorbar(im, ax=axes[0].tolist(), label="cosine similarity", shrink=0.9, pad=0.02)
+    fig.suptitle(f"cosine similarity of t_pos_i to all {grid * grid} positions (2-D sin-cos)")
     return fig
 
 
@@ -94,18 +109,115 @@ def pre_vs_post_ln(scales: dict):
 
 # ------------------------------------------------------------------------------------------ results
 
+def _finite(*values) -> np.ndarray:
+    x = np.asarray([v for v in values if v is not None], dtype=float).ravel()
+    return x[np.isfinite(x)]
+
+
+def _symmetric_axis(ax, reach: list[float]):
+    """x from −edge to +edge around 0 covering every row. Where one row reaches 6 × further than the others, the
+    axis is linear over the small rows and logarithmic beyond, so that no row's difference is squeezed to a dot."""
+    reach = sorted(r for r in reach if r > 0) or [1.0]
+    edge = 1.15 * reach[-1]
+    small = [r for r in reach if r < reach[-1] / 6]
+    if not small:
+        ax.set_xlim(-edge, edge)
+        return
+    t, edge = 1.15 * small[-1], 1.4 * reach[-1]
+    decades = np.log10(edge / t)
+    ax.set_xscale("symlog", linthresh=t, linscale=max(decades, 0.5))
+    ax.set_xlim(-edge, edge)
+    inner = [x for x in plt.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(0, t) if 0 < x <= t][-1:]
+    outer = [x for x in (m * 10.0 ** k for k in range(-6, 7) for m in (1, 2, 5)) if 2.5 * t <= x < edge / 1.05][-1:]
+    ticks = sorted({0.0, *inner, *(-x for x in inner), *outer, *(-x for x in outer)})
+    ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    for x in (-t, t):
+        ax.axvline(x, color="0.6", lw=0.8, ls=":", zorder=1)
+
+
+def forest(frame: pd.DataFrame, title: str | None = None):
+    """The study's main figure: paired differences to a control, one panel per metric, one row per comparison. Mean
+    with its 95 % CI, the seeds as dots under it, ± the smallest effect of interest as a band, the thesis's effect
+    (carried to this scale) as a hollow diamond, the verdict above the row at the panel's right; x symmetric about 0.
+    ``frame``: one row per (comparison, metric) with comparison, metric, diffs, mean, half95, margin, thesis,
+    verdict."""
+    if frame is None or not len(frame):
+        raise ValueError("forest: no (comparison, metric) rows to draw (are the runs of both arms there?)")
+    comparisons = list(dict.fromkeys(frame["comparison"]))
+    metrics = list(dict.fromkeys(frame["metric"]))
+    n = len(comparisons)
+    width = max(2.6 + 3.4 * len(metrics), 6.5)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 0.8 * n + 2.4), sharey=True, squeeze=False,
+                             layout="constrained")
+    for ax, metric in zip(axes[0], metrics):
+        right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
+        reach = []
+        for _, r in frame[frame["metric"].eq(metric)].iterrows():
+            y = comparisons.index(r["comparison"])
+            diffs = _finite(*np.atleast_1d(r["diffs"]))
+            mean, half, margin, thesis = (math.nan if r[k] is None else float(r[k])
+                                          for k in ("mean", "half95", "margin", "thesis"))
+            if np.isfinite(margin) and margin > 0:
+                ax.fill_betweenx([y - 0.5, y + 0.5], -margin, margin, color=BAND, alpha=0.18, lw=0, zorder=0)
+            if len(diffs):
+                jitter = np.linspace(-0.06, 0.06, len(diffs)) if len(diffs) > 1 else np.zeros(1)
+                ax.scatter(diffs, y + 0.24 + jitter, s=14, color=SEED_INK, alpha=0.8, lw=0, zorder=3)
+            if np.isfinite(mean):
+                ax.errorbar(mean, y, xerr=half if np.isfinite(half) else None, fmt="o", color=INK, ms=7, lw=2,
+                            capsize=4, zorder=4)
+            if np.isfinite(thesis):
+                ax.scatter(thesis, y, marker="D", s=70, facecolors="none", edgecolors=THESIS_INK, lw=1.8, zorder=5)
+            verdict = str(r["verdict"])
+            ax.text(0.985, y - 0.29, verdict, transform=right, ha="right", va="center", fontsize=8.5,
+                    color=VERDICT_INK.get(verdict.strip("() ").split(" ")[0].lower(), INK), gid="verdict",
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
+            reach.append(np.abs(_finite(mean - half, mean + half, mean, margin, thesis, *diffs)).max(initial=0))
+        _symmetric_axis(ax, reach)
+        ax.axvline(0, color=INK, lw=1, zorder=2)
+        for k in range(1, n):
+            ax.axhline(k - 0.5, color="0.85", lw=0.8, zorder=1)
+        ax.grid(axis="y", visible=False)
+        ax.set_title(metric)
+        ax.set_xlabel("paired difference (points)" if ax.get_xscale() == "linear" else
+                      f"paired difference (points)\n(log scale beyond ±{ax.xaxis.get_transform().linthresh:.2g})")
+    axes[0][0].set_ylim(n - 0.5, -0.5)
+    axes[0][0].set_yticks(range(n), [textwrap.fill(c, 30) for c in comparisons])
+    handles = [Line2D([], [], color=INK, marker="o", lw=2, label="mean ± 95 % CI over seeds"),
+               Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label="seeds (paired differences)")]
+    if (pd.to_numeric(frame["margin"]) > 0).any():
+        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label="smallest effect of interest"))
+    if np.isfinite(pd.to_numeric(frame["thesis"])).any():
+        handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
+                              label="thesis effect, carried to this scale"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles) if width >= 10 else 2, frameon=False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
 def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | None = None):
-    """Grouped bars: mean over seeds with 95 % CI, one panel per metric; thesis values as hollow markers."""
+    """Grouped bars: mean over seeds with 95 % CI, one panel per metric (dots: seeds). Each panel's y-axis spans only
+    its seeds and intervals, so it does NOT start at 0: a secondary view of the levels, the forest shows differences."""
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False)
     for ax, (m, label) in zip(axes[0], metrics.items()):
+        ends = []
         for i, v in enumerate(variants):
-            values = runs_of(df, v)[m]
+            values = runs_of(df, v)[m].dropna()
             mean, half = mean_ci(values)
-            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4)
+            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS.get(v), capsize=4, alpha=0.85)
             ax.scatter(np.full(len(values), i), values, color="black", s=8, zorder=3)
-        ax.set_xticks(range(len(variants)), [SHORT[v] for v in variants], rotation=25, ha="right")
+            ends += [*values, mean - np.nan_to_num(half), mean + np.nan_to_num(half)]
+        ends = np.asarray(ends, dtype=float)
+        ends = ends[np.isfinite(ends)]
+        if len(ends):
+            pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
+            ax.set_ylim(ends.min() - pad, ends.max() + pad)
+        ax.set_xticks(range(len(variants)), [SHORT.get(v, v) for v in variants], rotation=25, ha="right")
         ax.set_title(label)
-    axes[0][0].set_ylabel("percent (mean ± 95 % CI over seeds; dots: seeds)")
+    cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
+    axes[0][0].set_ylabel("percent" + (", axis does not start at 0" if cut else "")
+                          + "\n(mean ± 95 % CI over seeds; dots: seeds)")
     fig.tight_layout()
     return fig
 
@@ -165,12 +277,15 @@ def gamma_evolution(curves: pd.DataFrame):
     return fig
 
 
-def tte_contribution(df: pd.DataFrame):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant (the share of the shared block's input that is TTE): mean ±
-    95 % CI over seeds, the same interval as every table (dots: seeds)."""
+def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. Left: after
+    training, mean ± 95 % CI over seeds (the interval of every table; dots: seeds). Right, with ``curves``: along
+    training on the same test items, mean over seeds (image solid, text dashed)."""
     variants = list(dict.fromkeys(df.variant))
     width = 0.8 / max(len(variants), 1)
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    panels = 2 if curves is not None and len(curves) else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.0 * panels, 4.4), squeeze=False, layout="constrained")
+    ax = axes[0][0]
     for j, v in enumerate(variants):
         for i, modality in enumerate(("image", "text")):
             values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
@@ -181,9 +296,19 @@ def tte_contribution(df: pd.DataFrame):
             ax.scatter(np.full(len(values), x), values, color="black", s=6, zorder=3)
     ax.set_xticks([0, 1], ["image", "text"])
     ax.set_xlabel("modality")
-    ax.legend(fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    ax.set_title("after training")
+    if panels == 2:
+        ax = axes[0][1]
+        for v, sub in curves.groupby("variant", sort=False):
+            mean = sub.groupby("step")[["tte_ratio_image", "tte_ratio_text"]].mean()
+            ax.plot(mean.index, mean.tte_ratio_image, color=COLOURS[v], lw=1.8)
+            ax.plot(mean.index, mean.tte_ratio_text, color=COLOURS[v], lw=1.4, ls="--")
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_title("along training (image —, text – –)")
+    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     return fig
 
 
@@ -218,7 +343,8 @@ def switch_choices(df: pd.DataFrame):
     """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
     (right) is selected (hard selection on the evaluation pairs), mean over seeds, one row per variant."""
     kinds = [k for k in ("modes", "inputs") if k in set(df.kind)] if len(df) else []
-    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(6.0 * max(len(kinds), 1), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(7.0 * max(len(kinds), 1), 3.2), squeeze=False,
+                             layout="constrained")
     for ax, kind in zip(axes[0], kinds):
         sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
         sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
@@ -230,7 +356,6 @@ def switch_choices(df: pd.DataFrame):
         ax.set_xlim(0, 1)
         ax.set_xlabel("fraction of evaluation pairs (hard selection)")
         ax.set_title("Switch-Attention: interaction mode" if kind == "modes" else "Switch-Input: (image, text) from")
-        ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         ax.invert_yaxis()
-    fig.tight_layout()
     return fig

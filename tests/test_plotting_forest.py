@@ -1,0 +1,202 @@
+"""plotting.forest (the study's main figure) and the figures whose layout was fixed: limits that show every number,
+one figure legend outside the data, a verdict per row that covers no data, y-axes that do not start at 0."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
+
+from thesis_lib.study import plotting  # noqa: E402
+from thesis_lib.study.stats import mean_ci  # noqa: E402
+
+COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
+               "skipped − baseline"]
+METRICS = ["COCO retrieval", "ImageNet top-1", "Flickr retrieval"]
+
+
+def _row(comparison, metric, diffs, margin, thesis, verdict):
+    mean, half = mean_ci(diffs)
+    return {"comparison": comparison, "metric": metric, "diffs": list(diffs), "mean": mean, "half95": half,
+            "margin": margin, "thesis": thesis, "verdict": verdict}
+
+
+def synthetic_frame() -> pd.DataFrame:
+    """3 comparisons × 3 metrics: small effects near their margins, one large one (the 2 × 2's LayerNorm row), one
+    cell with a nan margin and no thesis value, one with a single seed."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i, c in enumerate(COMPARISONS):
+        for j, m in enumerate(METRICS):
+            effect = (-0.05, 0.12, -2.6)[i] * (1, 3, 1.5)[j]
+            n = 1 if (i, j) == (1, 2) else 5
+            diffs = effect + rng.normal(0, (0.06, 0.4, 0.2)[j], n)
+            margin = math.nan if (i, j) == (0, 1) else (0.077, 0.2, 0.1)[j]
+            thesis = math.nan if (i, j) == (0, 1) else (-0.077, 0.15, -0.4)[i]
+            rows.append(_row(c, m, diffs, margin, thesis, ("equivalent", "(inconclusive)", "reproduced")[(i + j) % 3]))
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    frame = synthetic_frame()
+    fig = plotting.forest(frame, title="synthetic")
+    fig.canvas.draw()
+    yield frame, fig
+    plt.close(fig)
+
+
+def _panel(fig, metric):
+    (ax,) = [ax for ax in fig.axes if ax.get_title() == metric]
+    return ax
+
+
+def _data_points(ax) -> np.ndarray:
+    """Display coordinates of everything drawn in data coordinates: seeds, means, thesis markers, CI bars."""
+    pts = [ax.transData.transform(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)]
+    along = np.linspace(0, 1, 25)[:, None]
+    pts += [ax.transData.transform(s[0] + along * (s[-1] - s[0])) for c in ax.collections
+            if isinstance(c, LineCollection) for s in map(np.asarray, c.get_segments())]   # CI bars, end to end
+    pts += [ax.transData.transform(line.get_xydata()) for line in ax.lines
+            if line.get_transform() == ax.transData and len(line.get_xydata())]
+    return np.concatenate(pts)
+
+
+def test_one_panel_with_data_per_metric(drawn):
+    frame, fig = drawn
+    data_axes = [ax for ax in fig.axes if ax.collections or ax.lines]
+    assert len(data_axes) == len(METRICS) == len(fig.axes)
+    assert [ax.get_title() for ax in fig.axes] == METRICS
+
+
+def test_x_limits_symmetric_and_contain_everything(drawn):
+    frame, fig = drawn
+    for metric, rows in frame.groupby("metric"):
+        lo, hi = _panel(fig, metric).get_xlim()
+        assert lo == pytest.approx(-hi)
+        values = [v for _, r in rows.iterrows() for v in (*r.diffs, r["mean"] - r.half95, r["mean"] + r.half95,
+                                                           r.margin, -r.margin, r.thesis) if np.isfinite(v)]
+        assert lo < min(values) and max(values) < hi, metric
+
+
+def test_every_seed_mean_and_thesis_value_is_drawn(drawn):
+    frame, fig = drawn
+    for metric, rows in frame.groupby("metric"):
+        ax = _panel(fig, metric)
+        xs = np.concatenate([c.get_offsets()[:, 0] for c in ax.collections if isinstance(c, PathCollection)] +
+                            [line.get_xdata() for line in ax.lines if line.get_transform() == ax.transData])
+        for _, r in rows.iterrows():
+            for v in (*r.diffs, r["mean"], r.thesis):
+                if np.isfinite(v):
+                    assert np.isclose(xs, v).any(), (metric, r.comparison, v)
+
+
+def test_margin_bands_and_intervals_only_where_defined(drawn):
+    frame, fig = drawn
+    for metric, rows in frame.groupby("metric"):
+        ax = _panel(fig, metric)
+        bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+        intervals = [c for c in ax.collections if isinstance(c, LineCollection)]
+        assert len(bands) == int((rows.margin > 0).sum())           # nan margin → no band
+        assert len(intervals) == int(np.isfinite(rows.half95).sum())  # a single seed → the point only
+
+
+def test_one_figure_legend_outside_every_panel(drawn):
+    frame, fig = drawn
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
+    legend = fig.legends[0]
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert "smallest effect of interest" in labels and "thesis effect, carried to this scale" in labels
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
+        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer)), ax.get_title()
+
+
+def test_one_verdict_per_row_covering_no_data(drawn):
+    frame, fig = drawn
+    renderer = fig.canvas.get_renderer()
+    for metric, rows in frame.groupby("metric"):
+        ax = _panel(fig, metric)
+        texts = [t for t in ax.texts if t.get_gid() == "verdict"]
+        assert sorted(t.get_text() for t in texts) == sorted(rows.verdict)
+        points = _data_points(ax)
+        panel = ax.get_window_extent(renderer)
+        for t in texts:
+            box = t.get_window_extent(renderer).padded(3)
+            assert panel.x0 <= box.x0 and box.x1 <= panel.x1 + 3
+            inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) &
+                      (points[:, 1] >= box.y0) & (points[:, 1] <= box.y1))
+            assert not inside.any(), (metric, t.get_text())
+
+
+@pytest.mark.parametrize("n_comparisons,n_metrics", [(1, 1), (6, 4), (2, 3)])
+def test_any_size_with_nan_margins_and_thesis(n_comparisons, n_metrics):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame([_row(f"comparison {i}", f"metric {j}", rng.normal(0.1 * i, 0.2, 5), math.nan, math.nan,
+                               "inconclusive") for i in range(n_comparisons) for j in range(n_metrics)])
+    fig = plotting.forest(frame)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert len(fig.axes) == n_metrics and len(fig.legends) == 1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "smallest effect of interest" not in labels                    # nothing of the kind drawn
+    box = fig.legends[0].get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+    assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == n_comparisons * n_metrics
+    plt.close(fig)
+
+
+def test_results_bars_axis_does_not_start_at_zero():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 40 + rng.normal(0, 0.3), "imagenet_top1":
+                        41 + rng.normal(0, 0.5)} for v in ("baseline", "tte_before") for s in range(5)])
+    fig = plotting.results_bars(df, ["baseline", "tte_before"], {"coco_mean": "COCO", "imagenet_top1": "ImageNet"})
+    for ax, m in zip(fig.axes, ("coco_mean", "imagenet_top1")):
+        lo, hi = ax.get_ylim()
+        assert 0 < lo < df[m].min() and df[m].max() < hi
+        assert hi - lo < 10                                            # the spread is visible, not a 0-40 bar
+    assert "axis does not start at 0" in fig.axes[0].get_ylabel()
+    plt.close(fig)
+
+
+def _legends_clear_of_axes(fig):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for ax in fig.axes:
+            assert not box.overlaps(ax.get_window_extent(renderer))
+
+
+def test_tte_contribution_legend_covers_no_bar():
+    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r * (1 + 0.1 * s), "tte_ratio_text": r / 2}
+                       for v, r in (("tte_after", 2e-2), ("tte_after_ls", 4e-4)) for s in range(5)])
+    fig = plotting.tte_contribution(df)
+    _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def test_switch_choices_legends_cover_no_bar():
+    rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": layer, "option": o, "fraction": f}
+            for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
+                                  ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
+            for layer in (1, 2) for o, f in zip(options, (0.4, 0.3, 0.2, 0.1))]
+    fig = plotting.switch_choices(pd.DataFrame(rows))
+    _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def test_positional_similarity_has_a_labelled_colour_bar():
+    fig = plotting.positional_similarity(torch.randn(16, 8), 4)
+    assert any(ax.get_ylabel() == "cosine similarity" for ax in fig.axes)
+    plt.close(fig)
