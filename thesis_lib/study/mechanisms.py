@@ -15,39 +15,82 @@ from ..models.emkum import build_model, parameter_table
 from ..models.fusion import INPUTS, MODES
 from ..training.results import load_results
 from ..variants import VARIANT_LABELS
-from .stats import fmt, mean_ci, paired_difference, verdict
-from .tables import METRIC_LABELS, arm_values, runs_of
+from .reference import resolution
+from .stats import ALPHA, PairedTest, fmt, holm
+from .tables import METRIC_LABELS, arm_values, items_of, paired_test, runs_of
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
 DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
 FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")
+DUAL_PAIRS = (("mome", "tte_after_ls"), ("mome", "baseline"), ("tte_after_ls", "baseline"))   # one Holm family
+FUSION_COMPARED = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")
 
 
-def _direction(mean: float, half: float) -> str:
-    return {"reproduced": "better", "contradicted": "worse"}.get(verdict(mean, half, +1), "inconclusive")
+def _named(test: PairedTest, p_adjusted: float) -> str:
+    """better / worse: significant after Holm within the table (and above the metric's resolution); else
+    inconclusive. No margin is declared beyond the chapter, so nothing here is called equivalent."""
+    if test.n < 2 or not p_adjusted < ALPHA or abs(test.mean) < max(test.resolution, 1e-300):
+        return "inconclusive"
+    return "better" if test.mean > 0 else "worse"
+
+
+def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
+    """The table's rows with the unadjusted and the Holm-adjusted p (the family: every row of this table, the same
+    in the notebook and in the README) and the verdict from the adjusted one."""
+    for row, t, p in zip(rows, tests, holm([t.p for t in tests])):
+        row.update({"p (unadjusted)": round(t.p, 3), "p (Holm, this table)": round(p, 3), "verdict": _named(t, p)})
+    return pd.DataFrame(rows)
 
 
 def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
-    """Paired (by seed) differences a − b with their 95 % CI and a verdict (better / worse / inconclusive)."""
-    rows = []
+    """Paired (by seed) differences a − b with their 95 % CI, p-values and a verdict (better / worse /
+    inconclusive), Holm over every row of the table."""
+    items = items_of(df)
+    rows, tests = [], []
     for a, b in pairs:
         for m in metrics:
-            mean, half, n = paired_difference(arm_values(df, (a, "none"), m), arm_values(df, (b, "none"), m))
+            t = paired_test(df, (a, "none"), (b, "none"), m, _resolution(m, items))
+            tests.append(t)
             rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
-                         "difference (95 % CI)": fmt(mean, half), "seeds": n, "verdict": _direction(mean, half)})
+                         "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n})
+    return _with_holm(rows, tests)
+
+
+def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
+    """``comparisons`` as ``plotting.forest`` draws it: per-seed differences, no margin (none is declared here)."""
+    table = comparisons(df, pairs, metrics)
+    rows = []
+    for (a, b), m in ((pair, m) for pair in pairs for m in metrics):
+        x, y = arm_values(df, (a, "none"), m), arm_values(df, (b, "none"), m)
+        diffs = [x[s] - y[s] for s in sorted(set(x) & set(y))]
+        t = PairedTest.of(diffs)
+        row = table[(table.comparison == f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}") &
+                    (table.metric == METRIC_LABELS[m])].iloc[0]
+        rows.append({"comparison": row.comparison, "metric": row.metric, "diffs": diffs, "mean": t.mean,
+                     "half95": t.half95, "margin": float("nan"), "thesis": float("nan"), "verdict": row.verdict})
     return pd.DataFrame(rows)
 
 
 def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
-    """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run)."""
-    rows = []
+    """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run), Holm
+    over the table's rows."""
+    items = items_of(df)
+    rows, tests = [], []
     for v in variants:
         sub = runs_of(df, v)
-        mean, half = mean_ci(sub.flickr_rerank_mean - sub.flickr_mean)
-        rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(mean, half),
-                     "seeds": len(sub), "verdict": _direction(mean, half)})
-    return pd.DataFrame(rows).set_index("variant")
+        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, _resolution("flickr_mean", items))
+        tests.append(t)
+        rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(t.mean, t.half95),
+                     "seeds": len(sub)})
+    return _with_holm(rows, tests).set_index("variant")
+
+
+def _resolution(metric: str, items: dict) -> float:
+    """One test item; an ITM accuracy (one comparison per Flickr test image, ties counted ½): half an image."""
+    if metric.startswith("flickr_itm"):
+        return 100.0 / (2 * items["flickr"][0])
+    return resolution(metric.replace("_rerank", ""), items)
 
 
 def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:
