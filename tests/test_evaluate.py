@@ -58,3 +58,18 @@ def test_zero_shot_accuracy_agrees_with_a_loop():
     top1 = sum(int(scores[i].argmax() == labels[i]) for i in range(50)) / 50 * 100
     top5 = sum(int(labels[i] in scores[i].topk(5).indices) for i in range(50)) / 50 * 100
     assert abs(got["top1"] - top1) < 1e-4 and abs(got["top5"] - top5) < 1e-4 and top1 < top5
+
+
+def test_itm_negatives_are_true_ones():
+    """Image 0's most similar other caption (index 2) fits it too (the world's ground truth): the hard negative is
+    the next most similar false one; the fixed negative is the first false caption from half the set away."""
+    from thesis_lib.evaluate import itm_pairs
+    t2i = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    fits = t2i[None, :] == torch.arange(4)[:, None]
+    fits[0, 2] = fits[0, 4] = True
+    sims = torch.zeros(4, 8)
+    sims[0, 2], sims[0, 6] = 9.0, 5.0
+    first, hardest, other = itm_pairs(sims, fits, t2i)
+    assert first.tolist() == [0, 2, 4, 6]
+    assert hardest[0] == 6 and not fits[torch.arange(4), hardest].any()
+    assert other[0] == 5 and other.tolist()[1:] == [6, 0, 2] and not fits[torch.arange(4), other].any()

@@ -106,3 +106,15 @@ def test_reranking_a_test_set_smaller_than_k_rescores_every_candidate(tmp_path):
     m = result["metrics"]                                   # smoke Flickr: 24 images, 120 captions
     assert 0 <= m["flickr_rerank_tr@1"] <= m["flickr_rerank_tr@10"] <= 100
     assert 0 <= m["flickr_rerank_ir@1"] <= m["flickr_rerank_ir@10"] <= 100
+
+
+def test_a_hard_negative_never_fits_its_anchor():
+    """On the world a caption of another picture can describe this one too: such a caption is never drawn."""
+    fits = torch.eye(4, dtype=torch.bool)
+    fits[0, 1] = fits[2, 3] = True                                     # caption 1 fits image 0; caption 3 image 2
+    sim = torch.zeros(4, 4)
+    sim[0, 1] = sim[2, 3] = 50.0                                        # and the dual encoder likes them best
+    g = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        neg_txt, neg_img = hard_negatives(sim, fits, g)
+        assert not fits[torch.arange(4), neg_txt].any() and not fits[neg_img, torch.arange(4)].any()

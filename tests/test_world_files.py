@@ -79,3 +79,26 @@ def test_each_shape_has_a_surface_of_its_own():
     assert len(set(flat.values())) == len(world.SHAPES)
     stripes = masks["square"]                                    # stripes across x, constant down a column
     assert (stripes == stripes[:1]).all() and not (stripes == stripes[:, :1]).all()
+
+
+def test_a_caption_names_only_what_its_scene_shows_and_five_captions_name_it_all():
+    """The ground truth of true ITM negatives (world.Descriptions): a caption's named colour-shape pairs are the
+    scene's; the union over its five captions is the whole scene for almost every scene."""
+    import numpy as np
+    import torch
+    rng = np.random.default_rng(7)
+    complete, scenes = 0, [world.sample_scene(rng, style) for style in ("coco", "flickr") for _ in range(300)]
+    captions = [world.captions(s, rng) for s in scenes]
+    for scene, caps in zip(scenes, captions):
+        truth = scene.labels().astype(bool)
+        named = np.stack([world.named_classes(c) for c in caps])
+        assert named.any(1).all() and not (named & ~truth).any()          # each names something, nothing absent
+        complete += np.array_equal(named.any(0), truth)
+    assert complete >= 0.99 * len(scenes)
+    flat = [c for caps in captions for c in caps]
+    d = world.Descriptions.of(flat, torch.arange(len(scenes)).repeat_interleave(5), len(scenes))
+    fits = d.fits(torch.arange(len(scenes)), torch.arange(len(flat)))
+    own = torch.arange(len(scenes))[:, None] == torch.arange(len(flat))[None, :] // 5
+    assert fits[own].all() and fits.sum() > own.sum()                   # another scene's caption can fit too
+    wrong = np.stack([world.named_classes(c) for c in flat])[None] & ~np.stack([s.labels() for s in scenes]).astype(bool)[:, None]
+    assert not (fits.numpy() & wrong.any(-1)).any()                      # what fits names nothing absent

@@ -213,11 +213,23 @@ def match_scores(head: FusionHead, img_tok, txt_tok, txt_pad, pairs: torch.Tenso
     return torch.cat(out)
 
 
+def itm_pairs(sims: torch.Tensor, fits: torch.Tensor, t2i: torch.Tensor):
+    """Per image: its first caption, the true negative the dual encoder finds most similar, and a fixed true
+    negative (the first false caption from half the set away on). ``fits`` (N_img, N_txt): caption j may describe
+    image i (``RetrievalSet.fits``), so neither negative does."""
+    n_img, n_txt = fits.shape
+    first = (t2i[None, :] == torch.arange(n_img, device=fits.device)[:, None]).float().argmax(1)
+    hardest = sims.masked_fill(fits, float("-inf")).argmax(1)
+    start = first[(torch.arange(n_img, device=fits.device) + n_img // 2) % n_img]
+    distance = (torch.arange(n_txt, device=fits.device)[None, :] - start[:, None]) % n_txt
+    return first, hardest, distance.masked_fill(fits, n_txt).argmin(1)
+
+
 @torch.no_grad()
 def fusion_metrics(model, rs, sims: torch.Tensor, ctx: EvalContext) -> dict:
-    """Pairwise ITM accuracy (how often the head scores an image's first caption above the caption of another
-    image that the dual encoder finds most similar, ``itm_acc``, or above a caption of a fixed other image,
-    ``itm_acc_random``; chance 50 %) and retrieval re-ranked by the ITM head: the dual
+    """Pairwise ITM accuracy (how often the head scores an image's first caption above a true negative: the one the
+    dual encoder finds most similar, ``itm_acc``, or a fixed one, the first from half the set away, ``itm_acc_random``;
+    chance 50 %) and retrieval re-ranked by the ITM head: the dual
     encoder's top-k candidates of every query re-scored (k = eval.rerank_k ≥ 10, so R@1/5/10 are exact).
     Also the switches' hard choices on the re-ranking pairs."""
     k, bs, device, amp = ctx.rerank_k, ctx.batch_size, ctx.device, ctx.amp or contextlib.nullcontext()
@@ -227,11 +239,8 @@ def fusion_metrics(model, rs, sims: torch.Tensor, ctx: EvalContext) -> dict:
     img_tok, txt_tok, txt_pad = token_sequences(model, rs.images, rs.tokens, ctx)
     t2i = rs.text_to_image.to(device)
     n_img = img_tok.shape[0]
-    own = t2i[None, :] == torch.arange(n_img, device=device)[:, None]            # (N_img, N_txt)
-    first = own.float().argmax(1)
-    hardest = sims.masked_fill(own, float("-inf")).argmax(1)
     rows = torch.arange(n_img, device=device)
-    other = first[(rows + n_img // 2) % n_img]                                    # a caption of another image
+    first, hardest, other = itm_pairs(sims, rs.fits().to(device), t2i)
     pairs = torch.cat([torch.stack([rows, c], 1) for c in (first, hardest, other)])
     pos, hard, rand = match_scores(head, img_tok, txt_tok, txt_pad, pairs, bs, amp).view(3, n_img)
     acc = {name: (100 * ((pos > neg).float() + 0.5 * (pos == neg).float()).mean()).item()   # ties count ½

@@ -16,6 +16,7 @@ from . import datasets as ds
 from .roots import data_root, pair_records
 from .tokenizer import CaptionTokenizer, tokenize
 from .transforms import ImageView, eval_transform, normalise_uint8
+from .world import Descriptions
 
 
 class _ImageFiles(Dataset):
@@ -48,6 +49,13 @@ class RetrievalSet:
     images: object               # uint8 tensor (N, 3, S, S) or list of files
     tokens: torch.Tensor         # (T, L) int32, every caption of every image
     text_to_image: torch.Tensor  # (T,)
+    descriptions: Descriptions | None = None   # the world: what each caption names (true ITM negatives)
+
+    def fits(self) -> torch.Tensor:
+        """(N, T) bool: caption j may describe image i (its own, or on the world one naming nothing it lacks)."""
+        if self.descriptions is None:
+            return self.text_to_image[None, :] == torch.arange(int(self.text_to_image.max()) + 1)[:, None]
+        return self.descriptions.fits(torch.arange(len(self.descriptions.objects)), torch.arange(len(self.tokens)))
 
 
 @dataclass
@@ -91,7 +99,9 @@ def build_eval_sets(cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Pa
     sets = []
     for name in ("coco", "flickr30k"):
         images, captions, t2i = ds.retrieval_index(pair_records(name, "test", root))
-        sets.append(RetrievalSet(name, _images(images, size, cfg.data.in_memory), tokenize(tokenizer, captions), t2i))
+        described = Descriptions.of(captions, t2i, len(images)) if cfg.data.source == "world" else None
+        sets.append(RetrievalSet(name, _images(images, size, cfg.data.in_memory), tokenize(tokenizer, captions), t2i,
+                                 described))
     records, classnames, templates = ds.load_imagenet_folder(root / "imagenet" / "val")
     if cfg.data.zeroshot_templates == "openai":
         templates = ds.imagenet_templates()

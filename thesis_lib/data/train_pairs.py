@@ -18,6 +18,7 @@ from .roots import data_root, pair_records
 from .throughput import DataPathRate, measure_data_path, steps_to_measure
 from .tokenizer import CaptionTokenizer, tokenize, trim
 from .transforms import BatchAugment, ImageView, eval_transform, normalise_uint8, student_transform, teacher_transform
+from .world import Descriptions
 
 
 MAX_REPLACEMENTS = 16       # undecodable images in a row before the run stops: a broken set, not a broken image
@@ -46,6 +47,8 @@ class TrainPairs:
         self.image_files = [r.image for r in records]
         self.tokens = tokenize(tokenizer, [c for r in records for c in r.captions])
         self.pair_image = torch.tensor([i for i, r in enumerate(records) for _ in r.captions])
+        self.descriptions = (Descriptions.of([c for r in records for c in r.captions], self.pair_image, len(records))
+                             if cfg.model.spec.fusion and cfg.data.source == "world" else None)   # true ITM negatives
         self.images = decoded(self.image_files, cfg.model.image.img_size) if cfg.data.in_memory else None
         self.global_batch = cfg.train.batch_size * world_size
         if len(self.pair_image) < self.global_batch:
@@ -69,15 +72,25 @@ class TrainPairs:
         start = offset * self.global_batch + self.rank * self.cfg.train.batch_size
         return self._perm[1][start:start + self.cfg.train.batch_size]
 
+    def fits(self, pairs: torch.Tensor) -> torch.Tensor:
+        """(B, B) bool for the pairs of a batch: caption j may describe the image of pair i (the same image, or, on
+        the world, a caption naming nothing the picture lacks): what an ITM negative must not be."""
+        images = self.pair_image[pairs]
+        if self.descriptions is None:
+            return images[:, None] == images[None, :]
+        return self.descriptions.fits(images, pairs)
+
     def batch(self, step: int, teacher_targets: torch.Tensor | None = None) -> dict:
         """In-memory batch: {"images", "tokens", "image_index"} + "targets" (cached teacher CLS) or
-        "teacher_images" (the teacher's own view)."""
+        "teacher_images" (the teacher's own view); "fits" for a variant with a fusion head."""
         idx = self.indices(step)
         image_idx = self.pair_image[idx]
         g = torch.Generator().manual_seed(mix(self.cfg.seed, step, self.rank))
         raw = self.images[image_idx]
         out = {"tokens": trim(self.tokens[idx], self.pad_id), "image_index": image_idx,
                "images": self.student_aug(raw, g)}
+        if self.cfg.model.spec.fusion:
+            out["fits"] = self.fits(idx)
         if teacher_targets is not None:
             out["targets"] = teacher_targets[image_idx]
         elif self.cfg.data.teacher_view == "augmented":
@@ -95,9 +108,12 @@ class TrainPairs:
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
         loader = DataLoader(stream, batch_size=self.cfg.train.batch_size,
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
-        for images, teacher_images, tokens, image_idx, replaced in loader:
+        for images, teacher_images, tokens, pairs, replaced in loader:
             self.replaced_samples += int(replaced.sum())
+            image_idx = self.pair_image[pairs]
             out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
+            if self.cfg.model.spec.fusion:
+                out["fits"] = self.fits(pairs)
             if teacher_targets is not None:
                 out["targets"] = teacher_targets[image_idx]
             else:
@@ -142,8 +158,7 @@ class _StepStream(Dataset):
         step += self.start
         pair, img, replaced = self._decodable(int(self.pairs.indices(step)[j]))
         torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
-        image = int(self.pairs.pair_image[pair])
-        return self.student(img), self.teacher(img), self.pairs.tokens[pair], image, int(replaced)
+        return self.student(img), self.teacher(img), self.pairs.tokens[pair], pair, int(replaced)
 
     def _decodable(self, pair: int):
         """The pair and its decoded image. An image that is complete on disk but does not decode (the shard index

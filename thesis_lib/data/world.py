@@ -9,9 +9,11 @@ are written by ``thesis_lib.data.world_files`` in the formats of the real datase
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from PIL import Image, ImageDraw, ImageFilter
 
 SHAPES = {  # canonical name -> words a caption may use
@@ -235,3 +237,39 @@ def class_scene(rng: np.random.Generator, label: int) -> Scene:
         if other != [colour, shape]:
             things.append((other[1], other[0], "small"))
     return sample_scene(rng, _pick(rng, ("coco", "flickr")), things=things)
+
+
+# ---------------------------------------------------------------------------------------------------- what fits
+
+_WORD_SHAPE = {w: s for s, words in SHAPES.items() for w in words}
+_NAMED = re.compile(r"\b(" + "|".join(COLOURS) + r")\s+(" + "|".join(sorted(_WORD_SHAPE, key=len, reverse=True)) + r")\b")
+
+
+def named_classes(caption: str) -> np.ndarray:
+    """Multi-hot over CLASSES: the colour-shape pairs a world caption names ("a small red ball" names "red circle")."""
+    y = np.zeros(len(CLASSES), dtype=bool)
+    for colour, word in _NAMED.findall(caption.lower()):
+        y[CLASSES.index(f"{colour} {_WORD_SHAPE[word]}")] = True
+    return y
+
+
+@dataclass
+class Descriptions:
+    """What the world's captions say, to tell a true negative from a caption of another picture that fits this one
+    too: the world names objects by colour and shape, so a caption naming a pair the picture lacks is false. A
+    picture's pairs are the union of those its own captions name (five captions miss an object of a scene with odd
+    ≈ 10⁻⁴ per object); a caption naming only present pairs counts as fitting, even if its sizes or places are off."""
+    named: torch.Tensor       # (captions, C) bool
+    objects: torch.Tensor     # (pictures, C) bool
+
+    @classmethod
+    def of(cls, captions: list[str], image_of: torch.Tensor, n_images: int | None = None) -> "Descriptions":
+        named = torch.from_numpy(np.stack([named_classes(c) for c in captions]))
+        objects = torch.zeros(n_images or int(image_of.max()) + 1, len(CLASSES), dtype=torch.bool)
+        objects.index_put_((image_of.long(),), named, accumulate=True)
+        return cls(named, objects)
+
+    def fits(self, images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
+        """(len(images), len(captions)) bool: caption j names nothing that picture i lacks (counts, exact in float)."""
+        missing = (~self.objects[images]).float() @ self.named[captions].float().t()
+        return missing == 0

@@ -12,7 +12,8 @@ The head sees both token sequences of the shared part at once, ``X = [text; imag
           layer l-1 or l-2 (four candidates), chosen by a switcher of its own.
 
 The ITM objective samples one hard negative per image and per caption from the softmax of the ITC similarities
-(VLMo ``compute_itm_hardneg``; only within the local batch, and never a caption of the same image).
+(VLMo ``compute_itm_hardneg``; only within the local batch, never a caption of the same image, and on the embedded
+world never a caption that fits the picture too: ``thesis_lib.data.world.Descriptions``).
 """
 from __future__ import annotations
 
@@ -161,28 +162,32 @@ def anneal(taus: tuple, progress: float) -> float:
     return start * math.exp(math.log(end / start) * min(max(progress, 0.0), 1.0))
 
 
-def hard_negatives(sim: torch.Tensor, same_image: torch.Tensor, generator=None, n: int | None = None):
+def hard_negatives(sim: torch.Tensor, fits: torch.Tensor, generator=None, n: int | None = None):
     """One negative caption per image and one negative image per caption, drawn ∝ softmax(similarity) among the
-    pairs of other images (VLMo's ITM hard negatives). ``sim`` (B, B) image × caption logits; ``same_image`` (B, B)
-    True where caption j describes the image of pair i (the diagonal included); only the first ``n`` pairs get
-    negatives (drawn from the whole batch). Returns (caption index per image, image index per caption)."""
-    sim = sim.float().masked_fill(same_image, float("-inf"))
-    if torch.isinf(sim).all(1).any():
-        raise ValueError("a batch in which every caption describes the same image has no negative to draw")
+    pairs that do not fit (VLMo's ITM hard negatives). ``sim`` (B, B) image × caption logits; ``fits`` (B, B) True
+    where caption j may describe the image of pair i: its own image's captions (the diagonal included), and, where
+    the data says what captions name (``thesis_lib.data.world.Descriptions``), any caption naming nothing the
+    picture lacks, so that a negative is a true one. Only the first ``n`` pairs get negatives (drawn from the whole
+    batch). Returns (caption index per image, image index per caption)."""
+    sim = sim.float().masked_fill(fits, float("-inf"))
+    if torch.isinf(sim).all(1).any() or torch.isinf(sim).all(0).any():
+        raise ValueError("a batch in which some caption fits every image (or some image every caption) has no "
+                         "negative to draw")
     p_i2t, p_t2i = F.softmax(sim[:n], 1), F.softmax(sim.t()[:n], 1)
     return (torch.multinomial(p_i2t, 1, generator=generator).squeeze(1),
             torch.multinomial(p_t2i, 1, generator=generator).squeeze(1))
 
 
-def itm_loss(head: FusionHead, image, text, scale: torch.Tensor, image_index: torch.Tensor,
-             n: int = 0) -> torch.Tensor:
-    """Cross-entropy of the ITM head on B positives, B (image, hard-negative caption) and B (hard-negative image,
-    caption) pairs, B = the first ``n`` pairs of the batch (0: all, as VLMo); ``image`` and ``text`` are the
-    shared part's Features (tokens + padding mask)."""
+def itm_loss(head: FusionHead, image, text, scale: torch.Tensor, fits: torch.Tensor, n: int = 0,
+             negatives: str = "hard") -> torch.Tensor:
+    """Cross-entropy of the ITM head on B positives, B (image, negative caption) and B (negative image, caption)
+    pairs, B = the first ``n`` pairs of the batch (0: all, as VLMo); ``image`` and ``text`` are the shared part's
+    Features (tokens + padding mask), ``fits`` as in ``hard_negatives``; ``negatives`` "hard" (VLMo) or "random"
+    (uniform among the true negatives: the same draw with equal similarities)."""
     B = n or image.x.shape[0]
     with torch.no_grad():
-        neg_txt, neg_img = hard_negatives(scale * image.x @ text.x.t(), image_index[:, None] == image_index[None, :],
-                                          n=B)
+        sim = scale * image.x @ text.x.t() if negatives == "hard" else torch.zeros_like(fits, dtype=torch.float)
+        neg_txt, neg_img = hard_negatives(sim, fits, n=B)
     img_tok, txt_tok, pad = image.tokens[:B], text.tokens[:B], text.padding_mask[:B]
     img = torch.cat([img_tok, img_tok, image.tokens[neg_img]])
     txt = torch.cat([txt_tok, text.tokens[neg_txt], txt_tok])

@@ -97,8 +97,8 @@ def compute_loss(model, raw, batch: dict, teacher, t: TrainConfig, info: DistInf
             itc = (itc + clip_loss(image.x_fc1.float(), text.x_fc1.float(), scale[1], info)) / 2
         parts = {"kd": kd, "kd_image": kd_image, "kd_text": kd_text, "itc": itc}
         if raw.fusion is not None:                          # notebook 05: ITM on hard negatives
-            parts["itm"] = itm_loss(raw.fusion, image, text, scale[0].detach(), batch["image_index"],
-                                     t.itm_batch)
+            parts["itm"] = itm_loss(raw.fusion, image, text, scale[0].detach(), batch["fits"], t.itm_batch,
+                                    t.itm_negatives)
     return kd + itc + t.itm_weight * parts.get("itm", 0.0), parts
 
 
