@@ -142,6 +142,8 @@ class TrainConfig:
     kd_loss: str = "mse"         # "mse" (this chapter) | "contrastive" (later chapters)
     itm_weight: float = 1.0      # fusion variants: weight of the image-text matching loss (VLMo: 1)
     itm_batch: int = 0           # fusion variants: pairs per step that get ITM (+ 2 hard negatives each); 0 = all
+    itm_negatives: str = "hard"  # ITM negatives drawn among the true ones: "hard" (∝ softmax of ITC similarity,
+                                 # VLMo) | "random" (uniform; the demo's: its heads learn nothing from hard ones)
     precision: str = "auto"      # "auto" (bf16 on CUDA, fp32 on CPU) | "fp32" | "bf16" | "fp16"
     compile: bool = False        # torch.compile the student
     cache_teacher: bool = True   # cache teacher CLS per image when the teacher view is fixed (exact)
@@ -212,7 +214,8 @@ def _demo() -> ExperimentConfig:
         teacher=TeacherConfig(dim=96, depth=4, num_heads=4, patch_size=8),
         data=DataConfig(source="world", world=world, teacher_view="fixed", num_workers=0, in_memory=True,
                         zeroshot_templates="world"),
-        train=TrainConfig(batch_size=128, steps=600, base_lr=3e-3, log_every=25, ckpt_every=100, itm_batch=32),
+        train=TrainConfig(batch_size=128, steps=600, base_lr=3e-3, log_every=25, ckpt_every=100, itm_batch=32,
+                          itm_negatives="random"),
         eval=EvalConfig(rerank_k=10),
         weights=WeightsConfig(source="demo"),
     )

@@ -10,6 +10,7 @@ from .variants import VARIANTS
 
 CHOICES = {
     "train.precision": ("auto", "fp32", "bf16", "fp16"), "train.kd_loss": ("mse", "contrastive"),
+    "train.itm_negatives": ("hard", "random"),
     "data.source": ("world", "karpathy"), "data.teacher_view": ("augmented", "fixed"),
     "data.decoder": ("pil", "pil_draft", "torchvision"),
     "data.zeroshot_templates": ("openai", "world"), "weights.source": ("thesis", "demo", "random"),

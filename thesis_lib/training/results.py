@@ -62,7 +62,7 @@ ADDED_FIELDS = ("model.fusion_depth", "model.switch_tau", "train.itm_weight", "t
 
 
 # Fields added later whose absence means the value every run had before: compared as if it held that value.
-ADDED_WITH_DEFAULT = {"data.decoder": "pil"}
+ADDED_WITH_DEFAULT = {"data.decoder": "pil", "train.itm_negatives": "hard"}
 
 
 def _with_added_fields(stored: dict, wanted: dict) -> dict:
