@@ -60,9 +60,11 @@ VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables 
     "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
     "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
 }
-TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's Tables 1-2
+TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's rows (README table)
+TABLE1_VARIANTS = ("baseline", "tte_before", "noln", "tte_before_noln")    # Table 1 as a 2 × 2 (notebook 02)
+TABLE2_VARIANTS = ("baseline", "tte_after_ls")   # what Table 2's claims compare (notebook 03, the main job); the
+                                                  # final text's third row, TTE after without LayerScale, is notebook 04's
 CONTROL_VARIANTS = ("tte_before_noln", "noln", "tte_shared")
-FACTORIAL_VARIANTS = ("baseline", "tte_before", "noln", "tte_before_noln")  # Table 1 as a 2 × 2 (notebook 02)
 DOSE_VARIANTS = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")
 VARIANTS = tuple(VARIANT_SPECS)
 VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}

@@ -17,12 +17,12 @@ import pandas as pd
 from ..cache import write_text_atomic
 from ..errors import ThesisError
 from ..paths import ROOT
-from ..variants import CONTROL_VARIANTS, DOSE_VARIANTS, FACTORIAL_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
+from ..variants import CONTROL_VARIANTS, DOSE_VARIANTS, TABLE1_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
 from . import reference, runs, tables
 from .stats import fmt, mean_ci
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-ALL_CLAIM_VARIANTS = tuple(dict.fromkeys(VARIANTS + CONTROL_VARIANTS + FACTORIAL_VARIANTS + DOSE_VARIANTS))
+ALL_CLAIM_VARIANTS = tuple(dict.fromkeys(VARIANTS + CONTROL_VARIANTS + TABLE1_VARIANTS + DOSE_VARIANTS))
 THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
 
 
@@ -62,7 +62,7 @@ def results_markdown(params) -> str:
     gamma = (f"mean γ {fmt(*mean_ci(ls.gamma_mean), 6)}, std {fmt(*mean_ci(ls.gamma_std), 5)}, max "
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
              f"max 0.37; initial value 1e-5)") if len(ls) else ""
-    factorial = tables.factorial_means(tables.results_frame(params, FACTORIAL_VARIANTS))
+    factorial = tables.factorial_means(tables.results_frame(params, TABLE1_VARIANTS))
     return "\n\n".join([
         disagreements(primary),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
