@@ -15,7 +15,7 @@ include $(PIN_FILE)
 export $(shell sed -n 's/^\([A-Z_]*\)=.*/\1/p' $(PIN_FILE))
 endif
 
-.PHONY: setup demo test verify golden reproduce rehearsal figures lab clean-results
+.PHONY: setup demo test verify golden pretrained reproduce rehearsal figures lab clean-results
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ verify: setup
 # Rewrite tests/golden/smoke_seed0.json: only on purpose (a change meant to alter the numbers), only with the pin.
 golden: setup
 	$(BIN)/python tests/test_reproducible.py --update
+
+# Rebuild the demo's pretrained stand-ins the package ships (thesis_lib/assets/pretrained-demo-*, ≈ 4 min): only on
+# purpose (a change to the demo pretraining or what it depends on), only with the pin. `make verify` rebuilds and compares.
+pretrained: setup
+	$(BIN)/python -m thesis_lib.training.prepare --preset demo --ship
 
 # Rerun every notebook at PRESET (default demo), retraining all runs, and rewrite results/, figures/, the notebooks and
 # the README's results block (the demo's). Everything is written to $(STAGE) first and swapped in only when every notebook has

@@ -42,3 +42,21 @@ def test_the_prepare_command_prepares_once_and_says_where(capsys):
     assert "prepared:" in capsys.readouterr().out
     assert main(["--preset", "smoke", "--set", "train.steps=0"]) == 2          # a bad override: one line, exit 2
     assert "train.steps" in capsys.readouterr().err
+
+
+def test_the_shipped_demo_stand_ins_were_built_by_this_code_for_this_config():
+    """`make demo` loads the pretrained stand-ins the repository ships (as the thesis scale loads downloaded
+    checkpoints). They must be what the code would build now: the same demo config and DEMO_VERSION (the folder's
+    fingerprint) and the same pretraining code. If this fails after a change to the demo pretraining, run
+    `make pretrained` (under the pin) and commit the new folder; `make verify` rebuilds it and compares bit for bit."""
+    import json
+
+    from thesis_lib.models.sources import demo_folder, demo_key, shipped_folder
+    from thesis_lib.training.pretrain import code_digest
+    cfg = get_config("demo")
+    shipped = shipped_folder(cfg)
+    assert (shipped / "DONE").exists(), f"no shipped stand-ins fit the demo config ({shipped.name}): make pretrained"
+    info = json.loads((shipped / "pretrain.json").read_text())
+    assert info["config"] == json.loads(json.dumps(demo_key(cfg)))
+    assert info["code"] == code_digest(), "training/pretrain.py changed since the stand-ins were built: make pretrained"
+    assert demo_folder(cfg) == shipped and demo_folder(get_config("smoke")) != shipped_folder(get_config("smoke"))

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from thesis_lib.numerics import pin_message, vendor_message, written_on
+from thesis_lib.numerics import one_thread, pin_message, vendor_message, written_on
 from thesis_lib.paths import ROOT
 from thesis_lib.training.run import run_experiment
 from thesis_lib.variants import VARIANTS
@@ -163,6 +163,39 @@ def test_demo_runs_equal_the_committed_results(tmp_path):
         assert (json.loads((ours / "seed0.json").read_text())["metrics"]
                 == json.loads((committed / "seed0.json").read_text())["metrics"]), variant
         assert (ours / "seed0" / "metrics.jsonl").read_text() == (committed / "seed0" / "metrics.jsonl").read_text()
+
+
+@pytest.mark.skipif(os.environ.get("THESIS_VERIFY_DEMO") != "1", reason="demo scale: run with `make verify`")
+def test_the_shipped_demo_stand_ins_rebuild_bit_for_bit(tmp_path, monkeypatch):
+    """The pretrained stand-ins `make demo` loads from thesis_lib/assets/, pretrained again from scratch in an empty
+    data folder: every tensor equal, on a CPU of the vendor they were built on."""
+    from thesis_lib.config import get_config
+    from thesis_lib.models.checkpoints import torch_load
+    from thesis_lib.models.sources import DEMO_FILES, shipped_folder
+    from thesis_lib.training.prepare import prepare_assets
+    from thesis_lib.training.pretrain import build_demo_weights
+    require_pin()
+    cfg = get_config("demo")
+    shipped = shipped_folder(cfg)
+    message = vendor_message(json.loads((shipped / "pretrain.json").read_text())["written_on"], "the shipped stand-ins")
+    if message:
+        pytest.fail(message, pytrace=False)
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "data"))
+    prepare_assets(cfg, pretrained=False)                                        # world and tokenizer
+    with one_thread():                                                           # as make pretrained built them
+        build_demo_weights(cfg, tmp_path / "rebuilt")
+    for name in DEMO_FILES.values():
+        ours, theirs = (_tensors(torch_load(folder / name)) for folder in (tmp_path / "rebuilt", shipped))
+        assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours), name
+
+
+def _tensors(obj, prefix=""):
+    """Every tensor in a checkpoint's nested dicts, by dotted key."""
+    if isinstance(obj, torch.Tensor):
+        return {prefix: obj}
+    if isinstance(obj, dict):
+        return {k: v for key, value in obj.items() for k, v in _tensors(value, f"{prefix}{key}.").items()}
+    return {}
 
 
 if __name__ == "__main__" and "--update" in sys.argv:

@@ -11,7 +11,7 @@ from ..cache import fingerprint
 from ..config import ExperimentConfig
 from ..data.world_files import WORLD_VERSION
 from ..errors import CheckpointError
-from ..paths import data_dir
+from ..paths import ASSETS, data_dir
 from .checkpoints import load_beitv2, load_data2vec2_image, load_data2vec2_text, timm_beitv2
 from .encoders import hf_encoder
 from .teacher import Teacher, build_beit
@@ -32,7 +32,18 @@ def demo_key(cfg: ExperimentConfig) -> dict:
             "views": [cfg.data.crop_scale, cfg.data.mean, cfg.data.std]}
 
 
+def shipped_folder(cfg: ExperimentConfig) -> Path:
+    """Where the repository ships a preset's pretrained stand-ins (``make pretrained`` writes them), named by the
+    fingerprint of what they depend on: a config or DEMO_VERSION that no longer fits finds nothing here."""
+    return ASSETS / f"pretrained-{cfg.preset}-{fingerprint(demo_key(cfg))}"
+
+
 def demo_folder(cfg: ExperimentConfig) -> Path:
+    """The demo's pretrained stand-ins: the shipped files if they fit the config (as the thesis scale uses
+    downloaded checkpoints), else this machine's cache, where ``training.prepare`` builds them."""
+    shipped = shipped_folder(cfg)
+    if (shipped / "DONE").exists():
+        return shipped
     return data_dir() / f"pretrained-{cfg.preset}-{fingerprint(demo_key(cfg))}"
 
 

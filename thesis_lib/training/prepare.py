@@ -49,14 +49,42 @@ def _prepare(cfg: ExperimentConfig, pretrained: bool) -> Path:
     return root
 
 
+def ship_demo_weights(cfg: ExperimentConfig) -> Path:
+    """Pretrain the preset's stand-ins from scratch (whatever is cached) into the package's ``assets/``, replacing the
+    ones shipped before: ``make pretrained``, only on purpose and under the CPU pin, like a golden file."""
+    import shutil
+    import tempfile
+
+    from ..models.sources import shipped_folder
+    from .pretrain import build_demo_weights
+    target = shipped_folder(cfg)
+    with one_thread():
+        _prepare(cfg, pretrained=False)                           # the world and tokenizer it trains on
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            build_demo_weights(cfg, Path(tmp) / "parts")
+            for old in target.parent.glob(f"pretrained-{cfg.preset}-*"):
+                shutil.rmtree(old)
+            (Path(tmp) / "parts").rename(target)
+    return target
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.training.prepare", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo", help=f"one of {', '.join(PRESETS)}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config field")
+    p.add_argument("--ship", action="store_true", help="rebuild the pretrained stand-ins the package ships (make "
+                   "pretrained): from scratch, into thesis_lib/assets/")
     args = p.parse_args(argv)
     try:
         overrides = dict(item.partition("=")[::2] for item in args.set)
-        root = prepare_assets(get_config(args.preset, overrides=overrides))
+        cfg = get_config(args.preset, overrides=overrides)
+        if args.ship:
+            from ..numerics import pin_message
+            if pin_message():
+                raise ThesisError(pin_message())
+            print(f"shipped: {ship_demo_weights(cfg)}")
+            return 0
+        root = prepare_assets(cfg)
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

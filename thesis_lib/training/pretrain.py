@@ -18,6 +18,7 @@ the student keeps the first half of each encoder's blocks, as the thesis keeps 6
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -41,20 +42,30 @@ from ..models.encoders import Data2Vec2ImageEncoder, Data2Vec2TextEncoder
 from ..models.representations import patchify
 from ..models.sources import DEMO_FILES, demo_folder, demo_key, demo_part
 from ..models.teacher import Teacher, build_beit
+from ..numerics import written_on
 from ..paths import show_progress
 
 
 def demo_weights(cfg: ExperimentConfig) -> dict[str, Path]:
-    """Paths of the demo's pretrained image encoder, text encoder and teacher, pretrained here unless cached."""
+    """Paths of the demo's pretrained image encoder, text encoder and teacher: shipped, cached, or pretrained here."""
     folder = demo_folder(cfg)
-
-    def build():
-        folder.mkdir(parents=True, exist_ok=True)
-        report = pretrain_all(cfg, folder)
-        (folder / "pretrain.json").write_text(json.dumps({"config": demo_key(cfg), "report": report}, indent=1))
-        (folder / "DONE").write_text("")
-    build_once(folder / "DONE", build)
+    build_once(folder / "DONE", lambda: build_demo_weights(cfg, folder))
     return {part: folder / name for part, name in DEMO_FILES.items()}
+
+
+def code_digest() -> str:
+    """SHA-256 of this module's source: the shipped stand-ins record the code that built them (a test compares)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def build_demo_weights(cfg: ExperimentConfig, folder: Path) -> None:
+    """Pretrain the three parts into ``folder`` with ``pretrain.json`` (what they depend on, the code, the CPU
+    they were computed on, their held-out scores) and ``DONE`` last."""
+    folder.mkdir(parents=True, exist_ok=True)
+    report = pretrain_all(cfg, folder)
+    info = {"config": demo_key(cfg), "code": code_digest(), "written_on": written_on(), "report": report}
+    (folder / "pretrain.json").write_text(json.dumps(info, indent=1))
+    (folder / "DONE").write_text("")
 
 
 def pretrain_report(cfg: ExperimentConfig) -> dict:
