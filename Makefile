@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 PRESET ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
+# the study prints one line per finished run (thesis_lib/study/runs.py: Log); --log-output shows them in the terminal
+LOGGED := THESIS_PROGRESS=0 $(PAPERMILL) --log-output
 
 # The CPU instruction-set pin (docs/reproducibility.md), exported to every target below so that the numbers compared
 # with stored ones are the same bits on every x86-64 CPU; `make … CPU_PIN=0` runs without it (faster on AVX-512).
@@ -28,7 +30,7 @@ setup: $(BIN)/.installed
 # The main job: notebook 03 (Table 2) at the embedded default, trained from scratch into build/demo/.
 demo: setup
 	mkdir -p build/demo
-	$(PAPERMILL) notebooks/03_tte_layerscale.ipynb build/demo/03_tte_layerscale.ipynb -p output_dir build/demo
+	$(LOGGED) notebooks/03_tte_layerscale.ipynb build/demo/03_tte_layerscale.ipynb -p output_dir build/demo
 
 test: setup
 	$(BIN)/python -m pytest
@@ -56,7 +58,7 @@ reproduce: setup
 	rm -rf $(STAGE) && mkdir -p $(STAGE)/notebooks
 	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
 	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET) THESIS_RESULTS=$(STAGE)/results THESIS_FIGURES=$(STAGE)/figures; \
-	for nb in $(NOTEBOOKS); do $(PAPERMILL) notebooks/$$nb.ipynb $(STAGE)/notebooks/$$nb.ipynb || exit 1; done
+	for nb in $(NOTEBOOKS); do $(PAPERMILL) --log-output notebooks/$$nb.ipynb $(STAGE)/notebooks/$$nb.ipynb || exit 1; done
 	rm -rf results/$(PRESET) $(ABLATIONS)/$(PRESET) && mkdir -p $(ABLATIONS)
 	mv $(STAGE)/results/$(PRESET) results/$(PRESET)
 	if [ -d $(STAGE)/$(ABLATIONS)/$(PRESET) ]; then mv $(STAGE)/$(ABLATIONS)/$(PRESET) $(ABLATIONS)/; fi

@@ -141,3 +141,20 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     alone = run_experiment("smoke", "tte_after_ls", 1, tmp_path / "alone", "cpu")
     assert [r["seed"] for r in parallel] == [0, 1]
     assert parallel[1]["metrics"] == alone["metrics"]
+
+
+def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capsys):
+    """make demo shows these lines in the terminal (papermill --log-output): done of total and the time left."""
+    import time
+
+    from thesis_lib.study.runs import Log
+    monkeypatch.setenv("THESIS_PROGRESS", "0")
+    log = Log(4, time.monotonic() - 30)
+    log.runs_started -= 60                                       # as if the first run took a minute
+    log.run_done("baseline seed 0")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[0:30] runs: 0/4, assets ready"
+    assert lines[1].startswith("[0:30] runs: 1/4 (baseline seed 0 done), ≈ 3:0")   # 3 runs left at ≈ 1 min each
+    monkeypatch.setenv("THESIS_PROGRESS", "1")                  # with bars (a notebook opened by hand): silent
+    Log(2, time.monotonic()).run_done("x")
+    assert capsys.readouterr().out == ""

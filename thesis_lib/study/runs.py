@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,9 +118,11 @@ def run_many(jobs: list[dict]) -> list[dict]:
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
         return [run_experiment(**job) for job in jobs]
     from ..training.prepare import prepare_assets
+    started = time.monotonic()
     configs = {repr(c): c for c in (get_config(j["preset"], j["variant"], 0, j.get("overrides")) for j in jobs)}
     for cfg in configs.values():
         prepare_assets(cfg)
+    log = Log(len(jobs), started)
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=_quiet_one_thread) as pool, \
             tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
@@ -128,7 +131,35 @@ def run_many(jobs: list[dict]) -> list[dict]:
             r = done.result()                                   # a failed run stops the study with its error
             bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
             bar.update()
+            log.run_done(f"{r.get('variant')} seed {r.get('seed')}")
     return [f.result() for f in futures]
+
+
+class Log:
+    """Without progress bars (``THESIS_PROGRESS=0``: make demo, make reproduce, which pass papermill's
+    ``--log-output``, so that these lines reach the terminal), one plain line per finished run: how many of how many,
+    time elapsed since the grid started (asset preparation included) and an estimate of what is left."""
+
+    def __init__(self, total: int, started: float):
+        self.total, self.done, self.started = total, 0, started
+        self.say(f"runs: 0/{total}, assets ready")
+        self.runs_started = time.monotonic()
+
+    def run_done(self, what: str) -> None:
+        self.done += 1
+        left = (time.monotonic() - self.runs_started) / self.done * (self.total - self.done)
+        self.say(f"runs: {self.done}/{self.total} ({what} done), ≈ {_minutes(left)} left")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def say(self, line: str) -> None:
+        if not show_progress():
+            print(f"[{_minutes(self.elapsed())}] {line}", flush=True)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 def run_random_init(params: StudyParams) -> list[dict]:
