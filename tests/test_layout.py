@@ -132,6 +132,37 @@ def test_the_readme_layout_names_every_module():
         assert folder in section
 
 
+def test_the_readme_layout_names_every_benchmark_script():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Layout"):]
+    section = section[:section.index("\n## ", 4)]
+    missing = [p.name for p in (ROOT / "benchmarks").iterdir() if p.suffix in (".py", ".sh") and p.name not in section]
+    assert not missing, f"README '## Layout' does not name benchmarks/{missing}"
+
+
+def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
+    """The map's third column against the figure registry (study/figures.py FIGURES): one source, tested."""
+    from thesis_lib.study.figures import FIGURES
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Notebook map"):]
+    rows = [r for r in section[:section.index("\n\n", section.index("| notebook"))].splitlines() if r.startswith("| `0")]
+    assert len(rows) == len(sorted((ROOT / "notebooks").glob("0*.ipynb")))
+    for row in rows:
+        number = row[3:5]
+        listed = set(re.findall(r"`(0\d_[a-z0-9_]+)`", row.split("|")[3]))
+        assert listed == {f for f in FIGURES if f.startswith(number + "_")}, f"notebook {number}: {sorted(listed)}"
+
+
+def test_the_readme_and_benchmarks_name_only_files_that_exist():
+    """No stale reference: every script named in README.md and BENCHMARKS.md (docs/sources.md cites other
+    repositories' files) is one of this repository's, and every thesis_lib/… path exists."""
+    ours = {p.name for p in ROOT.rglob("*") if p.suffix in (".py", ".sh") and not {".venv", "build"} & set(p.parts)}
+    for doc in ("README.md", "BENCHMARKS.md"):
+        text = (ROOT / doc).read_text()
+        assert not sorted(set(re.findall(r"\b(\w+\.(?:py|sh))\b", text)) - ours), doc
+        assert not [p for p in set(re.findall(r"thesis_lib/[\w/]+\.py", text)) if not (ROOT / p).exists()], doc
+
+
 def test_loading_never_prepares(tmp_path, monkeypatch):
     """With nothing cached, building a pretrained model, reading the world and loading the demo tokenizer are errors
     that name the preparation step; nothing is generated or trained, the data folder stays empty."""
