@@ -6,13 +6,13 @@ training app apart from the library.
 
 The notebooks call it as ``study.<name>``: the names below.
 """
-from .runs import StudyParams, cpu_workers, expects_learning, run_grid, run_many, run_random_init, study_params
+from .runs import SEEDS, StudyParams, cpu_workers, expects_learning, run_grid, run_many, run_random_init, study_params
 from .tables import METRIC_LABELS, TABLE_METRICS, ablation_table, arm_values, claim_table, curves  # noqa: I001
 from .tables import contrast_test, declared_claims, declared_variants, difference_frame, difference_table, factorial_means
 from .tables import paired_comparison, paired_test
 from .tables import precision_table, preconditions, results_frame, results_table, runs_of, summary
 
-__all__ = ["StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "study_params", "METRIC_LABELS",
+__all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "study_params", "METRIC_LABELS",
            "TABLE_METRICS", "ablation_table", "arm_values", "claim_table", "contrast_test", "curves", "declared_claims",
            "declared_variants", "difference_frame", "difference_table", "factorial_means", "paired_comparison", "paired_test", "precision_table",
            "preconditions", "results_frame", "results_table", "runs_of", "summary"]

@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     import matplotlib.pyplot as plt
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
-    p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
+    p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None)
     args = p.parse_args(argv)
     try:

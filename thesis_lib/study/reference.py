@@ -22,7 +22,7 @@ THESIS_FINAL = {  # final text tte.typ@HEAD, Tables 1-2 (BERT text encoder)
     "tte_after": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.08},
     "tte_after_ls": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.29},
 }
-SOURCES = {"aug": "thesis, seed chapter (Aug 2024, Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
+SOURCES = {"aug": "thesis, Aug 2024 chapter (Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
 LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training
     "aug": {"mean": 7.2e-4, "std": 1.6e-2, "max": 0.3},
     "final": {"mean": 2e-4, "max": 0.37},

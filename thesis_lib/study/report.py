@@ -66,7 +66,7 @@ def results_markdown(params) -> str:
     return "\n\n".join([
         disagreements(primary),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
-        "seed chapter (Aug 2024, Data2Vec2 text) / final text (BERT text); '–' = not reported.",
+        "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         _markdown(table),
         f"The claims, paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
         "by the rule of `docs/decision_rule.md` (size first: the smallest effect of interest is the thesis's "
@@ -124,7 +124,7 @@ def update_readme(text: str, path=ROOT / "README.md") -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
-    p.add_argument("--seeds", default="[0, 1, 2, 3, 4]")
+    p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None, help="read OUTPUT_DIR/results instead of the repository's results/")
     p.add_argument("--update-readme", action="store_true")
     args = p.parse_args(argv)
