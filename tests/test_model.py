@@ -216,3 +216,15 @@ def test_the_controls():
     x = PAIR["images"]
     expected = noln.image_encoder.blocks(noln.image_encoder.embed(x) + noln.type_vector(IMAGE))
     assert torch.allclose(noln.encoder_outputs(x, IMAGE)[0], expected, atol=1e-6)
+
+
+def test_the_thesis_scale_parameter_count_docs_sources_states():
+    """EMKUM at the thesis scale (the August 2024 chapter's model, Data2Vec2 text encoder with its 50k-token
+    embeddings): 132.3 M parameters, split as docs/sources.md §2 gives them; the final text's BERT-text model is the
+    ≈ 117 M the thesis's appendix states."""
+    from pathlib import Path
+    model = build_model("thesis", "baseline")
+    parts = {name: n_params(child) for name, child in model.named_children()}
+    assert n_params(model) == 132_328_705
+    assert (parts["image_encoder"], parts["text_encoder"], parts["shared"]) == (43_120_128, 81_527_040, 7_089_408)
+    assert "132,328,705" in (Path(__file__).parents[1] / "docs" / "sources.md").read_text()
