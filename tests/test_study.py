@@ -144,17 +144,19 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
 
 
 def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capsys):
-    """make demo shows these lines in the terminal (papermill --log-output): done of total and the time left."""
+    """make demo shows these lines in the terminal (papermill --log-output): done of total and the time left,
+    estimated from the runs that trained (a reused result returns in a second and is not counted)."""
     import time
 
     from thesis_lib.study.runs import Log
     monkeypatch.setenv("THESIS_PROGRESS", "0")
-    log = Log(4, time.monotonic() - 30)
-    log.runs_started -= 60                                       # as if the first run took a minute
-    log.run_done("baseline seed 0")
+    log = Log(5, time.monotonic() - 30)
+    log.run_done("baseline seed 0", 0.5, workers=2)
+    log.run_done("tte_after_ls seed 0", 120.0, workers=2)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "[0:30] runs: 0/4, assets ready"
-    assert lines[1].startswith("[0:30] runs: 1/4 (baseline seed 0 done), ≈ 3:0")   # 3 runs left at ≈ 1 min each
+    assert lines[0] == "[0:30] runs: 0/5, assets ready"
+    assert lines[1] == "[0:30] runs: 1/5 (baseline seed 0 reused), ≈ 0:00 left"
+    assert lines[2] == "[0:30] runs: 2/5 (tte_after_ls seed 0 done), ≈ 3:00 left"      # 3 runs × 2 min ÷ 2 at once
     monkeypatch.setenv("THESIS_PROGRESS", "1")                  # with bars (a notebook opened by hand): silent
-    Log(2, time.monotonic()).run_done("x")
+    Log(2, time.monotonic()).run_done("x", 10.0)
     assert capsys.readouterr().out == ""

@@ -132,13 +132,21 @@ def run_many(jobs: list[dict]) -> list[dict]:
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=_quiet_one_thread) as pool, \
             tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
-        futures = [pool.submit(run_experiment, **job) for job in jobs]
+        futures = [pool.submit(_timed_run, job) for job in jobs]
         for done in as_completed(futures):
-            r = done.result()                                   # a failed run stops the study with its error
+            r, seconds = done.result()                          # a failed run stops the study with its error
             bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
             bar.update()
-            log.run_done(f"{r.get('variant')} seed {r.get('seed')}")
-    return [f.result() for f in futures]
+            log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, min(cpu_workers(), len(jobs)))
+    return [f.result()[0] for f in futures]
+
+
+def _timed_run(job: dict) -> tuple[dict, float]:
+    started = time.monotonic()
+    return run_experiment(**job), time.monotonic() - started
+
+
+REUSED_S = 5.0     # a run that returns faster than this found its result on disk
 
 
 class Log:
@@ -147,14 +155,19 @@ class Log:
     time elapsed since the grid started (asset preparation included) and an estimate of what is left."""
 
     def __init__(self, total: int, started: float):
-        self.total, self.done, self.started = total, 0, started
+        self.total, self.done, self.started, self.trained = total, 0, started, []
         self.say(f"runs: 0/{total}, assets ready")
-        self.runs_started = time.monotonic()
 
-    def run_done(self, what: str) -> None:
+    def run_done(self, what: str, seconds: float, workers: int = 1) -> None:
+        """``seconds``: how long the run took; one of a few seconds was a finished result reused, and does not
+        count towards the estimate (the mean trained run × the runs left ÷ the runs at once)."""
         self.done += 1
-        left = (time.monotonic() - self.runs_started) / self.done * (self.total - self.done)
-        self.say(f"runs: {self.done}/{self.total} ({what} done), ≈ {_minutes(left)} left")
+        if seconds > REUSED_S:
+            self.trained.append(seconds)
+        per_run = sum(self.trained) / len(self.trained) if self.trained else 0.0
+        left = per_run * (self.total - self.done) / workers
+        self.say(f"runs: {self.done}/{self.total} ({what} {'done' if seconds > REUSED_S else 'reused'}), "
+                 f"≈ {_minutes(left)} left")
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
