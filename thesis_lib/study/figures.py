@@ -92,7 +92,7 @@ def fig_dual_encoder_forest(params):
 
 def fig_tte_contribution(params):
     import pandas as pd
-    variants = ("tte_after", *DOSE_VARIANTS)
+    variants = (*DOSE_VARIANTS, "tte_after")           # γ's initial value rising, then no LayerScale (γ = 1 fixed)
     df = tables.results_frame(params, variants)
     return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants if v in set(df.variant)]))
 

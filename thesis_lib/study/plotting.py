@@ -301,14 +301,15 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
     ax.set_title("after training")
     if panels == 2:
         ax = axes[0][1]
-        for v, sub in curves.groupby("variant", sort=False):
+        for k, (v, sub) in enumerate(curves.groupby("variant", sort=False)):
             mean = sub.groupby("step")[["tte_ratio_image", "tte_ratio_text"]].mean()
-            ax.plot(mean.index, mean.tte_ratio_image, color=COLOURS[v], lw=1.8)
-            ax.plot(mean.index, mean.tte_ratio_text, color=COLOURS[v], lw=1.4, ls="--")
+            style = dict(color=COLOURS[v], marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=6)
+            ax.plot(mean.index, mean.tte_ratio_image, lw=1.8, **style)     # hollow markers of their own: lines that
+            ax.plot(mean.index, mean.tte_ratio_text, lw=1.2, ls="--", **style)  # coincide stay visible
         ax.set_yscale("log")
         ax.set_xlabel("training step")
-        ax.set_title("along training (image —, text – –)")
-    fig.legend(loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+        ax.set_title("along training (image —, text – –; markers tell coinciding lines apart)", fontsize=10)
+    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     return fig
 
 
