@@ -80,7 +80,33 @@ def results_markdown(params) -> str:
         _markdown(tables.precision_table(df).set_index("variant")),
         "Is the TTE used? Each trained model evaluated with its TTE removed or the type vectors swapped:",
         _markdown(ablation.set_index("variant")) if len(ablation) else "",
-        f"Learned TTE LayerScale: {gamma}" if gamma else "", mechanisms_markdown(params)]).strip()
+        f"Learned TTE LayerScale: {gamma}" if gamma else "", why_markdown(params), mechanisms_markdown(params)]).strip()
+
+
+WHY_VARIANTS = ("baseline", *DOSE_VARIANTS, "tte_after")
+
+
+def why_markdown(params) -> str:
+    """Notebook 04's two measurements of why the TTE does not matter: the modality probe on the shared block's input
+    without TTE, and the TTE's share of that input (the γ-init doses' claims are in the claims table)."""
+    df = tables.results_frame(params, WHY_VARIANTS)
+    if df.empty or "probe_accuracy_vector" not in df:
+        return ""
+    rows = {}
+    for v in [v for v in WHY_VARIANTS if v in set(df.variant)]:
+        sub = tables.runs_of(df, v)
+        cell = {"seeds": len(sub)}
+        for col, label, digits in (("probe_accuracy_vector", "modality probe, vector (held-out acc. %)", 2),
+                                   ("probe_accuracy_norm", "modality probe, norm only (held-out acc. %)", 2),
+                                   ("tte_ratio_image", "‖γ⊙t‖/‖H‖ image", 4), ("tte_ratio_text", "‖γ⊙t‖/‖H‖ text", 4)):
+            values = sub[col].dropna() if col in sub else []
+            cell[label] = fmt(*mean_ci(values), digits) if len(values) else "–"
+        rows[VARIANT_LABELS[v]] = cell
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "variant"
+    return ("Why the TTE adds nothing here (notebook 04): a linear probe tells a picture's token from a caption's on "
+            "the shared block's input with any TTE removed (chance 50 %), and the TTE's share of that input after "
+            "training (per token, first 256 COCO-like test items):\n\n" + _markdown(table))
 
 
 def disagreements(primary: pd.DataFrame) -> str:
