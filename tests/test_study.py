@@ -160,3 +160,14 @@ def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, cap
     monkeypatch.setenv("THESIS_PROGRESS", "1")                  # with bars (a notebook opened by hand): silent
     Log(2, time.monotonic()).run_done("x", 10.0)
     assert capsys.readouterr().out == ""
+
+
+def test_the_readme_results_block_is_what_the_committed_results_give():
+    """One source for every number of the README's results block: regenerated from results/demo, it is the block
+    the README holds (make figures / make reproduce rewrite it), notebook 04's 'why' table included."""
+    from thesis_lib.paths import ROOT
+    from thesis_lib.study import report, runs
+    text = report.results_markdown(runs.study_params("demo", need_data=False))
+    readme = (ROOT / "README.md").read_text()
+    assert f"{report.START}\n{text}\n{report.END}" in readme, "README results block is stale: run `make figures`"
+    assert "modality probe, vector" in text and "γ init 1e-1" in text
