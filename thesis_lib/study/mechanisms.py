@@ -17,7 +17,7 @@ from ..training.results import load_results
 from ..variants import VARIANT_LABELS
 from .reference import resolution
 from .stats import ALPHA, PairedTest, fmt, holm
-from .tables import METRIC_LABELS, arm_values, items_of, paired_test, runs_of
+from .tables import METRIC_LABELS, contrast_values, items_of, runs_of
 
 DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
 FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
@@ -43,33 +43,32 @@ def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _pair_tests(df: pd.DataFrame, pairs, metrics) -> list[tuple]:
+    """(a, b, metric, per-seed differences a − b, their PairedTest at the metric's resolution) per pair and metric."""
+    items, out = items_of(df), []
+    for a, b in pairs:
+        for m in metrics:
+            diffs = list(contrast_values(df, (((a, "none"), 1.0), ((b, "none"), -1.0)), m).values())
+            out.append((a, b, m, diffs, PairedTest.of(diffs, _resolution(m, items))))
+    return out
+
+
 def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """Paired (by seed) differences a − b with their 95 % CI, p-values and a verdict (better / worse /
     inconclusive), Holm over every row of the table."""
-    items = items_of(df)
-    rows, tests = [], []
-    for a, b in pairs:
-        for m in metrics:
-            t = paired_test(df, (a, "none"), (b, "none"), m, _resolution(m, items))
-            tests.append(t)
-            rows.append({"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
-                         "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n})
-    return _with_holm(rows, tests)
+    tests = _pair_tests(df, pairs, metrics)
+    rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
+             "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n} for a, b, m, _, t in tests]
+    return _with_holm(rows, [t for *_, t in tests])
 
 
 def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """``comparisons`` as ``plotting.forest`` draws it: per-seed differences, no margin (none is declared here)."""
+    tests = _pair_tests(df, pairs, metrics)
     table = comparisons(df, pairs, metrics)
-    rows = []
-    for (a, b), m in ((pair, m) for pair in pairs for m in metrics):
-        x, y = arm_values(df, (a, "none"), m), arm_values(df, (b, "none"), m)
-        diffs = [x[s] - y[s] for s in sorted(set(x) & set(y))]
-        t = PairedTest.of(diffs)
-        row = table[(table.comparison == f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}") &
-                    (table.metric == METRIC_LABELS[m])].iloc[0]
-        rows.append({"comparison": row.comparison, "metric": row.metric, "diffs": diffs, "mean": t.mean,
-                     "half95": t.half95, "margin": float("nan"), "thesis": float("nan"), "verdict": row.verdict})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"comparison": row.comparison, "metric": row.metric, "diffs": diffs, "mean": t.mean,
+                          "half95": t.half95, "margin": float("nan"), "thesis": float("nan"), "verdict": row.verdict}
+                         for (_, _, _, diffs, t), row in zip(tests, table.itertuples())])
 
 
 def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:

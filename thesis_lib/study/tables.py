@@ -158,47 +158,52 @@ def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0
     return PairedTest.of(list(contrast_values(df, contrast, metric).values()), resolution)
 
 
-def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
-    """One row per claim and metric whose arms have runs: the paired contrast (95 % and 90 % CI), the smallest
-    effect of interest at this scale (the thesis's relative effect × our baseline's mean) and the thesis's effect
-    carried the same way, the p-values (Holm-adjusted within the claim's declared family on the primary metric;
-    unadjusted, and labelled so, for all), the verdict (``stats.decide``) and, where it is inconclusive, the seeds a
-    test at the family's strictest Holm level would need for 80 % power against that effect at the measured SD. Secondary metrics
-    decide nothing: their verdicts, in parentheses, use the unadjusted p."""
-    items = items_of(df)
+def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
+    """Per claim and metric whose arms have runs: the per-seed contrasts, their PairedTest (at the metric's
+    resolution), the smallest effect of interest and the thesis's effect carried to our baseline's mean, the Holm
+    p within the claim's family (primary metric) and the verdict (``stats.decide``)."""
+    items, sizes = items_of(df), {f: sum(c.family == f for c in claims) for f in reference.FAMILIES}
     rows = []
     for claim in claims:
         for metric in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
-            res = reference.resolution(metric, items)
-            test = contrast_test(df, claim.contrast, metric, res)
-            if test.n == 0:
+            diffs = list(contrast_values(df, claim.contrast, metric).values())
+            if not diffs:
                 continue
             base = arm_values(df, ("baseline", "none"), metric)
             control = sum(base.values()) / len(base) if base else float("nan")
             rel = reference.relative_effect(claim.margin_from, metric)
             rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC,
-                         "test": test, "resolution": res, "margin": reference.sesoi(claim.margin_from, metric, control),
-                         "thesis": None if rel is None else rel * control})
+                         "diffs": diffs, "test": PairedTest.of(diffs, reference.resolution(metric, items)),
+                         "margin": reference.sesoi(claim.margin_from, metric, control),
+                         "thesis": None if rel is None else rel * control, "family_size": sizes[claim.family]})
     for family in reference.FAMILIES:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
-        size = sum(c.family == family for c in claims)
-        for r, p in zip(members, holm([r["test"].p for r in members], family=size)):
+        for r, p in zip(members, holm([r["test"].p for r in members], family=sizes[family])):
             r["p_adjusted"] = p                          # the family is every declared claim, shown or not
-    out = []
     for r in rows:
-        t, margin, c = r["test"], r["margin"], r["claim"]
-        size = sum(k.family == c.family for k in claims)
-        v = decide(t, r.get("p_adjusted", t.p), c.direction, margin or 0.0)
+        r["verdict"] = decide(r["test"], r.get("p_adjusted", r["test"].p), r["claim"].direction, r["margin"] or 0.0)
+    return rows
+
+
+def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
+    """One row per claim and metric whose arms have runs: the paired contrast (95 % and 90 % CI), the smallest
+    effect of interest at this scale (the thesis's relative effect × our baseline's mean) and the thesis's effect
+    carried the same way, the p-values (Holm-adjusted within the claim's declared family on the primary metric;
+    unadjusted, and labelled so, for all), the verdict (``stats.decide``) and, where it is inconclusive, the seeds a
+    test at the family's strictest Holm level would need for 80 % power against that effect at the measured SD.
+    Secondary metrics decide nothing: their verdicts, in parentheses, use the unadjusted p."""
+    out = []
+    for r in _claim_rows(df, claims):
+        t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], _digits(r["margin"])
         out.append({"claim": c.text, "family": c.family, "metric": METRIC_LABELS[r["metric"]],
                     "role": "primary" if r["primary"] else "secondary",
-                    "difference (95 % CI)": fmt(t.mean, t.half95, _digits(margin)),
-                    "90 % CI": fmt(t.mean, t.half90, _digits(margin)),
-                    "smallest effect of interest": "–" if margin is None else f"±{margin:.{_digits(margin)}f}",
-                    "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{_digits(margin)}f}",
+                    "difference (95 % CI)": fmt(t.mean, t.half95, digits), "90 % CI": fmt(t.mean, t.half90, digits),
+                    "smallest effect of interest": "–" if margin is None else f"±{margin:.{digits}f}",
+                    "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{digits}f}",
                     "seeds": t.n, "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
                     "p (unadjusted)": round(t.p, 3), "verdict": v if r["primary"] else f"({v})",
-                    "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd_used, ALPHA / size if r["primary"]
-                                                            else ALPHA) if v == "inconclusive" else "–"})
+                    "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd_used, ALPHA / r["family_size"]
+                                                            if r["primary"] else ALPHA) if v == "inconclusive" else "–"})
     return pd.DataFrame(out)
 
 
@@ -207,24 +212,15 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_M
     """The forest plot's data (``plotting.forest``): one row per claim of ``family`` and metric whose arms have
     runs: the per-seed contrasts, their mean ± 95 % CI, the smallest effect of interest, the thesis's effect
     carried to our scale (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
-    table = claim_table(df, claims).set_index(["claim", "metric"])
-    rows = []
-    for c in claims:
-        if c.family != family:
-            continue
-        for m in metrics:
-            if (c.text, METRIC_LABELS[m]) not in table.index:
-                continue
-            row = table.loc[(c.text, METRIC_LABELS[m])]
-            diffs = list(contrast_values(df, c.contrast, m).values())
-            t = PairedTest.of(diffs, reference.resolution(m, items_of(df)))
-            base = arm_values(df, ("baseline", "none"), m)
-            control = sum(base.values()) / len(base) if base else float("nan")
-            rel = reference.relative_effect(c.margin_from, m)
-            rows.append({"comparison": c.text, "metric": METRIC_LABELS[m], "diffs": diffs, "mean": t.mean,
-                         "half95": t.half95, "margin": reference.sesoi(c.margin_from, m, control) or float("nan"),
-                         "thesis": float("nan") if rel is None else rel * control, "verdict": row.verdict})
-    return pd.DataFrame(rows)
+    rows = [r for r in _claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
+    rows.sort(key=lambda r: list(metrics).index(r["metric"]))          # claims in declared order within each metric
+    rows.sort(key=lambda r: claims.index(r["claim"]))
+    return pd.DataFrame([{"comparison": r["claim"].text, "metric": METRIC_LABELS[r["metric"]], "diffs": r["diffs"],
+                          "mean": r["test"].mean, "half95": r["test"].half95,
+                          "margin": float("nan") if r["margin"] is None else r["margin"],
+                          "thesis": float("nan") if r["thesis"] is None else r["thesis"],
+                          "verdict": r["verdict"] if r["primary"] else f"({r['verdict']})"}
+                         for r in rows])
 
 
 def _digits(margin) -> int:
