@@ -56,16 +56,16 @@ def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, mode: str
     return out
 
 
+@torch.no_grad()
 def tte_contribution(model, images: torch.Tensor, tokens: torch.Tensor) -> dict | None:
     """‖γ ⊙ t_type‖ / ‖H_L‖ averaged over the real tokens, per modality ({"image", "text"}); None without a TTE
     after the encoders. H_L is the encoder output without the TTE."""
     if model.cfg.spec.tte != "after":
         return None
     out = {}
-    with evaluating(model):
-        for modality, h, real in _encoder_tokens(model, images, tokens, "removed"):
-            added = model.tte_scale(model.type_vector(modality)).float().norm()
-            out["image" if modality == IMAGE else "text"] = (added / h.norm(dim=-1))[real].mean().item()
+    for modality, h, real in _encoder_tokens(model, images, tokens, "removed"):
+        added = model.tte_scale(model.type_vector(modality)).float().norm()
+        out["image" if modality == IMAGE else "text"] = (added / h.norm(dim=-1))[real].mean().item()
     return out
 
 

@@ -42,9 +42,7 @@ def demo_folder(cfg: ExperimentConfig) -> Path:
     """The demo's pretrained stand-ins: the shipped files if they fit the config (as the thesis scale uses
     downloaded checkpoints), else this machine's cache, where ``training.prepare`` builds them."""
     shipped = shipped_folder(cfg)
-    if (shipped / "DONE").exists():
-        return shipped
-    return data_dir() / f"pretrained-{cfg.preset}-{fingerprint(demo_key(cfg))}"
+    return shipped if (shipped / "DONE").exists() else data_dir() / shipped.name
 
 
 def demo_part(cfg: ExperimentConfig, part: str) -> Path:

@@ -128,16 +128,16 @@ def run_many(jobs: list[dict]) -> list[dict]:
     configs = {repr(c): c for c in (get_config(j["preset"], j["variant"], 0, j.get("overrides")) for j in jobs)}
     for cfg in configs.values():
         prepare_assets(cfg)
-    log = Log(len(jobs), started)
+    log, workers = Log(len(jobs), started), min(cpu_workers(), len(jobs))
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(cpu_workers(), len(jobs)), mp_context=ctx, initializer=_quiet_one_thread) as pool, \
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool, \
             tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
         futures = [pool.submit(_timed_run, job) for job in jobs]
         for done in as_completed(futures):
             r, seconds = done.result()                          # a failed run stops the study with its error
             bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
             bar.update()
-            log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, min(cpu_workers(), len(jobs)))
+            log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, workers)
     return [f.result()[0] for f in futures]
 
 
