@@ -7,6 +7,10 @@
 
 ``get_config(preset, variant=..., seed=..., overrides={"train.steps": 10})`` resolves a full ``ExperimentConfig``;
 ``asdict(cfg)`` is stored with every checkpoint and result file.
+
+A field is declared once, here: its default, and (``knob``) what else the code needs to know about it: the range it
+must lie in, its role for a result's identity, whether the demo's pretrained stand-ins depend on it, and how a
+result stored before it existed is read. ``field_metadata()`` lists them; nothing else keeps lists of field names.
 """
 from __future__ import annotations
 
@@ -14,19 +18,45 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, FINITE, NON_NEGATIVE, POSITIVE, SEED,
+                            TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of)
 from .errors import ConfigError
 from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
 PRESETS = ("thesis", "demo", "smoke")
+ROLES = ("science", "operational", "path", "source")
+WANTED = "as wanted"   # ``absent=WANTED``: a stored config without the field is read as holding the wanted value
+
+
+def knob(default, *, rule: Rule | None = None, role: str = "science", pretraining: bool | None = None,
+         absent=None):
+    """A config field with what the code needs to know about it besides its default (the field's metadata):
+
+    * ``rule``: the range its value must lie in (``config_checks``), checked on every resolved config;
+    * ``role``: "science" (part of what a run computes), "operational" (how a run is executed or logged: a result
+      computed with another value is the same result), "path" (where files lie on this machine: left out of a
+      result's identity) or "source" (a part's weights: compared by file name, not by folder);
+    * ``pretraining``: whether the demo's pretrained stand-ins depend on it (their folder is named by the fields
+      that say so: ``models.sources.demo_key``); every scalar field of ``ModelConfig`` and ``DataConfig`` says;
+    * ``absent``: for a field added after results were stored, how a stored config without it is read: the value
+      every run had before, or ``WANTED`` (it changes nothing for the runs stored before it existed).
+    """
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    meta = {"role": role, **({"rule": rule} if rule else {}),
+            **({"pretraining": pretraining} if pretraining is not None else {}),
+            **({"absent": absent} if absent is not None else {})}
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class ImageConfig:
     """Image representation, notation chapter Eqs. 1-5."""
-    img_size: int = 224          # H = W (the chapter's "244" is a typo, errata 1)
-    patch_size: int = 16         # P, the patch side (the chapter calls 14 "P", errata 2)
-    in_chans: int = 3            # C
-    pos_embed: str = "sincos"    # "sincos" (fixed 2-D, Data2Vec2) | "learned"; I_CLS always gets 0 (notation Eq. 2)
+    img_size: int = knob(224, rule=AT_LEAST_ONE)   # H = W (the chapter's "244" is a typo, errata 1)
+    patch_size: int = knob(16, rule=AT_LEAST_ONE)  # P, the patch side (the chapter calls 14 "P", errata 2)
+    in_chans: int = knob(3, rule=AT_LEAST_ONE)     # C
+    # "sincos" (fixed 2-D, Data2Vec2) | "learned"; I_CLS always gets 0 (notation Eq. 2)
+    pos_embed: str = knob("sincos", rule=one_of("sincos", "learned"))
 
     @property
     def grid(self) -> int:       # patches per side: 224 / 16 = 14
@@ -44,10 +74,13 @@ class ImageConfig:
 @dataclass(frozen=True)
 class TextConfig:
     """Text representation, notation chapter Eqs. 6-8; fairseq dictionary layout (docs/sources.md §7.3)."""
-    vocab_size: int = 50265      # Data2Vec2 text: GPT-2 BPE mapped through dict.txt + <s>,<pad>,</s>,<unk>,<mask>
-    max_len: int = 64            # tokens incl. T_CLS and T_SEP (thesis: 64, "inspired by BEiT-3")
-    max_positions: int = 512     # learned position table has max_positions + 2 rows (fairseq: pad row + offset)
-    cls_position: str = "learned"  # "learned": T_CLS gets a position (Data2Vec2, BERT) | "zero": notation Eq. 7
+    # Data2Vec2 text: GPT-2 BPE mapped through dict.txt + <s>,<pad>,</s>,<unk>,<mask>
+    vocab_size: int = knob(50265, rule=AT_LEAST_ONE)
+    max_len: int = 64            # tokens incl. T_CLS and T_SEP (thesis: 64, "inspired by BEiT-3"); range: problems()
+    # the learned position table has max_positions + 2 rows (fairseq: pad row + offset)
+    max_positions: int = knob(512, rule=AT_LEAST_ONE)
+    # "learned": T_CLS gets a position (Data2Vec2, BERT) | "zero": notation Eq. 7
+    cls_position: str = knob("learned", rule=one_of("learned", "zero"))
     bos_id: int = 0              # T_CLS (<s>)
     pad_id: int = 1              # <pad>; its embedding and position rows are zero
     eos_id: int = 2              # T_SEP (</s>)
@@ -63,21 +96,27 @@ class ModelConfig:
     """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (docs/sources.md §1)."""
     image: ImageConfig = field(default_factory=ImageConfig)
     text: TextConfig = field(default_factory=TextConfig)
-    dim: int = 768               # D
-    num_heads: int = 12
-    mlp_ratio: float = 4.0       # MLP 3072
-    image_depth: int = 6         # Data2Vec2 image blocks kept (first 6 of 12)
-    text_depth: int = 6          # Data2Vec2 text / BERT layers kept (first 6 of 12)
-    image_norm_eps: float = 1e-6  # Data2Vec2 image cfg norm_eps
-    text_norm_eps: float = 1e-5   # Data2Vec2 text cfg norm_eps (fairseq LayerNorm)
-    text_encoder: str = "data2vec2"  # "data2vec2" (the chapter's EMKUM, 132 M) | "bert" (final thesis text, 117 M)
-    shared_depth: int = 1        # one shared block (VLMo/BEiT-3 use two)
-    shared_layer_scale: float = 0.2  # LayerScale inside the shared block ("half the depth of BEiT, so 0.2")
-    variant: str = "baseline"    # one of VARIANTS
-    tte_layer_scale: float = 1e-5  # γ init of the TTE LayerScale (TTE chapter Eqs. 4-5)
-    itc_fc1_tap: bool = False    # thesis code @3c2dfdd: a second ITC on the CLS of the shared block's fc1
-    fusion_depth: int = 2        # fusion_* / switch*: layers of the image-text matching head (SIB needs >= 2)
-    switch_tau: tuple = (1.0, 0.1)  # Gumbel-softmax temperature, annealed exponentially from [0] to [1]
+    dim: int = knob(768, rule=AT_LEAST_ONE, pretraining=True)                  # D
+    num_heads: int = knob(12, rule=AT_LEAST_ONE, pretraining=True)
+    mlp_ratio: float = knob(4.0, rule=POSITIVE, pretraining=True)              # MLP 3072
+    image_depth: int = knob(6, rule=AT_LEAST_ONE, pretraining=True)  # Data2Vec2 image blocks kept (first 6 of 12)
+    text_depth: int = knob(6, rule=AT_LEAST_ONE, pretraining=True)   # Data2Vec2 text / BERT layers kept (6 of 12)
+    image_norm_eps: float = knob(1e-6, pretraining=True)   # Data2Vec2 image cfg norm_eps
+    text_norm_eps: float = knob(1e-5, pretraining=True)    # Data2Vec2 text cfg norm_eps (fairseq LayerNorm)
+    # "data2vec2" (the chapter's EMKUM, 132 M) | "bert" (final thesis text, 117 M)
+    text_encoder: str = knob("data2vec2", rule=one_of("data2vec2", "bert"), pretraining=False)
+    shared_depth: int = knob(1, rule=AT_LEAST_ONE, pretraining=False)  # one shared block (VLMo/BEiT-3 use two)
+    # LayerScale inside the shared block ("half the depth of BEiT, so 0.2")
+    shared_layer_scale: float = knob(0.2, rule=NON_NEGATIVE, pretraining=False)
+    variant: str = knob("baseline", rule=one_of(*VARIANTS), pretraining=False)
+    # γ init of the TTE LayerScale (TTE chapter Eqs. 4-5)
+    tte_layer_scale: float = knob(1e-5, rule=NON_NEGATIVE, pretraining=False)
+    # thesis code @3c2dfdd: a second ITC on the CLS of the shared block's fc1
+    itc_fc1_tap: bool = knob(False, pretraining=False)
+    # fusion_* / switch*: layers of the image-text matching head (SIB needs >= 2)
+    fusion_depth: int = knob(2, rule=AT_LEAST_ONE, pretraining=False, absent=WANTED)
+    # Gumbel-softmax temperature, annealed exponentially from [0] to [1]
+    switch_tau: tuple = knob((1.0, 0.1), rule=TEMPERATURES, pretraining=False, absent=WANTED)
 
     @property
     def spec(self) -> VariantSpec:
@@ -87,91 +126,114 @@ class ModelConfig:
 @dataclass(frozen=True)
 class TeacherConfig:
     """Frozen BEiTv2 ViT-B/16 image teacher (pt1k, self-supervised); target = CLS of the last block."""
-    dim: int = 768
-    depth: int = 12
-    num_heads: int = 12
-    mlp_ratio: float = 4.0
-    patch_size: int = 16
-    init_values: float = 0.1     # BEiT's block LayerScale (gamma_1/gamma_2)
+    dim: int = knob(768, rule=AT_LEAST_ONE)
+    depth: int = knob(12, rule=AT_LEAST_ONE)
+    num_heads: int = knob(12, rule=AT_LEAST_ONE)
+    mlp_ratio: float = knob(4.0, rule=POSITIVE)
+    patch_size: int = knob(16, rule=AT_LEAST_ONE)
+    init_values: float = knob(0.1, rule=NON_NEGATIVE)  # BEiT's block LayerScale (gamma_1/gamma_2)
     final_norm: bool = True      # thesis code @3c2dfdd: forward_features()[:, 0] is LN-ed (docs/sources.md §2)
 
 
 @dataclass(frozen=True)
 class WorldConfig:
     """The embedded image-caption world (thesis_lib.data.world); sizes of every split."""
-    seed: int = 0
-    img_size: int = 32           # rendered resolution (a parameter; the model's img_size must match)
-    n_train: int = 4000          # caption-pair train images (5 captions each)
-    n_val: int = 500             # Karpathy-style "val" split (not used for the tables)
-    n_coco_test: int = 5000      # COCO-like test (5K images, like MSCOCO-5K)
-    n_flickr_test: int = 1000    # Flickr-like test (1K images, like Flickr30K-1K)
-    n_zeroshot_per_class: int = 210  # ImageNet stand-in: images per class in val/ (48 × 210 = 10,080)
-    n_image_corpus: int = 8000   # images without captions (encoder + teacher pretraining)
-    n_text_corpus: int = 20000   # captions without images (text MLM pretraining)
+    seed: int = knob(0, rule=AT_LEAST_ZERO)
+    # rendered resolution (a parameter; the model's img_size must match)
+    img_size: int = knob(32, rule=AT_LEAST_ONE)
+    n_train: int = knob(4000, rule=AT_LEAST_ONE)       # caption-pair train images (5 captions each)
+    n_val: int = knob(500, rule=AT_LEAST_ZERO)         # Karpathy-style "val" split (not used for the tables)
+    n_coco_test: int = knob(5000, rule=AT_LEAST_ONE)   # COCO-like test (5K images, like MSCOCO-5K)
+    n_flickr_test: int = knob(1000, rule=AT_LEAST_ONE)  # Flickr-like test (1K images, like Flickr30K-1K)
+    # ImageNet stand-in: images per class in val/ (48 × 210 = 10,080)
+    n_zeroshot_per_class: int = knob(210, rule=AT_LEAST_ONE)
+    n_image_corpus: int = knob(8000, rule=AT_LEAST_ONE)  # images without captions (encoder + teacher pretraining)
+    n_text_corpus: int = knob(20000, rule=AT_LEAST_ONE)  # captions without images (text MLM pretraining)
 
 
 @dataclass(frozen=True)
 class DataConfig:
     """Where pairs and evaluation sets come from, and how views are made (docs/sources.md §3-4)."""
-    source: str = "karpathy"     # "world" (generated here) | "karpathy" (real COCO/Flickr30K + ImageNet folders)
-    root: str = ""               # data root; "" = thesis_lib.paths.data_dir()
+    # "world" (generated here) | "karpathy" (real COCO/Flickr30K + ImageNet folders)
+    source: str = knob("karpathy", rule=one_of("world", "karpathy"), pretraining=False)
+    root: str = knob("", role="path", pretraining=False)   # data root; "" = thesis_lib.paths.data_dir()
     world: WorldConfig = field(default_factory=WorldConfig)
-    train_sets: tuple = ("coco",)  # Karpathy train + restval; the thesis adds CC3M/CC12M subsets
-    crop_scale: tuple = (0.9, 1.0)  # RandomResizedCrop scale, student and teacher
-    teacher_view: str = "augmented"  # "augmented" (independent view + colour jitter) | "fixed" (eval view, cacheable)
-    mean: tuple = (0.485, 0.456, 0.406)  # ImageNet normalisation (student and teacher in the thesis)
-    std: tuple = (0.229, 0.224, 0.225)
-    num_workers: int = 8
-    in_memory: bool = False      # decode every image once into a uint8 tensor (the demo); else a DataLoader
-    decoder: str = "pil"         # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py)
-    zeroshot_templates: str = "openai"  # "openai" (80) | "world" (the embedded world's own)
+    # Karpathy train + restval; the thesis adds CC3M/CC12M subsets
+    train_sets: tuple = knob(("coco",), pretraining=False)
+    # RandomResizedCrop scale, student and teacher
+    crop_scale: tuple = knob((0.9, 1.0), rule=CROP_SCALE, pretraining=True)
+    # "augmented" (independent view + colour jitter) | "fixed" (eval view, cacheable)
+    teacher_view: str = knob("augmented", rule=one_of("augmented", "fixed"), pretraining=False)
+    # ImageNet normalisation (student and teacher in the thesis); length and sign checked against in_chans: problems()
+    mean: tuple = knob((0.485, 0.456, 0.406), pretraining=True)
+    std: tuple = knob((0.229, 0.224, 0.225), pretraining=True)
+    num_workers: int = knob(8, rule=AT_LEAST_ZERO, role="operational", pretraining=False)
+    # decode every image once into a uint8 tensor (the demo); else a DataLoader
+    in_memory: bool = knob(False, pretraining=False)
+    # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py)
+    decoder: str = knob("pil", rule=one_of("pil", "pil_draft", "torchvision"), pretraining=False, absent="pil")
+    # "openai" (80) | "world" (the embedded world's own)
+    zeroshot_templates: str = knob("openai", rule=one_of("openai", "world"), pretraining=False)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation (docs/sources.md §3): AdamW, cosine with 10 % warmup, KD + ITC."""
-    batch_size: int = 256        # per process (thesis: 256 per GPU × 2 GPUs)
-    steps: int = 44636           # thesis: int(89,273 / 2)
-    warmup_frac: float = 0.1
-    base_lr: float = 1e-4        # × global batch / 256 (thesis: 2e-4 at 512)
-    betas: tuple = (0.9, 0.98)
-    eps: float = 1e-6
-    weight_decay: float = 0.01   # not on biases, norms, embeddings, TTE, LayerScale vectors
-    logit_scale_init: float = math.log(1 / 0.07)
-    logit_scale_max: float = math.log(100)  # clamp after each step (FLAVA / VLMo)
-    kd_loss: str = "mse"         # "mse" (this chapter) | "contrastive" (later chapters)
-    itm_weight: float = 1.0      # fusion variants: weight of the image-text matching loss (VLMo: 1)
-    itm_batch: int = 0           # fusion variants: pairs per step that get ITM (+ 2 hard negatives each); 0 = all
-    itm_negatives: str = "hard"  # ITM negatives drawn among the true ones: "hard" (∝ softmax of ITC similarity,
-                                 # VLMo) | "random" (uniform; the demo's: its heads learn nothing from hard ones)
-    precision: str = "auto"      # "auto" (bf16 on CUDA, fp32 on CPU) | "fp32" | "bf16" | "fp16"
+    batch_size: int = knob(256, rule=AT_LEAST_ONE)   # per process (thesis: 256 per GPU × 2 GPUs)
+    steps: int = knob(44636, rule=AT_LEAST_ONE)      # thesis: int(89,273 / 2)
+    warmup_frac: float = knob(0.1, rule=UNIT_HALF_OPEN)
+    base_lr: float = knob(1e-4, rule=POSITIVE)       # × global batch / 256 (thesis: 2e-4 at 512)
+    betas: tuple = knob((0.9, 0.98), rule=BETAS)
+    eps: float = knob(1e-6, rule=POSITIVE)
+    # not on biases, norms, embeddings, TTE, LayerScale vectors
+    weight_decay: float = knob(0.01, rule=NON_NEGATIVE)
+    logit_scale_init: float = knob(math.log(1 / 0.07), rule=FINITE)
+    logit_scale_max: float = knob(math.log(100), rule=FINITE)  # clamp after each step (FLAVA / VLMo)
+    kd_loss: str = knob("mse", rule=one_of("mse", "contrastive"))  # "mse" (this chapter) | "contrastive" (later)
+    # fusion variants: weight of the image-text matching loss (VLMo: 1)
+    itm_weight: float = knob(1.0, rule=NON_NEGATIVE, absent=WANTED)
+    # fusion variants: pairs per step that get ITM (+ 2 hard negatives each); 0 = all
+    itm_batch: int = knob(0, rule=AT_LEAST_ZERO, absent=WANTED)
+    # ITM negatives drawn among the true ones: "hard" (∝ softmax of ITC similarity, VLMo) | "random" (uniform; the
+    # demo's: its heads learn nothing from hard ones)
+    itm_negatives: str = knob("hard", rule=one_of("hard", "random"), absent="hard")
+    # "auto" (bf16 on CUDA, fp32 on CPU) | "fp32" | "bf16" | "fp16"
+    precision: str = knob("auto", rule=one_of("auto", "fp32", "bf16", "fp16"))
     compile: bool = False        # torch.compile the student
     cache_teacher: bool = True   # cache teacher CLS per image when the teacher view is fixed (exact)
-    log_every: int = 25          # steps between metric lines (and host syncs)
-    ckpt_every: int = 200        # steps between checkpoints
-    grad_clip: float = 0.0       # 0 = off (thesis: none)
+    # steps between metric lines (and host syncs)
+    log_every: int = knob(25, rule=AT_LEAST_ONE, role="operational")
+    ckpt_every: int = knob(200, rule=AT_LEAST_ONE, role="operational")  # steps between checkpoints
+    grad_clip: float = knob(0.0, rule=NON_NEGATIVE)  # 0 = off (thesis: none)
 
 
 @dataclass(frozen=True)
 class PretrainConfig:
     """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.training.pretrain); unused at the thesis scale."""
-    image_steps: int = 600       # masked-patch regression of the image encoder (SimMIM-style)
-    text_steps: int = 600        # masked language modelling of the text encoder
-    teacher_steps: int = 800     # supervised multi-label scene attributes (the teacher never sees captions)
-    teacher_shape_weight: float = 3.0  # weight of the shape labels' loss (colour-shape pairs and colours: 1)
-    batch_size: int = 128
-    lr: float = 1e-3
-    mask_ratio: float = 0.5      # image: share of patches replaced by the mask token
-    mlm_prob: float = 0.15       # text: share of tokens masked
-    depth_factor: int = 2        # encoders are pretrained with depth_factor × the kept blocks (thesis: 12 → 6)
+    # masked-patch regression of the image encoder (SimMIM-style)
+    image_steps: int = knob(600, rule=AT_LEAST_ZERO)
+    text_steps: int = knob(600, rule=AT_LEAST_ZERO)     # masked language modelling of the text encoder
+    # supervised multi-label scene attributes (the teacher never sees captions)
+    teacher_steps: int = knob(800, rule=AT_LEAST_ZERO)
+    # weight of the shape labels' loss (colour-shape pairs and colours: 1)
+    teacher_shape_weight: float = knob(3.0, rule=NON_NEGATIVE)
+    batch_size: int = knob(128, rule=AT_LEAST_ONE)
+    lr: float = knob(1e-3, rule=POSITIVE)
+    mask_ratio: float = knob(0.5, rule=UNIT_OPEN)   # image: share of patches replaced by the mask token
+    mlm_prob: float = knob(0.15, rule=UNIT_OPEN)    # text: share of tokens masked
+    # encoders are pretrained with depth_factor × the kept blocks (thesis: 12 → 6)
+    depth_factor: int = knob(2, rule=AT_LEAST_ONE)
 
 
 @dataclass(frozen=True)
 class EvalConfig:
-    batch_size: int = 256
-    retrieval_chunk: int = 2048  # images per chunk of the similarity matrix (chunk × captions floats at once)
-    rerank_k: int = 16           # fusion variants: candidates per query re-scored by the ITM head
-    rerank_sets: tuple = ("flickr",)  # retrieval sets re-ranked (COCO-5K's 25K captions cost 5× more)
+    batch_size: int = knob(256, rule=AT_LEAST_ONE, role="operational")
+    # images per chunk of the similarity matrix (chunk × captions floats at once)
+    retrieval_chunk: int = knob(2048, rule=AT_LEAST_ONE, role="operational")
+    # fusion variants: candidates per query re-scored by the ITM head
+    rerank_k: int = knob(16, rule=AT_LEAST_ONE, absent=WANTED)
+    # retrieval sets re-ranked (COCO-5K's 25K captions cost 5× more)
+    rerank_sets: tuple = knob(("flickr",), absent=WANTED)
 
 
 @dataclass(frozen=True)
@@ -179,18 +241,21 @@ class WeightsConfig:
     """Where the pretrained parts come from. Per part: "" = the source's default, a file path,
     "hf:<name or folder>" (transformers), "timm:<file>" (timm's BEiTv2 loader) or "demo" (the cached demo
     pretraining's file; kept symbolic so that stored configs hold no machine-specific path)."""
-    source: str = "thesis"       # "thesis" (original files) | "demo" (cached demo pretraining) | "random"
-    checkpoint_dir: str = ""     # thesis defaults: base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth,
-    image: str = ""              #   and the tokenizer files encoder.json, vocab.bpe, dict.txt
-    text: str = ""
-    teacher: str = ""
-    tokenizer: str = ""
+    # "thesis" (original files) | "demo" (cached demo pretraining) | "random"
+    source: str = knob("thesis", rule=one_of("thesis", "demo", "random"))
+    # thesis defaults: base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, and the tokenizer files
+    # encoder.json, vocab.bpe, dict.txt
+    checkpoint_dir: str = knob("", role="path")
+    image: str = knob("", role="source")
+    text: str = knob("", role="source")
+    teacher: str = knob("", role="source")
+    tokenizer: str = knob("", role="source")
 
 
 @dataclass(frozen=True)
 class ExperimentConfig:
     preset: str = "thesis"
-    seed: int = 0
+    seed: int = knob(0, rule=SEED)
     model: ModelConfig = field(default_factory=ModelConfig)
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -198,6 +263,25 @@ class ExperimentConfig:
     pretrain: PretrainConfig = field(default_factory=PretrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     weights: WeightsConfig = field(default_factory=WeightsConfig)
+
+
+def field_metadata(group=None, prefix: str = "") -> dict:
+    """Every scalar field's dotted name (``"train.log_every"``) → its metadata (``knob``), nested groups walked."""
+    out = {}
+    for f in dataclasses.fields(group or ExperimentConfig()):
+        value = getattr(group or ExperimentConfig(), f.name)
+        if dataclasses.is_dataclass(value):
+            out.update(field_metadata(value, f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = f.metadata
+    return out
+
+
+def fields_with(**wanted) -> tuple[str, ...]:
+    """The dotted names of the fields whose metadata holds every ``key=value`` given (``fields_with(role="path")``;
+    an unset role reads "science")."""
+    return tuple(name for name, meta in field_metadata().items()
+                 if all(meta.get(k, "science" if k == "role" else None) == v for k, v in wanted.items()))
 
 
 def _thesis() -> ExperimentConfig:
@@ -258,9 +342,6 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
         cfg = replace_path(cfg, key, value)
     if cfg.model.text_encoder == "bert" and cfg.model.text == TextConfig():
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, text=BERT_TEXT))  # final thesis text
-    if cfg.model.text_encoder not in ("data2vec2", "bert"):
-        raise ConfigError(f"unknown text encoder {cfg.model.text_encoder!r}; choose data2vec2 or bert")
-    from .config_checks import check_config
     check_config(cfg)
     return cfg
 

@@ -1,47 +1,50 @@
-"""Range and cross-field checks of a resolved config: a value that would crash later, or silently do something
-else than asked (``train.precision=fp8``, ``train.warmup_frac=2``), is a ``ConfigError`` naming the field here.
+"""What a config value may be. Each field's own range is a ``Rule`` declared on the field itself (``config.knob``'s
+``rule=``, read here from the field's metadata); the constraints between fields are written out in ``problems``. A
+value that would crash later, or silently do something else than asked (``train.precision=fp8``,
+``train.warmup_frac=2``), is a ``ConfigError`` naming the field.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
+from typing import Callable
 
 from .errors import ConfigError
 from .variants import VARIANTS
 
-CHOICES = {
-    "train.precision": ("auto", "fp32", "bf16", "fp16"), "train.kd_loss": ("mse", "contrastive"),
-    "train.itm_negatives": ("hard", "random"),
-    "data.source": ("world", "karpathy"), "data.teacher_view": ("augmented", "fixed"),
-    "data.decoder": ("pil", "pil_draft", "torchvision"),
-    "data.zeroshot_templates": ("openai", "world"), "weights.source": ("thesis", "demo", "random"),
-    "model.image.pos_embed": ("sincos", "learned"), "model.text.cls_position": ("learned", "zero"),
-}
-AT_LEAST_ONE = (
-    "train.batch_size", "train.steps", "train.log_every", "train.ckpt_every", "eval.batch_size",
-    "eval.retrieval_chunk", "eval.rerank_k", "model.dim", "model.num_heads", "model.image_depth", "model.text_depth",
-    "model.shared_depth", "model.fusion_depth", "model.image.img_size", "model.image.patch_size",
-    "model.image.in_chans", "model.text.vocab_size", "model.text.max_positions", "teacher.dim", "teacher.depth",
-    "teacher.num_heads", "teacher.patch_size", "pretrain.batch_size", "pretrain.depth_factor",
-    "data.world.img_size", "data.world.n_train", "data.world.n_coco_test", "data.world.n_flickr_test",
-    "data.world.n_zeroshot_per_class", "data.world.n_image_corpus", "data.world.n_text_corpus",
-)
-AT_LEAST_ZERO = ("train.itm_batch", "data.num_workers", "data.world.n_val", "data.world.seed", "pretrain.image_steps",
-                 "pretrain.text_steps", "pretrain.teacher_steps")
-POSITIVE = ("train.base_lr", "train.eps", "model.mlp_ratio", "teacher.mlp_ratio", "pretrain.lr")
-NON_NEGATIVE = ("train.weight_decay", "train.grad_clip", "train.itm_weight", "model.tte_layer_scale",
-                "model.shared_layer_scale", "teacher.init_values", "pretrain.teacher_shape_weight")
-FINITE = ("train.logit_scale_init", "train.logit_scale_max")
-UNIT_OPEN = ("pretrain.mask_ratio", "pretrain.mlm_prob")          # strictly between 0 and 1
 
+@dataclass(frozen=True)
+class Rule:
+    """A field's range: ``holds(value)``, and what it says when it does not (``"must be an integer ≥ 1"``)."""
+    holds: Callable[[object], bool]
+    says: str
 
-def _get(cfg, dotted: str):
-    for name in dotted.split("."):
-        cfg = getattr(cfg, name)
-    return cfg
+    def problem(self, name: str, value) -> str | None:
+        try:
+            ok = bool(self.holds(value))
+        except TypeError:                             # a value of another type than the field's (built by hand)
+            ok = False
+        return None if ok else f"{name} {self.says}, got {value!r}"
 
 
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def one_of(*options: str) -> Rule:
+    return Rule(lambda v: v in options, f"must be one of {', '.join(options)}")
+
+
+AT_LEAST_ONE = Rule(lambda v: v >= 1, "must be an integer ≥ 1")
+AT_LEAST_ZERO = Rule(lambda v: v >= 0, "must be an integer ≥ 0")
+POSITIVE = Rule(lambda v: _is_number(v) and v > 0, "must be a finite number > 0")
+NON_NEGATIVE = Rule(lambda v: _is_number(v) and v >= 0, "must be a finite number ≥ 0")
+FINITE = Rule(_is_number, "must be a finite number")
+UNIT_OPEN = Rule(lambda v: _is_number(v) and 0 < v < 1, "must lie strictly between 0 and 1")
+UNIT_HALF_OPEN = Rule(lambda v: _is_number(v) and 0 <= v < 1,
+                      "must be in [0, 1) (at 1 or more the peak is never reached)")
+SEED = Rule(lambda v: 0 <= v < 2 ** 32, "must be in [0, 2^32)")
 
 
 def _floats(values) -> list[float] | None:
@@ -52,29 +55,35 @@ def _floats(values) -> list[float] | None:
     return out if all(math.isfinite(v) for v in out) else None
 
 
+def pair(holds: Callable[[float, float], bool], says: str) -> Rule:
+    """Two finite numbers ``(a, b)`` for which ``holds(a, b)``."""
+    return Rule(lambda v: (x := _floats(v)) is not None and len(x) == 2 and holds(*x), says)
+
+
+BETAS = pair(lambda a, b: 0 <= a < 1 and 0 <= b < 1, "must be two numbers in [0, 1)")
+CROP_SCALE = pair(lambda low, high: 0 < low <= high <= 1, "must be two numbers 0 < low ≤ high ≤ 1")
+TEMPERATURES = pair(lambda start, end: start > 0 and end > 0,
+                    "must be two numbers > 0 (start, end of the annealing)")
+
+
+def field_problems(cfg, prefix: str = "") -> list[str]:
+    """Every field of ``cfg`` (nested groups included) whose value breaks the rule declared on it."""
+    out = []
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            out += field_problems(value, f"{prefix}{f.name}.")
+        elif "rule" in f.metadata:
+            out += [p for p in [f.metadata["rule"].problem(prefix + f.name, value)] if p]
+    return out
+
+
 def problems(cfg) -> list[str]:
-    """Every violated constraint of ``cfg`` as a sentence (empty: the config is sound)."""
-    out = [f"{k} must be one of {', '.join(v)}, got {_get(cfg, k)!r}" for k, v in CHOICES.items()
-           if _get(cfg, k) not in v]
-    out += [f"{k} must be an integer ≥ 1, got {_get(cfg, k)!r}" for k in AT_LEAST_ONE if _get(cfg, k) < 1]
-    out += [f"{k} must be an integer ≥ 0, got {_get(cfg, k)!r}" for k in AT_LEAST_ZERO if _get(cfg, k) < 0]
-    out += [f"{k} must be a finite number > 0, got {_get(cfg, k)!r}" for k in POSITIVE
-            if not (_is_number(_get(cfg, k)) and _get(cfg, k) > 0)]
-    out += [f"{k} must be a finite number ≥ 0, got {_get(cfg, k)!r}" for k in NON_NEGATIVE
-            if not (_is_number(_get(cfg, k)) and _get(cfg, k) >= 0)]
-    out += [f"{k} must be a finite number, got {_get(cfg, k)!r}" for k in FINITE if not _is_number(_get(cfg, k))]
-    out += [f"{k} must lie strictly between 0 and 1, got {_get(cfg, k)!r}" for k in UNIT_OPEN
-            if not (_is_number(_get(cfg, k)) and 0 < _get(cfg, k) < 1)]
+    """Every violated constraint of ``cfg`` as a sentence (empty: the config is sound): the fields' own rules, then
+    the constraints between fields."""
+    out = field_problems(cfg)
     t, m, d = cfg.train, cfg.model, cfg.data
-    if m.variant not in VARIANTS:
-        out.append(f"model.variant must be one of {', '.join(VARIANTS)}, got {m.variant!r}")
-    if not 0 <= cfg.seed < 2 ** 32:
-        out.append(f"seed must be in [0, 2^32), got {cfg.seed}")
-    if not (_is_number(t.warmup_frac) and 0 <= t.warmup_frac < 1):
-        out.append(f"train.warmup_frac must be in [0, 1), got {t.warmup_frac!r} (at 1 or more the peak is never reached)")
-    betas, crop, mean, std = _floats(t.betas), _floats(d.crop_scale), _floats(d.mean), _floats(d.std)
-    if betas is None or len(betas) != 2 or not all(0 <= b < 1 for b in betas):
-        out.append(f"train.betas must be two numbers in [0, 1), got {t.betas!r}")
+    mean, std = _floats(d.mean), _floats(d.std)
     for group, width, heads in (("model", m.dim, m.num_heads), ("teacher", cfg.teacher.dim, cfg.teacher.num_heads)):
         if heads >= 1 and width % heads:
             out.append(f"{group}.dim ({width}) must be divisible by {group}.num_heads ({heads})")
@@ -84,15 +93,10 @@ def problems(cfg) -> list[str]:
     if not 3 <= m.text.max_len <= m.text.max_positions:
         out.append(f"model.text.max_len must be between 3 and model.text.max_positions ({m.text.max_positions}), "
                    f"got {m.text.max_len}")
-    if crop is None or len(crop) != 2 or not 0 < crop[0] <= crop[1] <= 1:
-        out.append(f"data.crop_scale must be two numbers 0 < low ≤ high ≤ 1, got {d.crop_scale!r}")
     channels = m.image.in_chans
     if mean is None or std is None or len(mean) != channels or len(std) != channels or not all(s > 0 for s in std):
         out.append(f"data.mean and data.std must hold {channels} numbers each (model.image.in_chans), std > 0; "
                    f"got {d.mean!r}, {d.std!r}")
-    tau = _floats(m.switch_tau)
-    if tau is None or len(tau) != 2 or not all(x > 0 for x in tau):
-        out.append(f"model.switch_tau must be two numbers > 0 (start, end of the annealing), got {m.switch_tau!r}")
     if m.variant in VARIANTS and m.spec.sib and m.fusion_depth < 2:
         out.append(f"variant {m.variant} (Switch-Input Block) needs model.fusion_depth ≥ 2, got {m.fusion_depth}")
     if d.source == "world" and t.batch_size > d.world.n_train * 5:

@@ -22,14 +22,20 @@ DEMO_VERSION = 4  # bump when the demo pretraining (training/pretrain.py) change
 PREPARE = "python -m thesis_lib.training.prepare --preset {preset} (thesis_lib.training.prepare.prepare_assets(cfg))"
 
 
+def _pretraining_fields(group) -> list:
+    """The values of a config group's fields declared ``pretraining=True`` (config.knob), in declaration order."""
+    return [getattr(group, f.name) for f in dataclasses.fields(group) if f.metadata.get("pretraining")]
+
+
 def demo_key(cfg: ExperimentConfig) -> dict:
-    """Everything the demo's pretrained parts depend on: their cache folder is named by its fingerprint."""
+    """Everything the demo's pretrained parts depend on: their cache folder is named by its fingerprint. The world,
+    the image and text representations, the teacher and the pretraining whole; of the model and the data the
+    fields declared ``pretraining=True`` (widths, depths, norms; the views)."""
     m = cfg.model
     return {"version": DEMO_VERSION, "world": {"version": WORLD_VERSION, **dataclasses.asdict(cfg.data.world)},
             "image": dataclasses.asdict(m.image), "text": dataclasses.asdict(m.text),
-            "dims": [m.dim, m.num_heads, m.mlp_ratio, m.image_depth, m.text_depth, m.image_norm_eps, m.text_norm_eps],
-            "teacher": dataclasses.asdict(cfg.teacher), "pretrain": dataclasses.asdict(cfg.pretrain),
-            "views": [cfg.data.crop_scale, cfg.data.mean, cfg.data.std]}
+            "dims": _pretraining_fields(m), "teacher": dataclasses.asdict(cfg.teacher),
+            "pretrain": dataclasses.asdict(cfg.pretrain), "views": _pretraining_fields(cfg.data)}
 
 
 def shipped_folder(cfg: ExperimentConfig) -> Path:

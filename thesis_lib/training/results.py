@@ -13,15 +13,13 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ..config import config_diff
+from ..config import WANTED, config_diff, field_metadata, fields_with
 from ..errors import OutputDirError, ResultConflictError
 
-# fields that change how a run is executed or logged, not what it computes
-OPERATIONAL = ("train.log_every", "train.ckpt_every", "data.num_workers", "eval.batch_size", "eval.retrieval_chunk")
-# where the data and the checkpoints lie on this machine: the same files in another folder give the same run
-PATHS = ("data.root", "weights.checkpoint_dir")
-# a part's own source: a hub id or "demo" counts as written, a file or folder by its name (not where it lies)
-SOURCES = ("weights.image", "weights.text", "weights.teacher", "weights.tokenizer")
+# The fields' roles are declared on the fields (config.knob): how a run is executed or logged, not what it computes;
+# where the data and the checkpoints lie on this machine (the same files in another folder give the same run); a
+# part's own source (a hub id or "demo" counts as written, a file or folder by its name, not where it lies).
+OPERATIONAL, PATHS, SOURCES = (fields_with(role=r) for r in ("operational", "path", "source"))
 
 
 @dataclass(frozen=True)
@@ -55,14 +53,12 @@ class RunPaths:
         return FileLock(str(self.result.with_suffix(".lock")), timeout=timeout)
 
 
-# Fields added with notebook 05; they change nothing for the chapter's variants, the only ones stored before they
-# existed: a stored config without one is compared as if it held the wanted value.
-ADDED_FIELDS = ("model.fusion_depth", "model.switch_tau", "train.itm_weight", "train.itm_batch", "eval.rerank_k",
-                "eval.rerank_sets")
-
-
-# Fields added later whose absence means the value every run had before: compared as if it held that value.
-ADDED_WITH_DEFAULT = {"data.decoder": "pil", "train.itm_negatives": "hard"}
+# Fields added after results were stored (config.knob's ``absent``): a stored config without one is compared as if
+# it held the wanted value (fields that change nothing for the runs stored before them: notebook 05's), or the value
+# every run had before.
+ADDED = {name: meta["absent"] for name, meta in field_metadata().items() if "absent" in meta}
+ADDED_FIELDS = tuple(name for name, absent in ADDED.items() if absent == WANTED)
+ADDED_WITH_DEFAULT = {name: absent for name, absent in ADDED.items() if absent != WANTED}
 
 
 def _with_added_fields(stored: dict, wanted: dict) -> dict:
