@@ -186,3 +186,12 @@ def test_a_result_is_found_by_what_it_computes_not_where_its_files_lie():
 def asdict_config(cfg):
     from dataclasses import asdict
     return json.loads(json.dumps(asdict(cfg)))
+
+
+def test_run_experiment_refuses_a_config_together_with_the_names_it_would_ignore(tmp_path):
+    """A resolved config names the run: preset, variant, seed or overrides given beside it are an error, not ignored."""
+    cfg = get_config("smoke", "tte_after_ls", 2)
+    for named in ({"variant": "baseline"}, {"seed": 0}, {"overrides": {"train.steps": 1}}, {"preset": "smoke"}):
+        with pytest.raises(ConfigError, match=f"config= and {next(iter(named))}"):
+            run_experiment(config=cfg, out_dir=tmp_path, **named)
+    assert not any(tmp_path.iterdir())                                  # refused before anything is written

@@ -27,7 +27,7 @@ from ..config import PRESETS, ExperimentConfig, get_config
 from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
-from ..errors import DeviceError, ThesisError
+from ..errors import ConfigError, DeviceError, ThesisError
 from ..evaluate import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model, tte_gamma_init
 from ..models.sources import load_teacher, part_source
@@ -96,12 +96,15 @@ def _teacher_identity(cfg: ExperimentConfig) -> str:
     return f"{src}:{p.stat().st_size}:{p.stat().st_mtime_ns}" if p and p.exists() else src
 
 
-def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 0, out_dir=None, device: str = "cpu",
-                   resume=False, overwrite: bool = False, overrides: dict | None = None,
+def run_experiment(preset: str | None = None, variant: str | None = None, seed: int | None = None, out_dir=None,
+                   device: str = "cpu", resume=False, overwrite: bool = False, overrides: dict | None = None,
                    config: ExperimentConfig | None = None) -> dict:
-    """Train one (preset, variant, seed) and evaluate it; returns the result (also written to disk). On CPU the run
-    computes on one thread, so that its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
-    cfg = config or get_config(preset, variant, seed, overrides)
+    """Train one run and evaluate it; returns the result (also written to disk). The run is named either by
+    ``preset`` (default demo), ``variant`` (baseline), ``seed`` (0) and ``overrides``, or by a resolved ``config``
+    alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
+    where and how it runs. On CPU the run computes on one thread, so that its numbers do not depend on the machine's
+    core count (thesis_lib.numerics)."""
+    cfg = _config_of(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev)
@@ -121,6 +124,17 @@ def run_experiment(preset: str = "demo", variant: str = "baseline", seed: int = 
     finally:
         if lock:
             lock.release()
+
+
+def _config_of(preset, variant, seed, overrides, config) -> ExperimentConfig:
+    named = {k: v for k, v in (("preset", preset), ("variant", variant), ("seed", seed), ("overrides", overrides))
+             if v is not None}
+    if config is None:
+        return get_config(preset or "demo", variant or "baseline", 0 if seed is None else seed, overrides)
+    if named:
+        raise ConfigError(f"run_experiment got config= and {', '.join(named)}: a config already names the run "
+                          "(apply overrides with get_config or config.replace_path)")
+    return config
 
 
 def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
