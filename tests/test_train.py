@@ -195,3 +195,13 @@ def test_run_experiment_refuses_a_config_together_with_the_names_it_would_ignore
         with pytest.raises(ConfigError, match=f"config= and {next(iter(named))}"):
             run_experiment(config=cfg, out_dir=tmp_path, **named)
     assert not any(tmp_path.iterdir())                                  # refused before anything is written
+
+
+def test_adamw_moves_gamma_by_about_one_learning_rate_per_step_whatever_the_gradient_size():
+    """Notebook 04's premise for the ablation: a γ leaving 1e-5 is no evidence of use."""
+    from thesis_lib.training.engine import adamw_drift
+    drift = adamw_drift(get_config("demo").train, grad_scales=(1e-7, 1e-3, 1.0), steps=50)
+    for scale in (1e-3, 1.0):
+        assert 0.9 < drift[scale]["over the summed lr"] <= 1.0
+    assert drift[1e-3]["mean |Δγ|"] == pytest.approx(drift[1.0]["mean |Δγ|"], rel=0.02)   # 1000× the gradient
+    assert drift[1e-7]["over the summed lr"] < 0.2          # below Adam's eps (1e-6) the step shrinks

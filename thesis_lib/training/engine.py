@@ -67,6 +67,31 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int):
     return opt, sched
 
 
+def adamw_drift(t: TrainConfig, grad_scales=(1e-7, 1e-5, 1e-3, 1.0), steps: int = 100, width: int = 96,
+                init: float = 1e-5, seed: int = 0) -> dict:
+    """How far ``steps`` steps of the optimiser as configured (``make_optimizer``: AdamW, its schedule, no decay on a
+    vector) move a LayerScale vector γ (``width`` channels at ``init``) under gradients of each scale, of a fixed
+    sign per channel and a size drawn in [0.5, 1.5] × scale per step: the mean |Δγ| per channel, and it over the
+    summed learning rates. Adam divides by the gradient's own running scale, so once the gradient is well above
+    ``eps`` the drift is about one learning rate per step however small it is (Kingma & Ba 2015, arXiv:1412.6980,
+    §2.1): γ leaving its initial value says nothing about whether the TTE is useful (notebook 04's ablation)."""
+    out = {}
+    for scale in grad_scales:
+        gamma = torch.nn.Parameter(torch.full((width,), init))
+        opt, sched = make_optimizer(torch.nn.ParameterList([gamma]), t, world_size=1)
+        g = torch.Generator().manual_seed(seed)
+        sign = torch.randn(width, generator=g).sign()
+        lr_sum = 0.0
+        for _ in range(steps):
+            gamma.grad = scale * sign * (0.5 + torch.rand(width, generator=g))
+            lr_sum += opt.param_groups[1]["lr"]
+            opt.step()
+            sched.step()
+        drift = (gamma.detach() - init).abs().mean().item()
+        out[scale] = {"mean |Δγ|": drift, "over the summed lr": drift / lr_sum}
+    return out
+
+
 def resolve_precision(precision: str, device: torch.device) -> str:
     return ("bf16" if device.type == "cuda" else "fp32") if precision == "auto" else precision
 
