@@ -523,6 +523,63 @@ def test_figures_at_the_thesis_scale_need_no_data_or_checkpoints(tmp_path):
     assert run.returncode == 1 and "figures skipped" in run.stderr          # no thesis results here: named, not drawn
 
 
+def _partial_demo_results(root, variants, keep=("metrics.jsonl", "layerscale.npy"), drop=()):
+    """A copy of the committed demo results of ``variants`` under ``root/results/demo``: their result files (less the
+    top-level fields ``drop``) and, of their run folders, the files named in ``keep``."""
+    from thesis_lib.paths import ROOT
+    for v in variants:
+        for result in sorted((ROOT / "results" / "demo" / v).glob("seed*.json")):
+            to = root / "results" / "demo" / v / result.name
+            to.parent.mkdir(parents=True, exist_ok=True)
+            to.write_text(json.dumps({k: x for k, x in json.loads(result.read_text()).items() if k not in drop}))
+            for name in keep:
+                if (result.with_suffix("") / name).exists():
+                    (to.with_suffix("") / name).parent.mkdir(exist_ok=True)
+                    (to.with_suffix("") / name).write_bytes((result.with_suffix("") / name).read_bytes())
+
+
+def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_empty_figure(tmp_path, monkeypatch,
+                                                                                         capsys):
+    """Issue 27: Table 1's 2 × 2 and the baseline with their curves, tte_after_ls without its run folder (no γ, no
+    curve), switch_sib without its switches' choices. A figure whose runs are missing, or that would be empty, is
+    skipped with a note naming the runs it needs and the missing ones, and no file; the others are written."""
+    from thesis_lib.study import figures
+    _partial_demo_results(tmp_path, ["baseline", "tte_before", "noln", "tte_before_noln"])
+    _partial_demo_results(tmp_path, ["tte_after_ls"], keep=())
+    _partial_demo_results(tmp_path, ["switch_sib"], keep=(), drop=("fusion",))
+    monkeypatch.chdir(tmp_path)
+    assert figures.main(["--preset", "demo", "--output-dir", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines() if line.startswith("skipped"))
+    drawn = {"00_patch_grid", "00_positional_similarity", "00_pre_vs_post_ln", "01_baseline_curves",
+             "02_table1_forest", "02_table1_bars", "03_table2_forest", "03_table2_bars", "05_fusion_bars"}
+    assert set(notes) == set(figures.FIGURES) - drawn, err
+    assert notes["04_dose_forest"] == (
+        "needs results of baseline, tte_after_ls, tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 "
+        "(seeds 0-3), found none of tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 under results/demo")
+    assert notes["03_loss_curves"] == ("needs the training curves (metrics.jsonl) of baseline, tte_after_ls "
+                                       "(seeds 0-3), found none of tte_after_ls under results/demo")
+    assert notes["04_gamma_per_channel"] == ("needs the final LayerScale γ (layerscale.npy) of tte_after_ls "
+                                             "(seeds 0-3), found none under results/demo")
+    assert "of one of switch, switch_sib (seeds 0-3), found none" in notes["05_switch_choices"]
+    assert notes["05_dual_encoder_bars"].endswith("(seeds 0-3), found none of mome under results/demo")
+    assert not any(word in err for word in ("Error", "Traceback", "'seed'", "attribute")), err
+    written = {f.stem for f in (tmp_path / "figures").iterdir()}
+    assert written == drawn and len(list((tmp_path / "figures").iterdir())) == 2 * len(drawn)
+    assert out.splitlines() == [f"{tmp_path / 'figures' / name}.png/.pdf" for name in figures.FIGURES if name in drawn]
+
+
+def test_draw_raises_missing_results_and_writes_nothing(tmp_path):
+    """The notebooks' ``figures.draw``: a figure without its runs raises MissingResultsError, and writes no file."""
+    from thesis_lib.errors import MissingResultsError
+    from thesis_lib.study import figures
+    params = study_params("demo", [0, 1], need_data=False, output_dir=str(tmp_path))
+    with pytest.raises(MissingResultsError, match=r"needs results of one of fusion_joint, switch, switch_sib "
+                                                  r"\(seeds 0-1\), found none under /"):
+        figures.draw("05_fusion_bars", params)
+    assert not (tmp_path / "figures").exists()
+
+
 def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
     """`make -n` prints the recipe: nothing under results/ is removed before the last notebook has run, the other
     presets' results and ablations are never removed, and only the demo rewrites the README's results block."""

@@ -6,8 +6,8 @@ Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_spl
 from .version import __version__  # noqa: F401
 from .config import PRESETS, ExperimentConfig, get_config  # noqa: E402
 from .data.datasets import load_karpathy_split  # noqa: E402
-from .errors import (CheckpointError, ConfigError, DataError, DeviceError, NonFiniteLossError,  # noqa: E402
-                     OutputDirError, ResultConflictError, ThesisError, TokenizerError)
+from .errors import (CheckpointError, ConfigError, DataError, DeviceError, MissingResultsError,  # noqa: E402
+                     NonFiniteLossError, OutputDirError, ResultConflictError, ThesisError, TokenizerError)
 from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
 from .models.emkum import build_model  # noqa: E402
 from .variants import VARIANTS  # noqa: E402
@@ -23,5 +23,5 @@ __all__ = [
     "PRESETS", "VARIANTS", "ExperimentConfig", "get_config", "build_model", "load_karpathy_split",
     "retrieval_recalls", "zero_shot_accuracy", "run_experiment",
     "ThesisError", "ConfigError", "DataError", "CheckpointError", "TokenizerError", "ResultConflictError",
-    "NonFiniteLossError", "DeviceError", "OutputDirError",
+    "NonFiniteLossError", "DeviceError", "OutputDirError", "MissingResultsError",
 ]

@@ -39,3 +39,8 @@ class DeviceError(ThesisError):
 
 class OutputDirError(ThesisError):
     """An output directory that cannot be created or written."""
+
+
+class MissingResultsError(ThesisError):
+    """A figure whose runs have no stored results (of the selected seeds) yet; names the runs it needs and which are
+    missing, and nothing is drawn."""

@@ -3,26 +3,101 @@
 
     python -m thesis_lib.study.figures [--preset demo] [--output-dir DIR]      (make figures)
 
-which redraws every figure from ``results/`` alone, without training.
+which redraws every figure from ``results/`` alone, without training. Each study figure declares the runs it reads
+(``Reads``, in ``FIGURES``); when they have no stored results, or a builder finds no data to draw, ``draw`` raises
+``MissingResultsError`` naming the missing runs and writes nothing (the CLI prints it and draws the others).
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
+from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..config import get_config
 from ..data import world
-from ..errors import ThesisError
+from ..errors import MissingResultsError, ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..variants import DOSE_VARIANTS, TABLE1_VARIANTS as TABLE1, TABLE2_VARIANTS as TABLE2
 from . import mechanisms, plotting, reference, runs, tables
 
 TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")               # notebook 04: is the TTE used?
+TTE_CONTRIBUTION = (*DOSE_VARIANTS, "tte_after")    # γ's initial value rising, then no LayerScale (γ = 1 fixed)
+SWITCHES = ("switch", "switch_sib")                 # the fusion heads with switches (notebook 05 trains switch_sib)
 ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The runs a study figure is drawn from: a stored result of the selected seeds for every variant of ``all_of``
+    and for at least one of ``any_of`` (the others of ``any_of`` are drawn when present). Empty: a notation figure."""
+    all_of: tuple = ()
+    any_of: tuple = ()
+
+    def text(self) -> str:
+        """The runs as the skip note names them, e.g. ``baseline, tte_before`` or ``one of switch, switch_sib``."""
+        return " and ".join(([", ".join(self.all_of)] if self.all_of else [])
+                            + ([f"one of {', '.join(self.any_of)}"] if self.any_of else []))
+
+    def lacking(self, present) -> list[str]:
+        """The variants whose absence from ``present`` leaves the figure without its data (in declared order)."""
+        lacking = [v for v in self.all_of if v not in present]
+        return lacking + ([] if set(self.any_of) & set(present) else list(self.any_of))
+
+
+def _seeds(seeds) -> str:
+    """``seed 0``, ``seeds 0-3`` (consecutive) or ``seeds 0, 2``."""
+    s = sorted(seeds)
+    if len(s) == 1:
+        return f"seed {s[0]}"
+    return f"seeds {s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else f"seeds {', '.join(map(str, s))}"
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it lies under it (``results/demo``), else as it is."""
+    path = Path(path)
+    return str(path.relative_to(Path.cwd())) if path.is_absolute() and path.is_relative_to(Path.cwd()) else str(path)
+
+
+def _missing(what: str, params, lacking=(), needed=()) -> MissingResultsError:
+    """The error of a figure that needs ``what`` (e.g. ``results of baseline, tte_before``) of ``params.seeds`` and
+    found none of the variants ``lacking``; it says "found none" when they are all of ``needed``, or none is given."""
+    found = f"none of {', '.join(lacking)}" if lacking and set(needed) - set(lacking) else "none"
+    return MissingResultsError(f"needs {what} ({_seeds(params.seeds)}), found {found} under "
+                               f"{_shown(params.results_root / params.preset)}")
+
+
+def check_results(params, reads: Reads) -> None:
+    """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds``."""
+    needed = reads.all_of + reads.any_of
+    lacking = reads.lacking(set(tables.results_frame(params, needed).get("variant", ()))) if needed else []
+    if lacking:
+        raise _missing(f"results of {reads.text()}", params, lacking, needed)
+
+
+def _results(params, variants) -> pd.DataFrame:
+    """``tables.results_frame`` of ``variants``; ``MissingResultsError`` when none of them has a stored result."""
+    df = tables.results_frame(params, variants)
+    if not len(df):
+        raise _missing(f"results of {', '.join(variants)}", params)
+    return df
+
+
+def _curves(params, variants) -> pd.DataFrame:
+    """The training curves (``seed<N>/metrics.jsonl``) of ``variants``, all seeds; ``MissingResultsError`` names the
+    variants that have none."""
+    frames = {v: tables.curves(params, v) for v in variants}
+    lacking = [v for v, f in frames.items() if not len(f)]
+    if lacking:
+        raise _missing(f"the training curves (metrics.jsonl) of {', '.join(variants)}", params, lacking, variants)
+    return pd.concat(frames.values())
 
 
 def _notation_image(params) -> np.ndarray:
@@ -55,22 +130,22 @@ def fig_pre_vs_post_ln(params):
 
 
 def _bars(params, variants, metrics=None):
-    df = tables.results_frame(params, variants)
-    labels = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}
-    present = set(df.variant) if len(df) else set()
+    """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has)."""
+    df = _results(params, variants)
+    labels, present = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}, set(df.variant)
     return plotting.results_bars(df, [v for v in variants if v in present], labels)
 
 
 def fig_baseline_curves(params):
-    return plotting.loss_curves(tables.curves(params, "baseline"))
+    return plotting.loss_curves(_curves(params, ["baseline"]))
 
 
 def fig_loss_curves(params):
-    import pandas as pd
-    return plotting.loss_curves(pd.concat([tables.curves(params, v) for v in TABLE2]))
+    return plotting.loss_curves(_curves(params, TABLE2))
 
 
 def gammas(params) -> dict:
+    """seed -> the final LayerScale γ of ``tte_after_ls`` (``seed<N>/layerscale.npy``), for the seeds that have one."""
     out = {}
     for seed in params.seeds:
         path = params.results_root / params.preset / "tte_after_ls" / f"seed{seed}" / "layerscale.npy"
@@ -79,56 +154,106 @@ def gammas(params) -> dict:
     return out
 
 
+def _gammas(params) -> dict:
+    """``gammas``; ``MissingResultsError`` when no seed has one."""
+    out = gammas(params)
+    if not out:
+        raise _missing("the final LayerScale γ (layerscale.npy) of tte_after_ls", params)
+    return out
+
+
 def _forest(params, family: str, variants):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker)."""
-    return plotting.forest(tables.difference_frame(tables.results_frame(params, variants), family), title=family)
+    frame = tables.difference_frame(_results(params, variants), family)
+    if not len(frame):
+        raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
+                       params)
+    return plotting.forest(frame, title=family)
 
 
 def fig_dual_encoder_forest(params):
-    df = tables.results_frame(params, mechanisms.DUAL)
+    df = _results(params, mechanisms.DUAL)
     return plotting.forest(mechanisms.forest_frame(df, mechanisms.DUAL_PAIRS, mechanisms.DUAL_METRICS),
                            title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 
 def fig_tte_contribution(params):
-    import pandas as pd
-    variants = (*DOSE_VARIANTS, "tte_after")           # γ's initial value rising, then no LayerScale (γ = 1 fixed)
-    df = tables.results_frame(params, variants)
-    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants if v in set(df.variant)]))
+    df = _results(params, TTE_CONTRIBUTION)
+    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in TTE_CONTRIBUTION
+                                                    if v in set(df.variant)]))
+
+
+def fig_switch_choices(params):
+    choices = mechanisms.switch_choices(params, SWITCHES)
+    if not len(choices):
+        raise _missing(f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(SWITCHES)}", params)
+    return plotting.switch_choices(choices)
+
+
+class Figure(NamedTuple):
+    build: Callable              # params -> matplotlib figure
+    reads: Reads = Reads()       # the runs it is drawn from (checked by ``draw`` before ``build``)
 
 
 FIGURES = {
-    "00_patch_grid": fig_patch_grid,
-    "00_positional_similarity": fig_positional_similarity,
-    "00_pre_vs_post_ln": fig_pre_vs_post_ln,
-    "01_baseline_curves": fig_baseline_curves,
-    "02_table1_forest": lambda p: _forest(p, reference.TABLE1, TABLE1),
-    "02_table1_bars": lambda p: _bars(p, TABLE1),
-    "03_table2_forest": lambda p: _forest(p, reference.TABLE2, TABLE2),
-    "03_table2_bars": lambda p: _bars(p, TABLE2),
-    "03_loss_curves": fig_loss_curves,
-    "04_gamma_histogram": lambda p: plotting.gamma_histogram(gammas(p)),
-    "04_gamma_per_channel": lambda p: plotting.gamma_per_channel(gammas(p)),
-    "04_gamma_evolution": lambda p: plotting.gamma_evolution(tables.curves(p, "tte_after_ls")),
-    "04_tte_contribution": fig_tte_contribution,
-    "04_tte_ablation": lambda p: plotting.tte_ablation(tables.results_frame(p, TTE_USED), TTE_USED, ABLATION_METRICS),
-    "04_dose_forest": lambda p: _forest(p, reference.DOSE, ("baseline", *DOSE_VARIANTS)),
-    "05_dual_encoder_forest": fig_dual_encoder_forest,
-    "05_dual_encoder_bars": lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
-    "05_fusion_bars": lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
-    "05_switch_choices": lambda p: plotting.switch_choices(mechanisms.switch_choices(p)),
+    "00_patch_grid": Figure(fig_patch_grid),
+    "00_positional_similarity": Figure(fig_positional_similarity),
+    "00_pre_vs_post_ln": Figure(fig_pre_vs_post_ln),
+    "01_baseline_curves": Figure(fig_baseline_curves, Reads(("baseline",))),
+    "02_table1_forest": Figure(lambda p: _forest(p, reference.TABLE1, TABLE1), Reads(TABLE1)),
+    "02_table1_bars": Figure(lambda p: _bars(p, TABLE1), Reads(TABLE1)),
+    "03_table2_forest": Figure(lambda p: _forest(p, reference.TABLE2, TABLE2), Reads(TABLE2)),
+    "03_table2_bars": Figure(lambda p: _bars(p, TABLE2), Reads(TABLE2)),
+    "03_loss_curves": Figure(fig_loss_curves, Reads(TABLE2)),
+    "04_gamma_histogram": Figure(lambda p: plotting.gamma_histogram(_gammas(p)), Reads(("tte_after_ls",))),
+    "04_gamma_per_channel": Figure(lambda p: plotting.gamma_per_channel(_gammas(p)), Reads(("tte_after_ls",))),
+    "04_gamma_evolution": Figure(lambda p: plotting.gamma_evolution(_curves(p, ["tte_after_ls"])),
+                                 Reads(("tte_after_ls",))),
+    "04_tte_contribution": Figure(fig_tte_contribution, Reads(TTE_CONTRIBUTION)),
+    "04_tte_ablation": Figure(lambda p: plotting.tte_ablation(_results(p, TTE_USED), TTE_USED, ABLATION_METRICS),
+                              Reads(TTE_USED)),
+    "04_dose_forest": Figure(lambda p: _forest(p, reference.DOSE, ("baseline", *DOSE_VARIANTS)),
+                             Reads(("baseline", *DOSE_VARIANTS))),
+    "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(mechanisms.DUAL)),
+    "05_dual_encoder_bars": Figure(lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
+                                   Reads(mechanisms.DUAL)),
+    # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
+    "05_fusion_bars": Figure(lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
+                             Reads(any_of=mechanisms.FUSION)),
+    "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=SWITCHES)),
 }
 
 
 def draw(name: str, params):
-    """Build figure ``name``, save it under the preset's figures folder (PNG + PDF), return it."""
-    fig = FIGURES[name](params)
+    """Build figure ``name``, save it under the preset's figures folder (PNG + PDF), return it. Raises
+    ``MissingResultsError`` (and writes nothing) when the runs it reads have no stored results of ``params.seeds``,
+    or the builder finds nothing to draw."""
+    figure = FIGURES[name]
+    check_results(params, figure.reads)
+    fig = figure.build(params)
     plotting.save(fig, params.figures, name)
     return fig
 
 
-def main(argv=None) -> int:
+def _draw_or_say_why(name: str, params) -> bool:
+    """Draw figure ``name`` and print where it went (True), or print why it was skipped (False): a ``ThesisError``
+    (runs without results, a result file to fix) as its one-line message, any other error (a bug) with its traceback."""
     import matplotlib.pyplot as plt
+    try:
+        plt.close(draw(name, params))
+    except ThesisError as err:
+        print(f"skipped {name}: {err}", file=sys.stderr)
+    except Exception:
+        traceback.print_exc()
+        print(f"skipped {name}: the error above is a bug, please report it", file=sys.stderr)
+    else:
+        print(f"{params.figures / name}.png/.pdf")
+        return True
+    plt.close("all")
+    return False
+
+
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
@@ -140,17 +265,7 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    skipped = []
-    for name in FIGURES:
-        try:
-            plt.close(draw(name, params))
-        except Exception as err:          # a figure whose runs do not exist yet: say so, draw the others
-            skipped.append(name)
-            print(f"skipped {name}: its results are missing or incomplete ({type(err).__name__}: {err})",
-                  file=sys.stderr)
-            plt.close("all")
-            continue
-        print(f"{params.figures / name}.png/.pdf")
+    skipped = [name for name in FIGURES if not _draw_or_say_why(name, params)]
     if skipped:
         print(f"{len(skipped)} of {len(FIGURES)} figures skipped; run the notebooks that train their variants",
               file=sys.stderr)
