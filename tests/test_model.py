@@ -220,7 +220,7 @@ def test_the_controls():
 
 def test_the_thesis_scale_parameter_count_docs_sources_states():
     """EMKUM at the thesis scale (the August 2024 chapter's model, Data2Vec2 text encoder with its 50k-token
-    embeddings): 132.3 M parameters, split as docs/sources.md §2 gives them; the final text's BERT-text model is the
+    embeddings): 132.3 M parameters, split as docs/sources.md §1 gives them; the final text's BERT-text model is the
     ≈ 117 M the thesis's appendix states."""
     from pathlib import Path
     model = build_model("thesis", "baseline")
