@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, FINITE, NON_NEGATIVE, POSITIVE, SEED,
-                            TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of)
+                            TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of, replace_path)
 from .errors import ConfigError
 from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
@@ -344,47 +344,6 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
         cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, text=BERT_TEXT))  # final thesis text
     check_config(cfg)
     return cfg
-
-
-def replace_path(cfg, dotted: str, value, _done: str = ""):
-    """``dataclasses.replace`` on a nested field: ``replace_path(cfg, "train.steps", 10)``; type-checked."""
-    head, _, rest = dotted.partition(".")
-    names = {f.name for f in dataclasses.fields(cfg)}
-    full = _done + dotted
-    if head not in names:
-        raise ConfigError(f"unknown config field {full!r}; {type(cfg).__name__} has: {', '.join(sorted(names))}")
-    current = getattr(cfg, head)
-    if rest:
-        if not dataclasses.is_dataclass(current):
-            raise ConfigError(f"config field {_done + head!r} has no sub-field {rest!r}")
-        return dataclasses.replace(cfg, **{head: replace_path(current, rest, value, f"{_done}{head}.")})
-    return dataclasses.replace(cfg, **{head: _coerce(full, current, value)})
-
-
-def _coerce(name, current, value):
-    if dataclasses.is_dataclass(current):
-        raise ConfigError(f"config field {name!r} is a group; set one of its fields, e.g. {name}.<field>")
-    if isinstance(current, bool):
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
-            return value.lower() in ("true", "1")
-        if not isinstance(value, bool):
-            raise ConfigError(f"config field {name!r} expects a bool, got {value!r}")
-        return value
-    if isinstance(current, tuple):
-        items = tuple(value.split(",")) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) \
-            else (value,)
-        if current and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in current):
-            try:                                              # numeric tuples stay numeric ("0.8,1.0" -> floats)
-                return tuple(float(v) for v in items)
-            except (TypeError, ValueError):
-                raise ConfigError(f"config field {name!r} expects numbers, got {value!r}") from None
-        return items
-    if isinstance(current, int) and (isinstance(value, bool) or isinstance(value, float) and not value.is_integer()):
-        raise ConfigError(f"config field {name!r} expects int, got {value!r}")
-    try:
-        return type(current)(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ConfigError(f"config field {name!r} expects {type(current).__name__}, got {value!r}") from None
 
 
 def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:

@@ -1,7 +1,7 @@
-"""What a config value may be. Each field's own range is a ``Rule`` declared on the field itself (``config.knob``'s
-``rule=``, read here from the field's metadata); the constraints between fields are written out in ``problems``. A
-value that would crash later, or silently do something else than asked (``train.precision=fp8``,
-``train.warmup_frac=2``), is a ``ConfigError`` naming the field.
+"""What a config value may be. An override is coerced to its field's type (``replace_path``); each field's own range
+is a ``Rule`` declared on the field itself (``config.knob``'s ``rule=``, read here from the field's metadata); the
+constraints between fields are written out in ``problems``. A value that would crash later, or silently do something
+else than asked (``train.precision=fp8``, ``train.warmup_frac=2``), is a ``ConfigError`` naming the field.
 """
 from __future__ import annotations
 
@@ -73,8 +73,8 @@ def field_problems(cfg, prefix: str = "") -> list[str]:
         value = getattr(cfg, f.name)
         if dataclasses.is_dataclass(value):
             out += field_problems(value, f"{prefix}{f.name}.")
-        elif "rule" in f.metadata:
-            out += [p for p in [f.metadata["rule"].problem(prefix + f.name, value)] if p]
+        elif "rule" in f.metadata and (problem := f.metadata["rule"].problem(prefix + f.name, value)):
+            out.append(problem)
     return out
 
 
@@ -114,3 +114,44 @@ def check_config(cfg) -> None:
     found = problems(cfg)
     if found:
         raise ConfigError("invalid config: " + "; ".join(found))
+
+
+def replace_path(cfg, dotted: str, value, _done: str = ""):
+    """``dataclasses.replace`` on a nested field: ``replace_path(cfg, "train.steps", 10)``; type-checked."""
+    head, _, rest = dotted.partition(".")
+    names = {f.name for f in dataclasses.fields(cfg)}
+    full = _done + dotted
+    if head not in names:
+        raise ConfigError(f"unknown config field {full!r}; {type(cfg).__name__} has: {', '.join(sorted(names))}")
+    current = getattr(cfg, head)
+    if rest:
+        if not dataclasses.is_dataclass(current):
+            raise ConfigError(f"config field {_done + head!r} has no sub-field {rest!r}")
+        return dataclasses.replace(cfg, **{head: replace_path(current, rest, value, f"{_done}{head}.")})
+    return dataclasses.replace(cfg, **{head: _coerce(full, current, value)})
+
+
+def _coerce(name, current, value):
+    if dataclasses.is_dataclass(current):
+        raise ConfigError(f"config field {name!r} is a group; set one of its fields, e.g. {name}.<field>")
+    if isinstance(current, bool):
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+            return value.lower() in ("true", "1")
+        if not isinstance(value, bool):
+            raise ConfigError(f"config field {name!r} expects a bool, got {value!r}")
+        return value
+    if isinstance(current, tuple):
+        items = tuple(value.split(",")) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) \
+            else (value,)
+        if current and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in current):
+            try:                                              # numeric tuples stay numeric ("0.8,1.0" -> floats)
+                return tuple(float(v) for v in items)
+            except (TypeError, ValueError):
+                raise ConfigError(f"config field {name!r} expects numbers, got {value!r}") from None
+        return items
+    if isinstance(current, int) and (isinstance(value, bool) or isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"config field {name!r} expects int, got {value!r}")
+    try:
+        return type(current)(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"config field {name!r} expects {type(current).__name__}, got {value!r}") from None
