@@ -54,22 +54,24 @@ class RunPaths:
 
 
 # Fields added after results were stored (config.knob's ``absent``): a stored config without one is compared as if
-# it held the wanted value (fields that change nothing for the runs stored before them: notebook 05's), or the value
-# every run had before.
+# it held the wanted value (WANTED: fields that change nothing for the runs stored before them, notebook 05's), or
+# the value every run had before.
 ADDED = {name: meta["absent"] for name, meta in field_metadata().items() if "absent" in meta}
-ADDED_FIELDS = tuple(name for name, absent in ADDED.items() if absent == WANTED)
-ADDED_WITH_DEFAULT = {name: absent for name, absent in ADDED.items() if absent != WANTED}
 
 
 def _with_added_fields(stored: dict, wanted: dict) -> dict:
     stored = json.loads(json.dumps(stored))
-    for key, value in ADDED_WITH_DEFAULT.items():
-        section, name = key.split(".")
-        stored.setdefault(section, {}).setdefault(name, value)
-    for key in ADDED_FIELDS:
-        section, name = key.split(".")
-        if name in wanted.get(section, {}):
-            stored.setdefault(section, {}).setdefault(name, wanted[section][name])
+    for key, absent in ADDED.items():
+        *groups, name = key.split(".")
+        want = wanted
+        for g in groups:
+            want = want.get(g, {})
+        if absent == WANTED and name not in want:
+            continue
+        have = stored
+        for g in groups:
+            have = have.setdefault(g, {})
+        have.setdefault(name, want[name] if absent == WANTED else absent)
     return stored
 
 
