@@ -25,6 +25,7 @@ from ..config import get_config
 from ..data import world
 from ..errors import MissingResultsError, ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
+from ..training.results import RunPaths
 from ..variants import DOSE_VARIANTS, TABLE1_VARIANTS as TABLE1, TABLE2_VARIANTS as TABLE2
 from . import mechanisms, plotting, reference, runs, tables
 
@@ -75,9 +76,12 @@ def _missing(what: str, params, lacking=(), needed=()) -> MissingResultsError:
 
 
 def check_results(params, reads: Reads) -> None:
-    """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds``."""
+    """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds`` (by the
+    files' presence: the builder reads them, and says so if one is not a result)."""
     needed = reads.all_of + reads.any_of
-    lacking = reads.lacking(set(tables.results_frame(params, needed).get("variant", ()))) if needed else []
+    present = {v for v in needed
+               if any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)}
+    lacking = reads.lacking(present)
     if lacking:
         raise _missing(f"results of {reads.text()}", params, lacking, needed)
 
