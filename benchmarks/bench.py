@@ -28,6 +28,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from thesis_lib import get_config
+from thesis_lib.data.train_pairs import TrainPairs
 from thesis_lib.evaluate import retrieval_recalls
 from thesis_lib.training.distributed import DistInfo
 from thesis_lib.training.engine import autocast, compute_loss, make_optimizer
@@ -77,31 +78,24 @@ def forward_flops(module, *inputs) -> int:
             p.requires_grad_(True)
 
 
-class SyntheticPairs:
+class SyntheticPairs(TrainPairs):
     """Stands in for TrainPairs at the thesis preset (no data on the machine): random uint8 pictures at the model's
-    size, captions of 10-25 BPE tokens padded to 64, the same vectorised views and per-batch trimming. Pictures and
-    captions are drawn on ``device`` (a GPU's own generator there), so its batches are made there, not copied."""
+    size, captions of 10-25 BPE tokens padded to 64, batches drawn as TrainPairs draws them (same vectorised views,
+    same per-batch trimming). Pictures and captions are drawn on ``device`` (a GPU's own generator there), so its
+    batches are made there, not copied."""
 
     def __init__(self, cfg, n_images: int = 1024, device=None):
-        from thesis_lib.data.train_pairs import TrainPairs
         device = torch.device(device or "cpu")
         g = _generator(device)
-        S, L = cfg.model.image.img_size, cfg.model.text.max_len
-        self.cfg, self.pad_id = cfg, cfg.model.text.pad_id
+        S, L, pad = cfg.model.image.img_size, cfg.model.text.max_len, cfg.model.text.pad_id
         self.images = torch.randint(0, 256, (n_images, 3, S, S), generator=g, dtype=torch.uint8, device=device)
         lengths = torch.randint(10, 26, (n_images, 1), generator=g, device=device)
         words = torch.randint(4, cfg.model.text.vocab_size - 1, (n_images, L), generator=g, device=device)
-        self.tokens = torch.where(torch.arange(L, device=device) < lengths, words, self.pad_id).int()
+        self.tokens = torch.where(torch.arange(L, device=device) < lengths, words, pad).int()
         self.pair_image = torch.arange(n_images)
         self.image_files = [f"synthetic-{i}" for i in range(n_images)]
-        self.rank, self.world_size, self.global_batch = 0, 1, cfg.train.batch_size
-        self.steps_per_epoch = n_images // cfg.train.batch_size
-        self._perm = (None, None)
-        for name in ("indices", "batch", "batches", "teacher_view_images"):
-            setattr(self, name, getattr(TrainPairs, name).__get__(self))
-        from thesis_lib.data.transforms import BatchAugment
-        self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
-        self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+        self.descriptions, self.shard_reports = None, {}
+        self._sample(cfg.data, pad, cfg.seed, cfg.train.batch_size, S, bool(cfg.model.spec.fusion), 0, 1)
 
 
 def _generator(device: torch.device, seed: int = 0):
@@ -117,7 +111,6 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     import timm.layers.config as timm_cfg
 
     from thesis_lib.data.tokenizer import load_tokenizer
-    from thesis_lib.data.train_pairs import TrainPairs
     from thesis_lib.models.emkum import build_model
     from thesis_lib.models.sources import load_teacher
     from thesis_lib.training.prepare import prepare_assets
@@ -137,7 +130,7 @@ def build(cfg, device, fused_attn=True, synthetic=False):
             with torch.no_grad():
                 targets = torch.cat([teacher(x.to(device)).float() for x in pairs.teacher_view_images(64)])
     else:
-        pairs = TrainPairs(cfg, load_tokenizer(cfg, root), root)
+        pairs = TrainPairs.of(cfg, load_tokenizer(cfg, root), root)
         targets = teacher_targets(cfg, teacher, pairs, device, SINGLE)
     opt, sched = make_optimizer(model, cfg.train, 1)
     return model, teacher, pairs, targets, opt, sched

@@ -84,6 +84,9 @@ def test_synthetic_pairs_are_made_on_the_requested_device(bench):
     cpu = bench.SyntheticPairs(cfg, n_images=n)
     lengths = cpu.tokens.ne(cfg.model.text.pad_id).sum(1)
     assert cpu.tokens.dtype == torch.int32 and lengths.min() >= 10 and lengths.max() <= 25
+    batch = cpu.batch(0)                                            # drawn as TrainPairs draws its batches
+    assert batch["images"].shape == (cfg.train.batch_size, 3, cfg.model.image.img_size, cfg.model.image.img_size)
+    assert batch["tokens"].shape[1] <= 25 and batch["teacher_images"].shape == batch["images"].shape
 
 
 def test_classifier_rate_counts_the_prompts_flops_on_a_call_of_their_own(bench):

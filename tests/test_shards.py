@@ -59,7 +59,7 @@ def _pairs(shards, rank=0, world_size=1, workers=0):
         "train.batch_size": 4, "model.image.img_size": 32, "model.image.patch_size": 8, "model.dim": 32,
         "model.num_heads": 2, "teacher.dim": 32, "teacher.num_heads": 2, "teacher.patch_size": 8})
     tok = CaptionTokenizer(lambda caps: [[5 + ord(c) % 40 for c in cap] for cap in caps], 64, 0, 2, 1, 3, 16, "chars")
-    return TrainPairs(cfg, tok, shards.parent, rank, world_size)
+    return TrainPairs.of(cfg, tok, shards.parent, rank, world_size)
 
 
 def test_every_pair_once_per_epoch_across_ranks_and_workers(shards):
@@ -80,6 +80,23 @@ def test_a_resumed_run_gets_the_batches_it_would_have_had(shards):
     resumed = list(_pairs(shards, workers=2).batches(3, 6))   # steps 3-5 cross the epoch boundary (4 per epoch)
     for a, b in zip(whole[3:], resumed):
         assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_batches_depend_on_what_train_pairs_is_given_and_nothing_else(shards):
+    """TrainPairs takes the data group, seed, batch size, image size and the ITM flag: a config differing anywhere
+    else (learning rate, model width, variant) draws the same batches, and the explicit call equals ``of(cfg)``."""
+    a = _pairs(shards)
+    cfg = get_config("thesis", variant="tte_after_ls", overrides={
+        "data.train_sets": f"wds:{shards}", "data.root": str(shards.parent), "data.num_workers": 0,
+        "train.batch_size": 4, "train.base_lr": 3e-3, "model.image.img_size": 32, "model.dim": 48})
+    tok = CaptionTokenizer(lambda caps: [[5 + ord(c) % 40 for c in cap] for cap in caps], 64, 0, 2, 1, 3, 16, "chars")
+    b = TrainPairs(cfg.data, tok, shards.parent, seed=cfg.seed, batch_size=4, img_size=32, itm=False)
+    c = TrainPairs(cfg.data, tok, shards.parent, seed=cfg.seed + 1, batch_size=4, img_size=32, itm=False)
+    for x, y, z in zip(a.batches(0, 3), b.batches(0, 3), c.batches(0, 3)):
+        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+        assert not torch.equal(x["image_index"], z["image_index"]) or not torch.equal(x["images"], z["images"])
+    assert "fits" in next(TrainPairs(cfg.data, tok, shards.parent, seed=0, batch_size=4, img_size=32,
+                                     itm=True).batches(0, 1))
 
 
 def test_a_subset_size_keeps_the_first_pairs_and_says_how_many(shards):

@@ -27,7 +27,7 @@ def _pairs(root, workers=8, in_memory=False):
         "train.batch_size": 4, "model.image.img_size": 32, "model.image.patch_size": 8, "model.dim": 32,
         "model.num_heads": 2, "teacher.dim": 32, "teacher.num_heads": 2, "teacher.patch_size": 8})
     tok = CaptionTokenizer(lambda caps: [[5 + ord(c) % 40 for c in cap] for cap in caps], 64, 0, 2, 1, 3, 16, "chars")
-    return TrainPairs(cfg, tok, root, 0, 1)
+    return TrainPairs.of(cfg, tok, root)
 
 
 def test_the_wait_clock_counts_the_time_spent_getting_batches():

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from ..config import ExperimentConfig
+from ..config import DataConfig, ExperimentConfig
 from ..errors import DataError
 from .decode import decode
 from .eval_sets import decoded, image_batches
@@ -37,26 +37,41 @@ class TrainPairs:
     """Every (image, caption) pair of the training sets; ``batches(start, stop)`` yields one process's share of
     each step, in memory (uint8 tensor + vectorised views) or from files (a DataLoader with workers)."""
 
-    def __init__(self, cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None,
-                 rank: int = 0, world_size: int = 1):
-        root = root or data_root(cfg)
+    def __init__(self, data: DataConfig, tokenizer: CaptionTokenizer, root: Path, *, seed: int, batch_size: int,
+                 img_size: int, itm: bool, rank: int = 0, world_size: int = 1):
+        """``data``: the sets and how views are made; ``batch_size``: per process; ``itm``: batches carry the
+        ``fits`` mask an image-text matching loss needs (variants with a fusion head). ``of(cfg, ...)`` reads
+        these from an experiment config."""
         self.shard_reports = {}                  # wds: sets, what their shards held (broken samples counted)
-        records = [r for name in cfg.data.train_sets for r in pair_records(name, "train", root, self.shard_reports)]
-        self.cfg, self.rank, self.world_size = cfg, rank, world_size
-        self.pad_id = tokenizer.pad_id
+        records = [r for name in data.train_sets for r in pair_records(name, "train", root, self.shard_reports)]
         self.image_files = [r.image for r in records]
         self.tokens = tokenize(tokenizer, [c for r in records for c in r.captions])
         self.pair_image = torch.tensor([i for i, r in enumerate(records) for _ in r.captions])
         self.descriptions = (Descriptions.of([c for r in records for c in r.captions], self.pair_image, len(records))
-                             if cfg.model.spec.fusion and cfg.data.source == "world" else None)   # true ITM negatives
-        self.images = decoded(self.image_files, cfg.model.image.img_size) if cfg.data.in_memory else None
-        self.global_batch = cfg.train.batch_size * world_size
+                             if itm and data.source == "world" else None)   # true ITM negatives
+        self.images = decoded(self.image_files, img_size) if data.in_memory else None
+        self._sample(data, tokenizer.pad_id, seed, batch_size, img_size, itm, rank, world_size)
+
+    @classmethod
+    def of(cls, cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Path | None = None, rank: int = 0,
+           world_size: int = 1) -> "TrainPairs":
+        """The training pairs of an experiment config (its data root unless ``root`` is given)."""
+        return cls(cfg.data, tokenizer, root or data_root(cfg), seed=cfg.seed, batch_size=cfg.train.batch_size,
+                   img_size=cfg.model.image.img_size, itm=bool(cfg.model.spec.fusion), rank=rank,
+                   world_size=world_size)
+
+    def _sample(self, data: DataConfig, pad_id: int, seed: int, batch_size: int, img_size: int, itm: bool,
+                rank: int, world_size: int):
+        """How batches are drawn from the pairs held (self.pair_image): shared with stand-ins that hold their own."""
+        self.data, self.pad_id, self.seed, self.batch_size = data, pad_id, seed, batch_size
+        self.img_size, self.itm, self.rank, self.world_size = img_size, itm, rank, world_size
+        self.global_batch = batch_size * world_size
         if len(self.pair_image) < self.global_batch:
             raise DataError(f"the training set has {len(self.pair_image)} pairs, fewer than one global batch "
                             f"({self.global_batch}); lower train.batch_size")
         self.steps_per_epoch = len(self.pair_image) // self.global_batch   # drop_last, as the thesis
-        self.student_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
-        self.teacher_aug = BatchAugment(cfg.data.crop_scale, cfg.data.mean, cfg.data.std, jitter=0.4)
+        self.student_aug = BatchAugment(data.crop_scale, data.mean, data.std)
+        self.teacher_aug = BatchAugment(data.crop_scale, data.mean, data.std, jitter=0.4)
         self._perm = (None, None)
         self.replaced_samples = 0                # file path: samples whose image did not decode (_StepStream)
 
@@ -67,10 +82,10 @@ class TrainPairs:
         """Pair indices of this process at ``step``: a fresh seeded permutation every epoch, drop_last."""
         epoch, offset = divmod(step, self.steps_per_epoch)
         if self._perm[0] != epoch:
-            g = torch.Generator().manual_seed(mix(self.cfg.seed, epoch))
+            g = torch.Generator().manual_seed(mix(self.seed, epoch))
             self._perm = (epoch, torch.randperm(len(self.pair_image), generator=g))
-        start = offset * self.global_batch + self.rank * self.cfg.train.batch_size
-        return self._perm[1][start:start + self.cfg.train.batch_size]
+        start = offset * self.global_batch + self.rank * self.batch_size
+        return self._perm[1][start:start + self.batch_size]
 
     def fits(self, pairs: torch.Tensor) -> torch.Tensor:
         """(B, B) bool for the pairs of a batch: caption j may describe the image of pair i (the same image, or, on
@@ -85,18 +100,18 @@ class TrainPairs:
         "teacher_images" (the teacher's own view); "fits" for a variant with a fusion head."""
         idx = self.indices(step)
         image_idx = self.pair_image[idx]
-        g = torch.Generator().manual_seed(mix(self.cfg.seed, step, self.rank))
+        g = torch.Generator().manual_seed(mix(self.seed, step, self.rank))
         raw = self.images[image_idx]
         out = {"tokens": trim(self.tokens[idx], self.pad_id), "image_index": image_idx,
                "images": self.student_aug(raw, g)}
-        if self.cfg.model.spec.fusion:
+        if self.itm:
             out["fits"] = self.fits(idx)
         if teacher_targets is not None:
             out["targets"] = teacher_targets[image_idx]
-        elif self.cfg.data.teacher_view == "augmented":
+        elif self.data.teacher_view == "augmented":
             out["teacher_images"] = self.teacher_aug(raw, g)
         else:
-            out["teacher_images"] = normalise_uint8(raw, self.cfg.data.mean, self.cfg.data.std)
+            out["teacher_images"] = normalise_uint8(raw, self.data.mean, self.data.std)
         return out
 
     def batches(self, start_step: int, stop_step: int, teacher_targets: torch.Tensor | None = None):
@@ -104,15 +119,15 @@ class TrainPairs:
             for step in range(start_step, stop_step):
                 yield self.batch(step, teacher_targets)
             return
-        workers = self.cfg.data.num_workers
+        workers = self.data.num_workers
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
-        loader = DataLoader(stream, batch_size=self.cfg.train.batch_size,
+        loader = DataLoader(stream, batch_size=self.batch_size,
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
         for images, teacher_images, tokens, pairs, replaced in loader:
             self.replaced_samples += int(replaced.sum())
             image_idx = self.pair_image[pairs]
             out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
-            if self.cfg.model.spec.fusion:
+            if self.itm:
                 out["fits"] = self.fits(pairs)
             if teacher_targets is not None:
                 out["targets"] = teacher_targets[image_idx]
@@ -125,15 +140,15 @@ class TrainPairs:
         memory, where the views are drawn batch-wise on the training process."""
         if self.images is not None:
             return None
-        steps = min(steps_to_measure(self.cfg.train.batch_size), self.steps_per_epoch)
+        steps = min(steps_to_measure(self.batch_size), self.steps_per_epoch)
         stream = _StepStream(self, 0, steps, draw_teacher_view=not cached_targets)
-        return measure_data_path(stream, self.cfg.train.batch_size, self.cfg.data.decoder, self.cfg.data.num_workers)
+        return measure_data_path(stream, self.batch_size, self.data.decoder, self.data.num_workers)
 
     def teacher_view_images(self, batch_size: int):
         """The fixed teacher view of every training image, in order (to cache teacher targets once)."""
         source = self.images if self.images is not None else self.image_files
-        view = ImageView(self.cfg.model.image.img_size, self.cfg.data.mean, self.cfg.data.std)
-        return image_batches(source, view, batch_size, self.cfg.data.num_workers)
+        view = ImageView(self.img_size, self.data.mean, self.data.std)
+        return image_batches(source, view, batch_size, self.data.num_workers)
 
 
 class _StepStream(Dataset):
@@ -142,11 +157,11 @@ class _StepStream(Dataset):
     teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in for it."""
 
     def __init__(self, pairs: TrainPairs, start: int, stop: int, draw_teacher_view: bool = True):
-        cfg, size = pairs.cfg, pairs.cfg.model.image.img_size
-        self.pairs, self.start, self.stop, self.B = pairs, start, stop, cfg.train.batch_size
-        self.student = student_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
-        self.teacher = (teacher_transform(size, cfg.data.crop_scale, cfg.data.mean, cfg.data.std)
-                        if cfg.data.teacher_view == "augmented" else eval_transform(size, cfg.data.mean, cfg.data.std))
+        data, size = pairs.data, pairs.img_size
+        self.pairs, self.start, self.stop, self.B = pairs, start, stop, pairs.batch_size
+        self.student = student_transform(size, data.crop_scale, data.mean, data.std)
+        self.teacher = (teacher_transform(size, data.crop_scale, data.mean, data.std)
+                        if data.teacher_view == "augmented" else eval_transform(size, data.mean, data.std))
         if not draw_teacher_view:
             self.teacher = _empty
 
@@ -157,19 +172,19 @@ class _StepStream(Dataset):
         step, j = divmod(k, self.B)
         step += self.start
         pair, img, replaced = self._decodable(int(self.pairs.indices(step)[j]))
-        torch.manual_seed(mix(self.pairs.cfg.seed, step, self.pairs.rank, j))
+        torch.manual_seed(mix(self.pairs.seed, step, self.pairs.rank, j))
         return self.student(img), self.teacher(img), self.pairs.tokens[pair], pair, int(replaced)
 
     def _decodable(self, pair: int):
         """The pair and its decoded image. An image that is complete on disk but does not decode (the shard index
         checks markers, not every pixel) is replaced by the next pair in index order that does: the same one on
         every pass and after a resume. Counted by ``TrainPairs.replaced_samples`` and warned about (per worker)."""
-        n, data = len(self.pairs.pair_image), self.pairs.cfg.data
+        n, data = len(self.pairs.pair_image), self.pairs.data
         for offset in range(MAX_REPLACEMENTS + 1):
             p = (pair + offset) % n
             try:
                 img = decode(self.pairs.image_files[int(self.pairs.pair_image[p])], data.decoder,
-                             self.pairs.cfg.model.image.img_size)
+                             self.pairs.img_size)
                 return p, img, offset > 0
             except DataError as err:
                 warnings.warn(f"{err}: pair {p} replaced by the next decodable pair", DataWarning, stacklevel=2)

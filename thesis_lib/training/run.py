@@ -144,7 +144,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     eval_sets = build_eval_sets(cfg, tokenizer, root) if info.is_main else None   # fail early on bad eval data
     raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(device)
     teacher = load_teacher(cfg).to(device)
-    pairs = TrainPairs(cfg, tokenizer, root, info.rank, info.world_size)
+    pairs = TrainPairs.of(cfg, tokenizer, root, info.rank, info.world_size)
     targets = teacher_targets(cfg, teacher, pairs, device, info)
     data_rate = pairs.data_path_rate(targets is not None) if info.is_main else None     # files: can the data path keep up?
     if data_rate:
