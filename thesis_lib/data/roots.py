@@ -24,7 +24,7 @@ def data_root(cfg: ExperimentConfig) -> Path:
         return world_root(cfg.data.world, cfg.data.root or None)
     if not cfg.data.root:
         raise DataError("no data root given for the real data; pass data_root (a folder holding coco/, flickr30k/ "
-                        "and imagenet/val/, see thesis_lib.pipeline)")
+                        "and imagenet/val/; README, 'Full scale on a GPU', gives the layout)")
     root = Path(cfg.data.root)
     if not root.is_dir():
         raise DataError(f"data root not found: {root}")

@@ -208,7 +208,7 @@ def _resolve(preset_or_cfg, variant: str | None) -> ExperimentConfig:
 
 def build_model(preset_or_cfg="demo", variant: str | None = None, pretrained: bool = False) -> EMKUM:
     """EMKUM of a preset (or a resolved config) and variant. ``pretrained=True`` loads the encoders from the
-    config's weight sources (``thesis_lib.models.checkpoints.load_encoders``); otherwise all weights are random.
+    config's weight sources (``thesis_lib.models.sources.load_encoders``); otherwise all weights are random.
     Build inside ``with torch.device("meta"):`` to count thesis-scale parameters without memory."""
     cfg = _resolve(preset_or_cfg, variant)
     image_encoder = text_encoder = None
