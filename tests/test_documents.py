@@ -80,10 +80,9 @@ def facts() -> dict:
     from thesis_lib.models.emkum import build_model
     from thesis_lib.models.teacher import build_teacher
     from thesis_lib.study import SEEDS
-    from thesis_lib.study.mechanisms import DUAL
+    from thesis_lib.study import grids
     from thesis_lib.study.reference import relative_effect
     from thesis_lib.training.engine import resolve_precision
-    from thesis_lib.variants import DOSE_VARIANTS, TABLE1_VARIANTS, TABLE2_VARIANTS
 
     def count(module):
         return sum(p.numel() for p in module.parameters())
@@ -99,21 +98,21 @@ def facts() -> dict:
     seeds = tuple(SEEDS)
     nb05_params = _assignments(_cell_with(NB05, "fusion_variants ="))
     nb05_seeds = tuple(nb05_params["seeds"])
-    nb04_variants = _assignments(_cell_with(NB04, "study.run_grid(params, VARIANTS + DOSE[1:])"))["VARIANTS"]
     assert "study.run_grid(params, [\"baseline\"])" in "\n".join(notebook_code("notebooks/01_baseline.ipynb"))
     assert "study.run_random_init(params)" in "\n".join(notebook_code("notebooks/01_baseline.ipynb"))
     assert "study.run_grid(params, TABLE1)" in "\n".join(notebook_code("notebooks/02_tte_before_encoders.ipynb"))
     assert "study.run_grid(params, VARIANTS)" in _cell_with(NB03, "study.run_grid(")
-    assert "VARIANTS = list(mechanisms.DUAL) + list(fusion_variants)" in _cell_with(NB05, "study.run_grid(")
-    grids = {  # notebook -> the (variant, seed) runs it needs, in the order make reproduce runs the notebooks
+    assert "VARIANTS = grids.NOTEBOOKS[\"04\"]" in _cell_with(NB04, "study.run_grid(params, VARIANTS)")
+    assert "VARIANTS = list(grids.NOTEBOOKS[\"05\"]) + list(fusion_variants)" in _cell_with(NB05, "study.run_grid(")
+    needs = {  # notebook -> the (variant, seed) runs it needs, in the order make reproduce runs the notebooks
         "01": [(v, s) for v in ("baseline", "random-init baseline") for s in seeds],
-        "02": [(v, s) for v in TABLE1_VARIANTS for s in seeds],
-        "03": [(v, s) for v in TABLE2_VARIANTS for s in seeds],
-        "04": [(v, s) for v in [*nb04_variants, *DOSE_VARIANTS[1:]] for s in seeds],
-        "05": [(v, s) for v in [*DUAL, *nb05_params["fusion_variants"]] for s in nb05_seeds],
+        "02": [(v, s) for v in grids.NOTEBOOKS["02"] for s in seeds],
+        "03": [(v, s) for v in grids.NOTEBOOKS["03"] for s in seeds],
+        "04": [(v, s) for v in grids.NOTEBOOKS["04"] for s in seeds],
+        "05": [(v, s) for v in [*grids.NOTEBOOKS["05"], *nb05_params["fusion_variants"]] for s in nb05_seeds],
     }
     done, new = set(), {}
-    for nb, runs in grids.items():
+    for nb, runs in needs.items():
         new[nb] = len(set(runs) - done)
         done |= set(runs)
 
@@ -140,7 +139,7 @@ def facts() -> dict:
         thesis_cuda=resolve_precision(thesis.train.precision, torch.device("cuda")),
         demo_cpu=resolve_precision(demo.train.precision, torch.device("cpu")),
         seeds=seeds, nb05_seeds=nb05_seeds,
-        demo_runs=len(TABLE2_VARIANTS) * len(seeds), reproduce_runs=sum(new.values()), nb05_new=new["05"],
+        demo_runs=len(grids.TABLE2) * len(seeds), reproduce_runs=sum(new.values()), nb05_new=new["05"],
         verify_runs=len(verify),
         rel=rel, baseline_coco=baseline_coco, sesoi=abs(rel) * baseline_coco,
     )
@@ -521,7 +520,7 @@ def check_run_counts(docs) -> list[str]:
     notebooks' grids (read from their code cells); notebook 05's new runs; make verify's one run per family
     (tests/test_reproducible.py DEMO_FAMILIES); the GPU recipe's runs = its variants × its seeds."""
     f, c = facts(), Checker(docs)
-    M = "make demo runs (TABLE2_VARIANTS × SEEDS)"
+    M = "make demo runs (grids.TABLE2 × SEEDS)"
     c.stated(M, "README.md", r"(\d+) runs of \d+ steps \(", f["demo_runs"])
     c.stated(M, "README.md", r"Its (\d+) results equal", f["demo_runs"])
     c.stated(M, "README.md", r"trains its (\d+) runs \(see `make demo`\)", f["demo_runs"])

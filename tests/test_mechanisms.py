@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from thesis_lib import study
-from thesis_lib.study import mechanisms
+from thesis_lib.study import grids, mechanisms
 from thesis_lib.variants import VARIANT_LABELS
 
 
@@ -12,7 +12,7 @@ def costs():
 
 
 def test_cost_table_counts_what_each_mechanism_adds(costs):
-    base, ls, mome, joint, switch, sib = (costs.loc[VARIANT_LABELS[v]] for v in mechanisms.DUAL + mechanisms.FUSION)
+    base, ls, mome, joint, switch, sib = (costs.loc[VARIANT_LABELS[v]] for v in grids.DUAL + grids.FUSION)
     D = 32
     assert ls["parameters (student)"] - base["parameters (student)"] == 3 * D       # TTE (2D) + LayerScale (D)
     assert mome["parameters (student)"] - base["parameters (student)"] == 2 * D + 2 * 4 * D * D + 4 * D + D

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from thesis_lib.study import rehearsal
-from thesis_lib.variants import TABLE2_VARIANTS
+from thesis_lib.study.grids import TABLE2
 
 
 def test_the_rehearsal_core_trains_with_torchrun_and_notebook_03_reuses_the_run(tmp_path, capsys):
@@ -19,7 +19,7 @@ def test_the_rehearsal_core_trains_with_torchrun_and_notebook_03_reuses_the_run(
     assert "torchrun: tte_after_ls seed 0 on 2 processes, reused by notebook 03" in printed
     assert "2 shard sets, 10 broken samples counted and skipped" in printed
     folder = out / "runs" / "results" / "thesis"
-    for variant in TABLE2_VARIANTS:                                  # what notebook 03 trains
+    for variant in TABLE2:                                  # what notebook 03 trains
         result = json.loads((folder / variant / "seed0.json").read_text())
         assert result["train"]["steps"] == 1 and result["config"]["data"]["teacher_view"] == "augmented"
         assert result["config"]["weights"]["checkpoint_dir"] == str(out / "CKPT")

@@ -137,14 +137,14 @@ def test_committed_demo_results_are_runs_of_the_current_demo_config():
     from thesis_lib.paths import ROOT
     from thesis_lib.study import SEEDS
     from thesis_lib.training.results import differences
-    from thesis_lib.variants import TTE_VARIANTS
+    from thesis_lib.study.grids import TTE
     seeds = {}
     for path in sorted((ROOT / "results" / "demo").glob("*/seed*.json")):
         stored = json.loads(path.read_text())
         wanted = asdict(get_config("demo", stored["variant"], stored["seed"]))
         assert not differences(stored["config"], wanted, stored["train"].get("world_size")), path
         seeds.setdefault(stored["variant"], set()).add(stored["seed"])
-    assert all(seeds.get(v, set()) >= set(SEEDS) for v in TTE_VARIANTS), seeds
+    assert all(seeds.get(v, set()) >= set(SEEDS) for v in TTE), seeds
 
 
 def test_fp16_training_scales_the_loss_and_resumes_the_scale(tmp_path):

@@ -2,7 +2,8 @@
 the figures read the spec's fields; nothing else decodes a variant's name. Adding a variant is one entry here.
 
 The chapter's variants are its Tables 1-2 (TTE chapter Eqs. 1-5); the controls are notebooks 02 and 04's; the
-mechanisms are notebook 05's, beyond the chapter (VLMo, arXiv:2111.02358; Switch-BERT, ECCV 2022).
+mechanisms are notebook 05's, beyond the chapter (VLMo, arXiv:2111.02358; Switch-BERT, ECCV 2022). Which variants
+each table and notebook compares is ``thesis_lib.study.grids``.
 """
 from __future__ import annotations
 
@@ -60,11 +61,5 @@ VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables 
     "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
     "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
 }
-TTE_VARIANTS = ("baseline", "tte_before", "tte_after", "tte_after_ls")      # the chapter's rows (README table)
-TABLE1_VARIANTS = ("baseline", "tte_before", "noln", "tte_before_noln")    # Table 1 as a 2 × 2 (notebook 02)
-TABLE2_VARIANTS = ("baseline", "tte_after_ls")   # what Table 2's claims compare (notebook 03, the main job); the
-                                                  # final text's third row, TTE after without LayerScale, is notebook 04's
-CONTROL_VARIANTS = ("tte_before_noln", "noln", "tte_shared")
-DOSE_VARIANTS = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")
 VARIANTS = tuple(VARIANT_SPECS)
 VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}

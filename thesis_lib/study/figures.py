@@ -26,12 +26,8 @@ from ..data import world
 from ..errors import MissingResultsError, ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
-from ..variants import DOSE_VARIANTS, TABLE1_VARIANTS as TABLE1, TABLE2_VARIANTS as TABLE2
-from . import mechanisms, plotting, reference, runs, tables
+from . import grids, mechanisms, plotting, reference, runs, tables
 
-TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")               # notebook 04: is the TTE used?
-TTE_CONTRIBUTION = (*DOSE_VARIANTS, "tte_after")    # γ's initial value rising, then no LayerScale (γ = 1 fixed)
-SWITCHES = ("switch", "switch_sib")                 # the fusion heads with switches (notebook 05 trains switch_sib)
 ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
 
 
@@ -41,6 +37,11 @@ class Reads:
     and for at least one of ``any_of`` (the others of ``any_of`` are drawn when present). Empty: a notation figure."""
     all_of: tuple = ()
     any_of: tuple = ()
+
+    @property
+    def variants(self) -> tuple:
+        """Every variant the figure reads: what its builder is given."""
+        return self.all_of + self.any_of
 
     def text(self) -> str:
         """The runs as the skip note names them, e.g. ``baseline, tte_before`` or ``one of switch, switch_sib``."""
@@ -78,7 +79,7 @@ def _missing(what: str, params, lacking=(), needed=()) -> MissingResultsError:
 def check_results(params, reads: Reads) -> None:
     """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds`` (by the
     files' presence: the builder reads them, and says so if one is not a result)."""
-    needed = reads.all_of + reads.any_of
+    needed = reads.variants
     present = {v for v in needed
                if any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)}
     lacking = reads.lacking(present)
@@ -111,13 +112,13 @@ def _notation_image(params) -> np.ndarray:
     return np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), size, rng))
 
 
-def fig_patch_grid(params):
+def fig_patch_grid(params, variants=()):
     img = get_config(params.preset).model.image
     image = _notation_image(params)
     return plotting.patch_grid(image, img.patch_size * image.shape[0] // img.img_size)
 
 
-def fig_positional_similarity(params):
+def fig_positional_similarity(params, variants=()):
     return plotting.positional_similarity(sincos_2d(768, 14), 14)
 
 
@@ -129,7 +130,7 @@ def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
                 partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
 
 
-def fig_pre_vs_post_ln(params):
+def fig_pre_vs_post_ln(params, variants=()):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
@@ -140,33 +141,30 @@ def _bars(params, variants, metrics=None):
     return plotting.results_bars(df, [v for v in variants if v in present], labels)
 
 
-def fig_baseline_curves(params):
-    return plotting.loss_curves(_curves(params, ["baseline"]))
+def fig_loss_curves(params, variants):
+    return plotting.loss_curves(_curves(params, variants))
 
 
-def fig_loss_curves(params):
-    return plotting.loss_curves(_curves(params, TABLE2))
-
-
-def gammas(params) -> dict:
-    """seed -> the final LayerScale γ of ``tte_after_ls`` (``seed<N>/layerscale.npy``), for the seeds that have one."""
+def gammas(params, variant: str = "tte_after_ls") -> dict:
+    """seed -> the final LayerScale γ of ``variant`` (``seed<N>/layerscale.npy``), for the seeds that have one."""
     out = {}
     for seed in params.seeds:
-        path = params.results_root / params.preset / "tte_after_ls" / f"seed{seed}" / "layerscale.npy"
+        path = RunPaths(params.results_root, params.preset, variant, seed).layerscale
         if path.exists():
             out[seed] = np.load(path)
     return out
 
 
-def _gammas(params) -> dict:
-    """``gammas``; ``MissingResultsError`` when no seed has one."""
-    out = gammas(params)
+def _gammas(params, variants) -> dict:
+    """``gammas`` of the one variant of ``variants``; ``MissingResultsError`` when no seed has one."""
+    (variant,) = variants
+    out = gammas(params, variant)
     if not out:
-        raise _missing("the final LayerScale γ (layerscale.npy) of tte_after_ls", params)
+        raise _missing(f"the final LayerScale γ (layerscale.npy) of {variant}", params)
     return out
 
 
-def _forest(params, family: str, variants):
+def _forest(params, variants, family: str):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker)."""
     frame = tables.difference_frame(_results(params, variants), family)
     if not len(frame):
@@ -175,56 +173,55 @@ def _forest(params, family: str, variants):
     return plotting.forest(frame, title=family)
 
 
-def fig_dual_encoder_forest(params):
-    df = _results(params, mechanisms.DUAL)
-    return plotting.forest(mechanisms.forest_frame(df, mechanisms.DUAL_PAIRS, mechanisms.DUAL_METRICS),
+def fig_dual_encoder_forest(params, variants):
+    df = _results(params, variants)
+    return plotting.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
                            title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 
-def fig_tte_contribution(params):
-    df = _results(params, TTE_CONTRIBUTION)
-    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in TTE_CONTRIBUTION
+def fig_tte_contribution(params, variants):
+    df = _results(params, variants)
+    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants
                                                     if v in set(df.variant)]))
 
 
-def fig_switch_choices(params):
-    choices = mechanisms.switch_choices(params, SWITCHES)
+def fig_tte_ablation(params, variants):
+    return plotting.tte_ablation(_results(params, variants), variants, ABLATION_METRICS)
+
+
+def fig_switch_choices(params, variants):
+    choices = mechanisms.switch_choices(params, variants)
     if not len(choices):
-        raise _missing(f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(SWITCHES)}", params)
+        raise _missing(f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(variants)}", params)
     return plotting.switch_choices(choices)
 
 
 class Figure(NamedTuple):
-    build: Callable              # params -> matplotlib figure
-    reads: Reads = Reads()       # the runs it is drawn from (checked by ``draw`` before ``build``)
+    build: Callable              # (params, reads.variants) -> matplotlib figure
+    reads: Reads = Reads()       # the runs it is drawn from: checked by ``draw``, then given to ``build``
 
 
-FIGURES = {
+FIGURES = {  # each figure names the variants it reads once: its builder is given them
     "00_patch_grid": Figure(fig_patch_grid),
     "00_positional_similarity": Figure(fig_positional_similarity),
     "00_pre_vs_post_ln": Figure(fig_pre_vs_post_ln),
-    "01_baseline_curves": Figure(fig_baseline_curves, Reads(("baseline",))),
-    "02_table1_forest": Figure(lambda p: _forest(p, reference.TABLE1, TABLE1), Reads(TABLE1)),
-    "02_table1_bars": Figure(lambda p: _bars(p, TABLE1), Reads(TABLE1)),
-    "03_table2_forest": Figure(lambda p: _forest(p, reference.TABLE2, TABLE2), Reads(TABLE2)),
-    "03_table2_bars": Figure(lambda p: _bars(p, TABLE2), Reads(TABLE2)),
-    "03_loss_curves": Figure(fig_loss_curves, Reads(TABLE2)),
-    "04_gamma_histogram": Figure(lambda p: plotting.gamma_histogram(_gammas(p)), Reads(("tte_after_ls",))),
-    "04_gamma_per_channel": Figure(lambda p: plotting.gamma_per_channel(_gammas(p)), Reads(("tte_after_ls",))),
-    "04_gamma_evolution": Figure(lambda p: plotting.gamma_evolution(_curves(p, ["tte_after_ls"])),
-                                 Reads(("tte_after_ls",))),
-    "04_tte_contribution": Figure(fig_tte_contribution, Reads(TTE_CONTRIBUTION)),
-    "04_tte_ablation": Figure(lambda p: plotting.tte_ablation(_results(p, TTE_USED), TTE_USED, ABLATION_METRICS),
-                              Reads(TTE_USED)),
-    "04_dose_forest": Figure(lambda p: _forest(p, reference.DOSE, ("baseline", *DOSE_VARIANTS)),
-                             Reads(("baseline", *DOSE_VARIANTS))),
-    "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(mechanisms.DUAL)),
-    "05_dual_encoder_bars": Figure(lambda p: _bars(p, mechanisms.DUAL, mechanisms.DUAL_METRICS),
-                                   Reads(mechanisms.DUAL)),
+    "01_baseline_curves": Figure(fig_loss_curves, Reads(("baseline",))),
+    "02_table1_forest": Figure(partial(_forest, family=reference.TABLE1), Reads(grids.TABLE1)),
+    "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
+    "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
+    "03_table2_bars": Figure(_bars, Reads(grids.TABLE2)),
+    "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
+    "04_gamma_histogram": Figure(lambda p, v: plotting.gamma_histogram(_gammas(p, v)), Reads(("tte_after_ls",))),
+    "04_gamma_per_channel": Figure(lambda p, v: plotting.gamma_per_channel(_gammas(p, v)), Reads(("tte_after_ls",))),
+    "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads(("tte_after_ls",))),
+    "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
+    "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
+    "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(("baseline", *grids.DOSE))),
+    "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
+    "05_dual_encoder_bars": Figure(partial(_bars, metrics=mechanisms.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(lambda p: _bars(p, mechanisms.FUSION, mechanisms.FUSION_METRICS),
-                             Reads(any_of=mechanisms.FUSION)),
-    "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=SWITCHES)),
+    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS), Reads(any_of=grids.FUSION)),
+    "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
 }
 
 
@@ -234,7 +231,7 @@ def draw(name: str, params):
     or the builder finds nothing to draw."""
     figure = FIGURES[name]
     check_results(params, figure.reads)
-    fig = figure.build(params)
+    fig = figure.build(params, figure.reads.variants)
     plotting.save(fig, params.figures, name)
     return fig
 

@@ -15,15 +15,13 @@ from ..models.emkum import build_model, parameter_table
 from ..models.fusion import INPUTS, MODES
 from ..training.results import load_results
 from ..variants import VARIANT_LABELS
+from .grids import DUAL, FUSION, SWITCHES
 from .reference import resolution
 from .stats import ALPHA, PairedTest, fmt, holm
 from .tables import METRIC_LABELS, contrast_values, items_of, runs_of
 
-DUAL = ("baseline", "tte_after_ls", "mome")                      # dual-encoder use: the chapter's metrics
-FUSION = ("fusion_joint", "switch", "switch_sib")                # + image-text matching and re-ranking
 DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
 FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")
-DUAL_PAIRS = (("mome", "tte_after_ls"), ("mome", "baseline"), ("tte_after_ls", "baseline"))   # one Holm family
 FUSION_COMPARED = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")
 
 
@@ -122,7 +120,7 @@ def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd
     return pd.DataFrame(rows).set_index("variant")
 
 
-def switch_choices(params, variants=("switch", "switch_sib"), dataset: str = "flickr") -> pd.DataFrame:
+def switch_choices(params, variants=SWITCHES, dataset: str = "flickr") -> pd.DataFrame:
     """The switches' hard choices on the re-ranking pairs, per run: one row per (variant, seed, kind, layer, option)."""
     rows = []
     for r in load_results(params.results_root, params.preset):

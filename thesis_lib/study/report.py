@@ -17,12 +17,11 @@ import pandas as pd
 from ..cache import write_text_atomic
 from ..errors import ThesisError
 from ..paths import ROOT
-from ..variants import CONTROL_VARIANTS, DOSE_VARIANTS, TABLE1_VARIANTS, TTE_VARIANTS as VARIANTS, VARIANT_LABELS
-from . import reference, runs, tables
+from ..variants import VARIANT_LABELS
+from . import grids, reference, runs, tables
 from .stats import fmt, mean_ci
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-ALL_CLAIM_VARIANTS = tuple(dict.fromkeys(VARIANTS + CONTROL_VARIANTS + TABLE1_VARIANTS + DOSE_VARIANTS))
 THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
 
 
@@ -37,12 +36,12 @@ def _markdown(df: pd.DataFrame) -> str:
 
 
 def results_markdown(params) -> str:
-    df = tables.results_frame(params, VARIANTS + CONTROL_VARIANTS)
+    df = tables.results_frame(params, grids.TTE + grids.CONTROLS)
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     seeds = sorted(set(df.seed))
-    present = [v for v in VARIANTS if v in set(df.variant)]
-    missing = [v for v in VARIANTS if v not in present]
+    present = [v for v in grids.TTE if v in set(df.variant)]
+    missing = [v for v in grids.TTE if v not in present]
     thesis = {VARIANT_LABELS[v]: {tables.METRIC_LABELS[m]: "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
         for ver in ("aug", "final")) for m in tables.TABLE_METRICS} for v in present}
@@ -54,15 +53,15 @@ def results_markdown(params) -> str:
         return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              _markdown(table), f"No results yet for {', '.join(missing)}: the claims need every "
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
-    claims = tables.claim_table(tables.results_frame(params, ALL_CLAIM_VARIANTS))
+    claims = tables.claim_table(tables.results_frame(params, grids.CLAIMED))
     primary = claims[claims.role.eq("primary")].drop(columns=["role", "metric"]).set_index("claim")
     secondary = claims[claims.role.eq("secondary")].drop(columns=["role", "p (Holm, family)", "seeds for 80 % power"])
-    ablation = tables.ablation_table(df, [v for v in ("tte_after", "tte_after_ls", "tte_shared") if v in set(df.variant)])
+    ablation = tables.ablation_table(df, [v for v in grids.TTE_USED if v in set(df.variant)])
     ls = tables.runs_of(df, "tte_after_ls")
     gamma = (f"mean γ {fmt(*mean_ci(ls.gamma_mean), 6)}, std {fmt(*mean_ci(ls.gamma_std), 5)}, max "
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
              f"max 0.37; initial value 1e-5)") if len(ls) else ""
-    factorial = tables.factorial_means(tables.results_frame(params, TABLE1_VARIANTS))
+    factorial = tables.factorial_means(tables.results_frame(params, grids.TABLE1))
     return "\n\n".join([
         disagreements(primary),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
@@ -83,17 +82,14 @@ def results_markdown(params) -> str:
         f"Learned TTE LayerScale: {gamma}" if gamma else "", why_markdown(params), mechanisms_markdown(params)]).strip()
 
 
-WHY_VARIANTS = ("baseline", *DOSE_VARIANTS, "tte_after")
-
-
 def why_markdown(params) -> str:
     """Notebook 04's two measurements of why the TTE does not matter: the modality probe on the shared block's input
     without TTE, and the TTE's share of that input (the γ-init doses' claims are in the claims table)."""
-    df = tables.results_frame(params, WHY_VARIANTS)
+    df = tables.results_frame(params, grids.WHY)
     if df.empty or "probe_accuracy_vector" not in df:
         return ""
     rows = {}
-    for v in [v for v in WHY_VARIANTS if v in set(df.variant)]:
+    for v in [v for v in grids.WHY if v in set(df.variant)]:
         sub = tables.runs_of(df, v)
         cell = {"seeds": len(sub)}
         for col, label, digits in (("probe_accuracy_vector", "modality probe, vector (held-out acc. %)", 2),
@@ -124,11 +120,11 @@ def disagreements(primary: pd.DataFrame) -> str:
 def mechanisms_markdown(params) -> str:
     """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
     from . import mechanisms
-    df = tables.results_frame(params, mechanisms.DUAL + mechanisms.FUSION)
+    df = tables.results_frame(params, grids.DUAL + grids.FUSION)
     if df.empty or "mome" not in set(df.variant):
         return ""
-    fusion = [v for v in mechanisms.FUSION if v in set(df.variant)]
-    comparisons = mechanisms.comparisons(df, mechanisms.DUAL_PAIRS, mechanisms.DUAL_METRICS).set_index("comparison")
+    fusion = [v for v in grids.FUSION if v in set(df.variant)]
+    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS).set_index("comparison")
     parts = ["Beyond the chapter (notebook 05): MoME against TTE' in dual-encoder use, paired by seed (Holm over the table's rows, as in the notebook):",
              _markdown(comparisons)]
     if fusion:

@@ -11,8 +11,8 @@ import pandas as pd
 from ..config import get_config
 from ..data.world import CLASSES
 from ..training.results import load_results, read_jsonl
-from ..variants import TTE_VARIANTS, VARIANT_LABELS, VARIANT_SPECS, VariantSpec
-from . import reference
+from ..variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
+from . import grids, reference
 from .runs import StudyParams
 from .stats import ALPHA, PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power
 
@@ -73,7 +73,7 @@ def eval_items(preset: str) -> dict:
             "imagenet": (w.n_zeroshot_per_class * len(CLASSES), None)}
 
 
-def results_frame(params: StudyParams, variants=TTE_VARIANTS) -> pd.DataFrame:
+def results_frame(params: StudyParams, variants=grids.TTE) -> pd.DataFrame:
     """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics."""
     rows = []
     for r in load_results(params.results_root, params.preset):
@@ -239,7 +239,7 @@ def factorial_means(df: pd.DataFrame, metric: str = reference.PRIMARY_METRIC) ->
     return table
 
 
-def precision_table(df: pd.DataFrame, variants=("tte_before", "tte_after_ls")) -> pd.DataFrame:
+def precision_table(df: pd.DataFrame, variants=grids.PRECISION) -> pd.DataFrame:
     """The 95 % half-width of each paired difference to the baseline against its target (PRECISION_TARGETS)."""
     rows = []
     for v in variants:

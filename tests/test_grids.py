@@ -1,0 +1,78 @@
+"""study/grids.py: the variant groups are declared once. Every group names registered variants; every claim can be
+decided from the runs of one notebook; every figure reads variants some notebook trains; and no module or notebook
+lists two or more variants again (a literal group outside grids.py fails here)."""
+import ast
+import json
+
+import pytest
+
+from thesis_lib.paths import PACKAGE, ROOT
+from thesis_lib.study import figures, grids, reference
+from thesis_lib.variants import VARIANT_SPECS
+
+GROUPS = {name: value for name, value in vars(grids).items() if name.isupper()}
+# where a literal of several variant names is not a group: a claim's contrast (two arms) is the claim itself
+CONTRASTS = {PACKAGE / "study" / "reference.py"}
+
+
+def _names(group) -> set:
+    if isinstance(group, dict):
+        return set().union(*map(_names, group.values()))
+    return {v for item in group for v in ((item,) if isinstance(item, str) else item)}
+
+
+def test_every_group_names_registered_variants():
+    assert {"TABLE1", "TABLE2", "DOSE", "NOTEBOOKS", "DUAL"} <= set(GROUPS)
+    assert {name: sorted(_names(g) - set(VARIANT_SPECS)) for name, g in GROUPS.items() if _names(g) - set(VARIANT_SPECS)} == {}
+
+
+def test_every_claim_is_decided_from_one_notebooks_runs():
+    trained = {nb: set(vs) | {"baseline"} for nb, vs in grids.NOTEBOOKS.items()}   # notebook 01's baseline is shared
+    for claim in reference.CLAIMS:
+        arms = {variant for variant, _ in claim.arms}                  # an arm: (variant, TTE ablation)
+        assert any(arms <= runs for runs in trained.values()), claim.text
+        assert arms <= set(grids.CLAIMED), claim.text
+
+
+def test_every_figure_reads_what_some_notebook_trains():
+    trained = _names(grids.NOTEBOOKS) | {"baseline"} | set(grids.FUSION)          # 05's fusion_variants ⊂ FUSION
+    for name, figure in figures.FIGURES.items():
+        assert set(figure.reads.variants) <= trained, name
+
+
+def _literal_groups(source: str) -> list[tuple[int, list[str]]]:
+    """(line, names) of every tuple, list or set literal holding two or more variant names."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in VARIANT_SPECS]
+            if len(names) >= 2:
+                out.append((node.lineno, names))
+    return out
+
+
+def _code_cells(path):
+    """A notebook's code cells, but its parameters cell (knobs such as notebook 05's fusion_variants)."""
+    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+        if cell["cell_type"] == "code" and "parameters" not in cell["metadata"].get("tags", []):
+            yield i, "".join(line for line in cell["source"] if not line.lstrip().startswith(("%", "!")))
+
+
+def test_no_group_is_listed_again_outside_grids():
+    sources = {str(p.relative_to(ROOT)): p.read_text() for p in sorted(PACKAGE.rglob("*.py"))
+               if p != PACKAGE / "study" / "grids.py" and p not in CONTRASTS}
+    sources |= {f"benchmarks/{p.name}": p.read_text() for p in sorted((ROOT / "benchmarks").glob("*.py"))}
+    sources |= {f"{p.relative_to(ROOT)} cell {i}": src for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+                for i, src in _code_cells(p)}
+    found = {where: groups for where, src in sources.items() if (groups := _literal_groups(src))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("source, hits", [
+    ('VARIANTS = ["baseline", "tte_after", "tte_after_ls"]', 1),        # a group listed again
+    ('PAIRS = (("mome", "baseline"),)', 1),                             # a comparison is a group too
+    ('one = "tte_after_ls"; curves(params, ["tte_after_ls"])', 0),      # a single variant is a name, not a group
+    ('labels = ["baseline", "not a variant"]', 0),
+])
+def test_the_scan_finds_literal_groups(source, hits):
+    assert len(_literal_groups(source)) == hits

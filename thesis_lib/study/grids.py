@@ -1,0 +1,32 @@
+"""Which variants each part of the study compares, declared once: the thesis's tables, the controls and doses, and
+what each notebook trains. Notebooks, figures, the claims and the README's results block read these names; a variant
+group is never listed a second time. The variants themselves (what each changes) are ``thesis_lib.variants``.
+
+The chapter's rows are its Tables 1-2 (TTE chapter Eqs. 1-5); notebook 05's groups go beyond the chapter (VLMo,
+arXiv:2111.02358; Switch-BERT, ECCV 2022).
+"""
+TTE = ("baseline", "tte_before", "tte_after", "tte_after_ls")       # the chapter's rows (the README's first table)
+TABLE1 = ("baseline", "tte_before", "noln", "tte_before_noln")      # Table 1 as a 2 × 2 (notebook 02)
+TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (notebook 03, the main job); the final
+                                            # text's third row, TTE after without LayerScale, is notebook 04's
+CONTROLS = ("tte_before_noln", "noln", "tte_shared")
+DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
+TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")              # is the TTE used? (ablated at evaluation)
+TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
+WHY = ("baseline", *DOSE, "tte_after")      # notebook 04's two measurements of why the TTE does not matter
+CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE))      # every variant some claim reads
+PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
+PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared block's input (notebook 04)
+
+DUAL = ("baseline", "tte_after_ls", "mome")                         # notebook 05, dual-encoder use
+FUSION = ("fusion_joint", "switch", "switch_sib")                   # notebook 05, + image-text matching, re-ranking
+SWITCHES = ("switch", "switch_sib")                                 # the fusion heads with switches
+DUAL_PAIRS = (("mome", "tte_after_ls"), ("mome", "baseline"), ("tte_after_ls", "baseline"))   # one Holm family
+
+NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alone; 05 adds its parameter
+    #             fusion_variants, a subset of FUSION)
+    "02": TABLE1,
+    "03": TABLE2,
+    "04": ("baseline", "tte_after", "tte_after_ls", "tte_shared", *DOSE[1:]),
+    "05": DUAL,
+}
