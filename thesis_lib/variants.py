@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class VariantSpec:
-    """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this.
+    """What a variant changes in EMKUM; the model, the engine, the tables and the figures read only this. ``label``
+    and ``short`` are how tables and figures name it.
 
     tte         where the token-type embedding goes: "" (none), "before" (the encoders' input, TTE chapter Eqs. 1-3) or
                 "after" (the encoders' output, TTE chapter Eqs. 4-5)
@@ -27,6 +28,7 @@ class VariantSpec:
     layerscale_init  the LayerScale γ's initial value; None: ``ModelConfig.tte_layer_scale`` (1e-5, the thesis's)
     """
     label: str
+    short: str = ""                       # its name on a figure's axis or legend; "" = the variant's own name
     tte: str = ""
     layerscale: bool = False
     shared_type: bool = False
@@ -37,29 +39,32 @@ class VariantSpec:
     layerscale_init: float | None = None
 
 
-VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them
+VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables name them, short names the figures'
     "baseline": VariantSpec("EMKUM (no TTE)"),
-    "tte_before": VariantSpec("EMKUM_TTE (before encoders)", tte="before"),
-    "tte_after": VariantSpec("TTE after encoders, no LayerScale", tte="after"),
-    "tte_after_ls": VariantSpec("EMKUM_TTE' (after encoders + LayerScale)", tte="after", layerscale=True),
+    "tte_before": VariantSpec("EMKUM_TTE (before encoders)", "TTE before", tte="before"),
+    "tte_after": VariantSpec("TTE after encoders, no LayerScale", "TTE after", tte="after"),
+    "tte_after_ls": VariantSpec("EMKUM_TTE' (after encoders + LayerScale)", "TTE after + LS", tte="after",
+                                layerscale=True),
     # controls (notebooks 02 and 04)
     "tte_before_noln": VariantSpec("TTE before encoders, image input LayerNorm skipped (thesis code)",
-                                   tte="before", image_input_norm=False),
-    "noln": VariantSpec("control: image input LayerNorm skipped, no TTE", image_input_norm=False),
-    "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)", tte="after",
-                              layerscale=True, shared_type=True),
+                                   "TTE before, no LN", tte="before", image_input_norm=False),
+    "noln": VariantSpec("control: image input LayerNorm skipped, no TTE", "no LN (control)", image_input_norm=False),
+    "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)",
+                              "one vector (control)", tte="after", layerscale=True, shared_type=True),
     # dose-response of the TTE' (notebook 04): the same variant with γ starting larger, up to 1 (no scaling)
-    "tte_after_ls_init1e-3": VariantSpec("TTE after + LayerScale, γ init 1e-3", tte="after", layerscale=True,
-                                         layerscale_init=1e-3),
-    "tte_after_ls_init1e-1": VariantSpec("TTE after + LayerScale, γ init 1e-1", tte="after", layerscale=True,
-                                         layerscale_init=1e-1),
-    "tte_after_ls_init1": VariantSpec("TTE after + LayerScale, γ init 1", tte="after", layerscale=True,
-                                      layerscale_init=1.0),
+    "tte_after_ls_init1e-3": VariantSpec("TTE after + LayerScale, γ init 1e-3", "TTE after + LS, γ₀ 1e-3",
+                                         tte="after", layerscale=True, layerscale_init=1e-3),
+    "tte_after_ls_init1e-1": VariantSpec("TTE after + LayerScale, γ init 1e-1", "TTE after + LS, γ₀ 1e-1",
+                                         tte="after", layerscale=True, layerscale_init=1e-1),
+    "tte_after_ls_init1": VariantSpec("TTE after + LayerScale, γ init 1", "TTE after + LS, γ₀ 1", tte="after",
+                                      layerscale=True, layerscale_init=1.0),
     # beyond the chapter (notebook 05)
-    "mome": VariantSpec("MoME shared block (VLMo experts)", block="mome"),
-    "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", fusion="joint"),
-    "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", fusion="switch"),
-    "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", fusion="switch", sib=True),
+    "mome": VariantSpec("MoME shared block (VLMo experts)", "MoME", block="mome"),
+    "fusion_joint": VariantSpec("+ fusion head, joint attention (VLMo VL expert)", "joint fusion", fusion="joint"),
+    "switch": VariantSpec("+ fusion head, Switch-Attention (Switch-BERT)", "switch", fusion="switch"),
+    "switch_sib": VariantSpec("+ fusion head, Switch-Attention + Switch-Input", "switch + SIB", fusion="switch",
+                              sib=True),
 }
 VARIANTS = tuple(VARIANT_SPECS)
 VARIANT_LABELS = {name: spec.label for name, spec in VARIANT_SPECS.items()}
+VARIANT_SHORT = {name: spec.short or name for name, spec in VARIANT_SPECS.items()}

@@ -16,19 +16,13 @@ import torch
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ..variants import VARIANT_LABELS, VARIANTS
+from ..variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
 from .reference import LAYERSCALE
 from .stats import mean_ci
 from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
-SHORT = {"baseline": "baseline", "tte_before": "TTE before", "tte_after": "TTE after",
-         "tte_after_ls": "TTE after + LS", "tte_before_noln": "TTE before, no LN", "tte_shared": "one vector (control)",
-         "noln": "no LN (control)", "tte_after_ls_init1e-3": "TTE after + LS, γ₀ 1e-3",
-         "tte_after_ls_init1e-1": "TTE after + LS, γ₀ 1e-1", "tte_after_ls_init1": "TTE after + LS, γ₀ 1",
-         "mome": "MoME", "fusion_joint": "joint fusion", "switch": "switch",
-         "switch_sib": "switch + SIB"}
 INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
 VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
                "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
@@ -213,7 +207,7 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | No
         if len(ends):
             pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
             ax.set_ylim(ends.min() - pad, ends.max() + pad)
-        ax.set_xticks(range(len(variants)), [SHORT.get(v, v) for v in variants], rotation=25, ha="right")
+        ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=25, ha="right")
         ax.set_title(label)
     cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
     axes[0][0].set_ylabel("percent" + (", axis does not start at 0" if cut else "")
@@ -227,7 +221,7 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd")):
     for ax, col in zip(axes, columns):
         for v, sub in curves.groupby("variant", sort=False):
             g = sub.groupby("step")[col]
-            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], label=SHORT[v])
+            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], label=VARIANT_SHORT[v])
             ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.2)
         ax.set_title({"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}.get(col, col))
         ax.set_xlabel("step")
@@ -328,7 +322,7 @@ def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
             ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4,
                    hatch="//" if mode == "swapped" else None, edgecolor="white")
             ax.scatter(np.full(len(d), i), d, color="black", s=8, zorder=3)
-            ticks.append((i, f"{SHORT[v]}: {mode}"))
+            ticks.append((i, f"{VARIANT_SHORT[v]}: {mode}"))
         ax.axhline(0, color="gray", lw=0.8)
         if ticks:
             ax.set_xticks(*zip(*ticks), rotation=30, ha="right")
@@ -350,7 +344,7 @@ def switch_choices(df: pd.DataFrame):
         sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
         sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
         left = np.zeros(len(sub))
-        labels = [f"{SHORT[v]} · layer {layer}" for v, layer in sub.index]
+        labels = [f"{VARIANT_SHORT[v]} · layer {layer}" for v, layer in sub.index]
         for j, option in enumerate(sub.columns):
             ax.barh(labels, sub[option].values, left=left, color=sns.color_palette("deep")[j], label=option)
             left += sub[option].values

@@ -35,7 +35,7 @@ def declared_variants(variants) -> pd.DataFrame:
     default = VariantSpec("")
     rows = [{"variant": v, "label": VARIANT_SPECS[v].label,
              **{f.name: getattr(VARIANT_SPECS[v], f.name) for f in dataclasses.fields(VariantSpec)
-                if f.name != "label" and getattr(VARIANT_SPECS[v], f.name) != getattr(default, f.name)}}
+                if f.name not in ("label", "short") and getattr(VARIANT_SPECS[v], f.name) != getattr(default, f.name)}}
             for v in variants]
     return pd.DataFrame(rows).set_index("variant").fillna("")
 
