@@ -1,29 +1,6 @@
-"""Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves.
-
-Before anything imports torch: the CPU instruction-set pin (thesis_lib/assets/cpu_pin.env; `make test` exports it
-too, a value already in the environment is kept and the golden test then says it is not the pin) and the smoke scale
-for the notebooks under nbval, whatever THESIS_PRESET the shell holds.
-"""
-import os
-import tempfile
-from pathlib import Path
-
-_PIN = Path(__file__).resolve().parents[1] / "thesis_lib" / "assets" / "cpu_pin.env"
-for _line in _PIN.read_text().splitlines():
-    if _line.strip() and not _line.startswith("#"):
-        os.environ.setdefault(*_line.strip().split("=", 1))
-
-import pytest  # noqa: E402
-
-os.environ["THESIS_PRESET"] = "smoke"   # notebooks under nbval run at the smoke scale
-os.environ.setdefault("THESIS_PROGRESS", "0")
-os.environ.setdefault("THESIS_DATA", tempfile.mkdtemp(prefix="thesis-data-"))   # worlds, pretraining, caches
-
-
-def pytest_collectstart(collector):
-    # nbval: stderr (warnings, progress bars) is never compared
-    if collector.fspath and collector.fspath.ext == ".ipynb":
-        collector.skip_compare += ("stderr",)
+"""Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves. The
+environment every test and notebook runs in (CPU pin, smoke scale) is set by the repository's root conftest.py."""
+import pytest
 
 
 @pytest.fixture

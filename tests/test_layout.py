@@ -3,6 +3,7 @@ back to itself through its imports, a variant's name is decoded by the registry 
 can open, equations are named with their document, loading never trains, and the README's layout names every module.
 """
 import ast
+import os
 import importlib
 import re
 from pathlib import Path
@@ -234,3 +235,17 @@ def test_every_notebook_cell_with_output_is_compared_or_declared_scale_dependent
             declared = "scale-dependent" in cell["metadata"].get("tags", [])
             assert not (compared and declared), f"{path.name} cell {i}: compared and tagged scale-dependent"
             assert compared or declared or not cell["outputs"], f"{path.name} cell {i}: neither compared nor tagged"
+
+
+def test_a_notebook_collected_alone_runs_at_the_smoke_scale_and_pinned():
+    """``pytest notebooks/X.ipynb`` alone gets the environment ``make test`` gives the notebooks (root conftest.py):
+    with the shell's THESIS_PRESET=demo it would reuse or retrain results/demo and redraw the committed figures."""
+    import subprocess
+    import sys
+    probe = ("import os, pytest; pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', "
+             "'notebooks/00_notation.ipynb']); print('ENV', os.environ['THESIS_PRESET'], os.environ.get('ATEN_CPU_CAPABILITY'))")
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | {"THESIS_PRESET": "demo"}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    pin = dict(line.split("=", 1) for line in (PACKAGE / "assets" / "cpu_pin.env").read_text().splitlines()
+               if line.strip() and not line.startswith("#"))
+    assert f"ENV smoke {pin['ATEN_CPU_CAPABILITY']}" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
