@@ -1,8 +1,11 @@
 """The study layer on constructed result frames: claims, precision, ablation and the preconditions table."""
+import json
+
 import pandas as pd
 import pytest
 
 from thesis_lib import study
+from thesis_lib.paths import ROOT
 from thesis_lib.study.reference import CLAIMS, PRIMARY_METRIC
 
 SEEDS = range(5)
@@ -141,6 +144,25 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     alone = run_experiment("smoke", "tte_after_ls", 1, tmp_path / "alone", "cpu")
     assert [r["seed"] for r in parallel] == [0, 1]
     assert parallel[1]["metrics"] == alone["metrics"]
+
+
+def test_a_grid_of_finished_runs_prepares_nothing_and_starts_no_worker(monkeypatch):
+    """From a fresh clone the main job reuses the committed results: no world generated, no demo pretraining, no
+    worker process (each would cost seconds to tens of seconds), and the results come back in the grid's order."""
+    from thesis_lib.study import runs
+    from thesis_lib.training import prepare
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a finished grid prepared assets or started a worker")
+
+    monkeypatch.setattr(prepare, "prepare_assets", refuse)
+    monkeypatch.setattr(runs, "ProcessPoolExecutor", refuse)
+    params = study.study_params("demo", [0, 1, 2, 3], "cpu")
+    results = study.run_grid(params, ["tte_after_ls", "baseline"])
+    assert [(r["variant"], r["seed"]) for r in results] == [(v, s) for v in ("tte_after_ls", "baseline")
+                                                            for s in range(4)]
+    stored = json.loads((ROOT / "results" / "demo" / "baseline" / "seed2.json").read_text())
+    assert results[6]["metrics"] == stored["metrics"]
 
 
 def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capsys):

@@ -7,7 +7,7 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -16,6 +16,7 @@ from tqdm import tqdm
 from ..config import PRESETS, get_config
 from ..errors import ConfigError
 from ..paths import figures_dir, results_dir, show_progress
+from ..training.results import RunPaths, existing_result
 from ..training.run import resolve_device, run_experiment
 from ..variants import VARIANTS
 
@@ -117,28 +118,51 @@ def _quiet_one_thread() -> None:
 
 
 def run_many(jobs: list[dict]) -> list[dict]:
-    """``run_experiment(**job)`` for every job, in order. On CPU each run trains in a worker process on one thread,
-    ``cpu_workers()`` runs at once: at the demo's width two one-thread runs do 1.5 × the work of one two-thread run
-    (BENCHMARKS.md), and a result does not depend on how many cores the machine has. The world and the demo
-    pretraining are prepared here first, once. On a GPU the runs go one after another in this process."""
+    """``run_experiment(**job)`` for every job, in order. A job whose finished result of the same config is on disk
+    returns it here, with nothing prepared and no worker started. On CPU the others train in worker processes on one
+    thread each, ``cpu_workers()`` at once: at the demo's width two one-thread runs do 1.5 × the work of one
+    two-thread run (BENCHMARKS.md), and a result does not depend on how many cores the machine has; the world and
+    the demo pretraining are prepared first, once. On a GPU the runs go one after another in this process."""
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
         return [run_experiment(**job) for job in jobs]
     from ..training.prepare import prepare_assets
     started = time.monotonic()
-    configs = {repr(c): c for c in (get_config(j["preset"], j["variant"], 0, j.get("overrides")) for j in jobs)}
+    results = [finished_result(job) for job in jobs]
+    todo = [i for i, r in enumerate(results) if r is None]
+    configs = {repr(c): c for c in (get_config(jobs[i]["preset"], jobs[i]["variant"], 0, jobs[i].get("overrides"))
+                                    for i in todo)}
     for cfg in configs.values():
         prepare_assets(cfg)
-    log, workers = Log(len(jobs), started), min(cpu_workers(), len(jobs))
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool, \
-            tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
-        futures = [pool.submit(_timed_run, job) for job in jobs]
-        for done in as_completed(futures):
-            r, seconds = done.result()                          # a failed run stops the study with its error
-            bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
-            bar.update()
-            log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, workers)
-    return [f.result()[0] for f in futures]
+    log, workers = Log(len(jobs), started), max(1, min(cpu_workers(), len(todo)))
+    with tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
+        for r in results:
+            if r is not None:
+                bar.update()
+                log.run_done(f"{r.get('variant')} seed {r.get('seed')}", 0.0, workers)
+        if not todo:
+            return results
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool:
+            futures = {pool.submit(_timed_run, jobs[i]): i for i in todo}
+            for done in as_completed(futures):
+                r, seconds = done.result()                      # a failed run stops the study with its error
+                results[futures[done]] = r
+                bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
+                bar.update()
+                log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, workers)
+    return results
+
+
+def finished_result(job: dict) -> dict | None:
+    """The stored result ``run_experiment(**job)`` would return without training (same config, not
+    ``overwrite``), else None; a stored result of another config raises ``ResultConflictError`` here, as the run
+    would."""
+    if job.get("overwrite"):
+        return None
+    cfg = get_config(job.get("preset") or "demo", job.get("variant") or "baseline", job.get("seed") or 0,
+                     job.get("overrides"))
+    paths = RunPaths(results_dir(job.get("out_dir")), cfg.preset, cfg.model.variant, cfg.seed)
+    return existing_result(paths, asdict(cfg), overwrite=False)
 
 
 def _timed_run(job: dict) -> tuple[dict, float]:
