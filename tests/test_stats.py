@@ -3,7 +3,18 @@ import math
 import pytest
 from scipy import stats as sps
 
-from thesis_lib.study.stats import PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power, verdict
+from thesis_lib.study.stats import (
+    COMPARISONS,
+    VERDICTS,
+    PairedTest,
+    compare,
+    decide,
+    fmt,
+    holm,
+    mean_ci,
+    paired_difference,
+    seeds_for_power,
+)
 
 
 def test_mean_ci_matches_the_t_table():
@@ -64,7 +75,16 @@ def test_seeds_for_power():
     assert seeds_for_power(1.0, 1.0, alpha=0.05 / 3) > 10 and seeds_for_power(0.0, 1.0) is None
 
 
-def test_interval_verdicts_of_secondary_comparisons():
-    assert verdict(1.0, 0.5, +1) == "reproduced" and verdict(1.0, 0.5, -1) == "contradicted"
-    assert verdict(0.2, 0.5, +1) == "inconclusive" and verdict(-1.0, math.nan, -1) == "inconclusive"
+def test_fmt():
     assert fmt(1.234, 0.5) == "1.23 ± 0.50" and fmt(1.0, math.nan) == "1.00"
+
+
+def test_a_comparison_without_a_claimed_direction():
+    """Notebook 05's rows: better / worse only when significant after adjustment and at least one test item."""
+    assert compare(_test(0.8, 0.2, p=0.001), 0.004) == "better"
+    assert compare(_test(-0.8, 0.2, p=0.001), 0.004) == "worse"
+    assert compare(_test(0.8, 0.2, p=0.01), 0.06) == "inconclusive"                    # the adjustment took it back
+    below = PairedTest(0.005, 0.001, 5, 0.002, 0.001, 0.0001, resolution=0.01)
+    assert compare(below, 0.0001) == "inconclusive"                                    # below one test item
+    assert compare(_test(1.0, math.nan, n=1, p=math.nan), math.nan) == "inconclusive"  # one seed
+    assert set(COMPARISONS) & set(VERDICTS) == {"inconclusive"}

@@ -17,7 +17,7 @@ from ..training.results import load_results
 from ..variants import VARIANT_LABELS
 from .grids import DUAL, FUSION, SWITCHES
 from .reference import resolution
-from .stats import ALPHA, PairedTest, fmt, holm
+from .stats import PairedTest, compare, fmt, holm
 from .tables import METRIC_LABELS, contrast_values, items_of, runs_of
 
 DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
@@ -25,19 +25,11 @@ FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "fli
 FUSION_COMPARED = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")
 
 
-def _named(test: PairedTest, p_adjusted: float) -> str:
-    """better / worse: significant after Holm within the table (and above the metric's resolution); else
-    inconclusive. No margin is declared beyond the chapter, so nothing here is called equivalent."""
-    if test.n < 2 or not p_adjusted < ALPHA or abs(test.mean) < max(test.resolution, 1e-300):
-        return "inconclusive"
-    return "better" if test.mean > 0 else "worse"
-
-
 def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
     """The table's rows with the unadjusted and the Holm-adjusted p (the family: every row of this table, the same
     in the notebook and in the README) and the verdict from the adjusted one."""
     for row, t, p in zip(rows, tests, holm([t.p for t in tests])):
-        row.update({"p (unadjusted)": round(t.p, 3), "p (Holm, this table)": round(p, 3), "verdict": _named(t, p)})
+        row.update({"p (unadjusted)": round(t.p, 3), "p (Holm, this table)": round(p, 3), "verdict": compare(t, p)})
     return pd.DataFrame(rows)
 
 

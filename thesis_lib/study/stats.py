@@ -11,6 +11,9 @@ over seeds (each seed gives every arm the same initial weights and batches), siz
   side of zero, and not shown to be smaller than the margin;
 * *inconclusive*: neither (too few seeds to tell); ``seeds_for_power`` says how many would give 80 % power.
 
+A comparison beyond the chapter (notebook 05) claims no direction and declares no margin: ``compare`` calls it
+*better*, *worse* (significant, above the resolution) or *inconclusive*, never equivalent.
+
 The metrics are counts of test items: a contrast whose mean is below one item (``resolution``) is never significant,
 and the SD every test uses is at least one item, so identical per-seed differences cannot make p = 0.
 """
@@ -23,7 +26,8 @@ import numpy as np
 from scipy import stats as sps
 
 ALPHA = 0.05
-VERDICTS = ("reproduced", "contradicted", "equivalent", "trivial", "inconclusive")
+VERDICTS = ("reproduced", "contradicted", "equivalent", "trivial", "inconclusive")   # a claim (``decide``)
+COMPARISONS = ("better", "worse", "inconclusive")        # a comparison without a claimed direction (``compare``)
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
@@ -117,6 +121,14 @@ def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, a
     return "inconclusive"
 
 
+def compare(test: PairedTest, p_adjusted: float, alpha: float = ALPHA) -> str:
+    """One of COMPARISONS for a difference no claim gives a direction or a margin: better / worse when
+    significant (``p_adjusted``) and at least one test item (the metric's resolution), else inconclusive."""
+    if test.n < 2 or not p_adjusted < alpha or abs(test.mean) < max(test.resolution, 1e-300):
+        return "inconclusive"
+    return "better" if test.mean > 0 else "worse"
+
+
 def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float = 0.8, max_n: int = 10_000):
     """Smallest number of seeds (≥ 2) whose two-sided paired t-test at ``alpha`` detects a true mean difference
     ``effect`` with probability ≥ ``power`` when the per-seed differences have SD ``sd``; None when that is
@@ -131,19 +143,6 @@ def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float
         if np.nan_to_num(upper) + np.nan_to_num(lower) >= power:
             return n
     return None
-
-
-def verdict(mean: float, half: float, direction: int) -> str:
-    """From a 95 % interval alone (secondary metrics, notebook 05): 'reproduced' when the interval lies on the
-    claimed side of zero, 'contradicted' on the other side, else 'inconclusive'. Decides no claim of the chapter."""
-    if math.isnan(half):
-        return "inconclusive"
-    low, high = mean - half, mean + half
-    if (direction > 0 and low > 0) or (direction < 0 and high < 0):
-        return "reproduced"
-    if (direction > 0 and high < 0) or (direction < 0 and low > 0):
-        return "contradicted"
-    return "inconclusive"
 
 
 def fmt(mean: float, half: float, digits: int = 2) -> str:
