@@ -193,3 +193,21 @@ def test_the_readme_results_block_is_what_the_committed_results_give():
     readme = (ROOT / "README.md").read_text()
     assert f"{report.START}\n{text}\n{report.END}" in readme, "README results block is stale: run `make figures`"
     assert "modality probe, vector" in text and "γ init 1e-1" in text
+
+
+def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
+    """The README's first table: a variant whose means match the baseline's on every metric is explained right
+    there (how close, and how many per-seed values differ); one that differs by more gets no note."""
+    from thesis_lib.study.report import ALIKE, alike_note
+    from thesis_lib.study.tables import TABLE_METRICS
+    rows = []
+    for s in range(4):
+        base = {m: 20.0 + s + i for i, m in enumerate(TABLE_METRICS)}
+        rows += [{"variant": "baseline", "seed": s, **base},
+                 {"variant": "tte_after_ls", "seed": s, **{m: x + (0.01 if s == 1 else 0.0) for m, x in base.items()}},
+                 {"variant": "tte_before", "seed": s, **{m: x + 2 * ALIKE for m, x in base.items()}}]
+    note = alike_note(pd.DataFrame(rows), ["baseline", "tte_after_ls", "tte_before"])
+    assert "EMKUM_TTE' (after encoders + LayerScale) matches the baseline to within 0.003 points" in note
+    assert f"{len(TABLE_METRICS)} of its {4 * len(TABLE_METRICS)} per-seed values differ" in note
+    assert "EMKUM_TTE (before" not in note
+    assert alike_note(pd.DataFrame(rows), ["baseline", "tte_before"]) == ""

@@ -62,11 +62,12 @@ def results_markdown(params) -> str:
              f"{fmt(*mean_ci(ls.gamma_max), 5)} (thesis: mean 7.2e-4, std 1.6e-2, max 0.3; final text: mean 2e-4, "
              f"max 0.37; initial value 1e-5)") if len(ls) else ""
     factorial = tables.factorial_means(tables.results_frame(params, grids.TABLE1))
-    return "\n\n".join([
+    return "\n\n".join(part for part in [
         disagreements(primary),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         _markdown(table),
+        alike_note(df, present),
         f"The claims, paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) "
         "by the rule of `docs/decision_rule.md` (size first: the smallest effect of interest is the thesis's "
         "relative effect carried to our baseline; then Holm within the declared family):",
@@ -79,7 +80,33 @@ def results_markdown(params) -> str:
         _markdown(tables.precision_table(df).set_index("variant")),
         "Is the TTE used? Each trained model evaluated with its TTE removed or the type vectors swapped:",
         _markdown(ablation.set_index("variant")) if len(ablation) else "",
-        f"Learned TTE LayerScale: {gamma}" if gamma else "", why_markdown(params), mechanisms_markdown(params)]).strip()
+        f"Learned TTE LayerScale: {gamma}" if gamma else "", why_markdown(params), mechanisms_markdown(params)]
+        if part).strip()
+
+
+ALIKE = 0.05   # points: a row this close to the baseline's on every metric gets a note beside the table
+
+
+def alike_note(df: pd.DataFrame, variants) -> str:
+    """Beside the results table: the rows whose means match the baseline's to within ``ALIKE`` points on every
+    metric (they look like a copied row), with how many of their per-seed values differ from the baseline's."""
+    metrics = list(tables.TABLE_METRICS)
+    base = tables.runs_of(df, "baseline").set_index("seed")[metrics]
+    notes = []
+    for v in [v for v in variants if v != "baseline"]:
+        runs = tables.runs_of(df, v).set_index("seed")[metrics]
+        seeds = base.index.intersection(runs.index)
+        diff = runs.loc[seeds] - base.loc[seeds]
+        gap = float(diff.mean().abs().max()) if len(seeds) else float("nan")
+        if gap < ALIKE:
+            notes.append(f"{VARIANT_LABELS[v]} matches the baseline to within {gap:.3f} points on every metric, and "
+                         f"{int((diff != 0).to_numpy().sum())} of its {diff.size} per-seed values differ from the "
+                         "baseline's")
+    if not notes:
+        return ""
+    return ("Rows that look copied are not: " + "; ".join(notes) + ". Paired by seed, a variant starts from the "
+            "baseline's weights and sees its batches, so one that changes training little changes the metrics "
+            "little; the claims below decide whether that little matters.")
 
 
 def why_markdown(params) -> str:
