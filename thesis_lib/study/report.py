@@ -9,6 +9,7 @@ differences with the verdicts, and the LayerScale statistics; ``--update-readme`
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 
@@ -99,14 +100,23 @@ def alike_note(df: pd.DataFrame, variants) -> str:
         diff = runs.loc[seeds] - base.loc[seeds]
         gap = float(diff.mean().abs().max()) if len(seeds) else float("nan")
         if gap < ALIKE:
-            notes.append(f"{VARIANT_LABELS[v]} matches the baseline to within {gap:.3f} points on every metric, and "
-                         f"{int((diff != 0).to_numpy().sum())} of its {diff.size} per-seed values differ from the "
-                         "baseline's")
+            differ = int((diff != 0).to_numpy().sum())
+            notes.append(f"{VARIANT_LABELS[v]} matches the baseline to within {_at_most(gap)} points on every metric, "
+                         + (f"and {differ} of its {diff.size} per-seed values differ from the baseline's" if differ
+                            else f"and all {diff.size} of its per-seed values equal the baseline's"))
     if not notes:
         return ""
-    return ("Rows that look copied are not: " + "; ".join(notes) + ". Paired by seed, a variant starts from the "
-            "baseline's weights and sees its batches, so one that changes training little changes the metrics "
-            "little; the claims below decide whether that little matters.")
+    return ("Rows that look alike: " + "; ".join(notes) + ". Paired by seed, a variant starts from the baseline's "
+            "weights and sees its batches, so one that changes training little changes the metrics little; the "
+            "claims below decide whether that little matters.")
+
+
+def _at_most(x: float) -> str:
+    """``x`` (≥ 0) rounded up to two significant digits: a bound a reader can quote ("within 0.0042")."""
+    if x == 0:
+        return "0"
+    scale = 10 ** (1 - math.floor(math.log10(x)))
+    return f"{math.ceil(round(x * scale, 6)) / scale:.{max(0, 1 - math.floor(math.log10(x)))}f}"   # not float dust
 
 
 def why_markdown(params) -> str:
