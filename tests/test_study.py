@@ -165,6 +165,48 @@ def test_a_grid_of_finished_runs_prepares_nothing_and_starts_no_worker(monkeypat
     assert results[6]["metrics"] == stored["metrics"]
 
 
+def test_a_grid_of_reused_and_trained_runs_keeps_the_grids_order(monkeypatch, capsys):
+    """Some runs finished, the others trained by workers that finish in any order: the results come back in the
+    order of the jobs, the trained ones from the workers, and only their configs are prepared."""
+    from concurrent.futures import Future
+
+    from thesis_lib.study import runs
+    from thesis_lib.training import prepare
+
+    class Reversed:                                   # an executor whose futures complete last-submitted first
+        def __init__(self, *args, **kwargs):
+            self.futures = []
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, job):
+            future = Future()
+            future.set_result(({"variant": job["variant"], "seed": job["seed"], "trained": True}, 10.0))
+            self.futures.insert(0, future)
+            return future
+
+    prepared = []
+    monkeypatch.setattr(prepare, "prepare_assets", lambda cfg: prepared.append(cfg.model.variant))
+    monkeypatch.setattr(runs, "ProcessPoolExecutor", Reversed)
+    monkeypatch.setattr(runs, "as_completed", lambda futures: list(futures)[::-1])
+    monkeypatch.setattr(runs, "finished_result", lambda job: {"variant": job["variant"], "seed": job["seed"]}
+                        if job["seed"] % 2 else None)
+    monkeypatch.setenv("THESIS_PROGRESS", "0")
+    jobs = [dict(preset="smoke", variant=v, seed=s, device="cpu") for v in ("noln", "mome") for s in range(4)]
+    out = runs.run_many(jobs)
+    assert [(r["variant"], r["seed"]) for r in out] == [(j["variant"], j["seed"]) for j in jobs]
+    assert [bool(r.get("trained")) for r in out] == [s % 2 == 0 for s in range(4)] * 2
+    assert sorted(prepared) == ["mome", "noln"]
+    assert "runs: 0/8, assets ready" in capsys.readouterr().out
+    monkeypatch.setattr(runs, "finished_result", lambda job: {"variant": job["variant"], "seed": job["seed"]})
+    runs.run_many(jobs)
+    assert "runs: 0/8, all reused (nothing to prepare)" in capsys.readouterr().out
+
+
 def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capsys):
     """make demo shows these lines in the terminal (papermill --log-output): done of total and the time left,
     estimated from the runs that trained (a reused result returns in a second and is not counted)."""

@@ -133,7 +133,7 @@ def run_many(jobs: list[dict]) -> list[dict]:
                                     for i in todo)}
     for cfg in configs.values():
         prepare_assets(cfg)
-    log, workers = Log(len(jobs), started), max(1, min(cpu_workers(), len(todo)))
+    log, workers = Log(len(jobs), started, len(todo)), max(1, min(cpu_workers(), len(todo)))
     with tqdm(total=len(jobs), desc="runs", unit="run", disable=not show_progress()) as bar:
         for r in results:
             if r is not None:
@@ -159,8 +159,8 @@ def finished_result(job: dict) -> dict | None:
     would."""
     if job.get("overwrite"):
         return None
-    cfg = get_config(job.get("preset") or "demo", job.get("variant") or "baseline", job.get("seed") or 0,
-                     job.get("overrides"))
+    cfg = job.get("config") or get_config(job.get("preset") or "demo", job.get("variant") or "baseline",
+                                          job.get("seed") or 0, job.get("overrides"))
     paths = RunPaths(results_dir(job.get("out_dir")), cfg.preset, cfg.model.variant, cfg.seed)
     return existing_result(paths, asdict(cfg), overwrite=False)
 
@@ -178,9 +178,9 @@ class Log:
     ``--log-output``, so that these lines reach the terminal), one plain line per finished run: how many of how many,
     time elapsed since the grid started (asset preparation included) and an estimate of what is left."""
 
-    def __init__(self, total: int, started: float):
+    def __init__(self, total: int, started: float, to_train: int | None = None):
         self.total, self.done, self.started, self.trained = total, 0, started, []
-        self.say(f"runs: 0/{total}, assets ready")
+        self.say(f"runs: 0/{total}, " + ("all reused (nothing to prepare)" if to_train == 0 else "assets ready"))
 
     def run_done(self, what: str, seconds: float, workers: int = 1) -> None:
         """``seconds``: how long the run took; one of a few seconds was a finished result reused, and does not
