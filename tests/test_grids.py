@@ -40,14 +40,24 @@ def test_every_figure_reads_what_some_notebook_trains():
         assert set(figure.reads.variants) <= trained, name
 
 
+def _group_name(node) -> str | None:
+    """``grids.DOSE``, ``DOSE`` or ``grids.NOTEBOOKS["04"]`` (any subscript of a group) -> the group's name."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name if name in GROUPS else None
+
+
 def _literal_groups(source: str) -> list[tuple[int, list[str]]]:
-    """(line, names) of every tuple, list or set literal holding two or more variant names."""
+    """(line, members) of every tuple, list or set literal holding two or more variant names or unpacked groups
+    (``["baseline", *DOSE]`` lists a group again as surely as writing its names out)."""
     out = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            names = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in VARIANT_SPECS]
-            if len(names) >= 2:
-                out.append((node.lineno, names))
+            members = [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in VARIANT_SPECS]
+            members += [f"*{g}" for e in node.elts if isinstance(e, ast.Starred) and (g := _group_name(e.value))]
+            if len(members) >= 2:
+                out.append((node.lineno, members))
     return out
 
 
@@ -73,6 +83,10 @@ def test_no_group_is_listed_again_outside_grids():
     ('PAIRS = (("mome", "baseline"),)', 1),                             # a comparison is a group too
     ('one = "tte_after_ls"; curves(params, ["tte_after_ls"])', 0),      # a single variant is a name, not a group
     ('labels = ["baseline", "not a variant"]', 0),
+    ('dose = ["baseline", *DOSE]', 1),                                  # a group unpacked into another
+    ('arms = ("tte_after", *grids.DOSE)', 1),
+    ('both = [*grids.DUAL, *grids.NOTEBOOKS["05"]]', 1),
+    ('alone = [*grids.DOSE]; cols = ["seed", *metrics]', 0),            # one group, or not a group
 ])
 def test_the_scan_finds_literal_groups(source, hits):
     assert len(_literal_groups(source)) == hits

@@ -216,7 +216,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads(("tte_after_ls",))),
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
-    "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(("baseline", *grids.DOSE))),
+    "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(grids.DOSE_ARMS)),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=mechanisms.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)

@@ -11,6 +11,7 @@ TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (not
                                             # text's third row, TTE after without LayerScale, is notebook 04's
 CONTROLS = ("tte_before_noln", "noln", "tte_shared")
 DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
+DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
 TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")              # is the TTE used? (ablated at evaluation)
 TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
 WHY = ("baseline", *DOSE, "tte_after")      # notebook 04's two measurements of why the TTE does not matter
