@@ -1,8 +1,9 @@
 """The study: the chapter's question asked of the library. Which variants each table, notebook and figure compares
 (``grids``, declared once), its runs (``runs``: parameters, the grid of variants × seeds), its statistics
 (``stats``), the thesis's reported numbers and claims (``reference``), the tables and verdicts (``tables``), notebook
-05's comparisons (``mechanisms``), the figures and the README's results block. It sits above the library (``data``, ``models``, ``training``, ``evaluate``) and nothing there imports it, as open_clip keeps its
-training app apart from the library.
+05's comparisons (``mechanisms``), the figures and the README's results block. It sits above the library (``data``,
+``models``, ``training``, ``evaluate``) and nothing there imports it, as open_clip keeps its training app apart
+from the library.
 
 The notebooks call it as ``study.<name>``: the names below.
 """

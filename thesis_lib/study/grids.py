@@ -14,7 +14,7 @@ DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_a
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
 TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")              # is the TTE used? (ablated at evaluation)
 TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
-WHY = ("baseline", *DOSE, "tte_after")      # notebook 04's two measurements of why the TTE does not matter
+WHY = (*DOSE_ARMS, "tte_after")           # notebook 04's two measurements of why the TTE does not matter
 CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE))      # every variant some claim reads
 PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
 PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared block's input (notebook 04)

@@ -17,7 +17,7 @@ from ..config import PRESETS, get_config
 from ..errors import ConfigError
 from ..paths import figures_dir, results_dir, show_progress
 from ..training.results import RunPaths, existing_result
-from ..training.run import resolve_device, run_experiment
+from ..training.run import resolve_device, run_config, run_experiment
 from ..variants import VARIANTS
 
 
@@ -159,8 +159,7 @@ def finished_result(job: dict) -> dict | None:
     would."""
     if job.get("overwrite"):
         return None
-    cfg = job.get("config") or get_config(job.get("preset") or "demo", job.get("variant") or "baseline",
-                                          job.get("seed") or 0, job.get("overrides"))
+    cfg = run_config(*(job.get(k) for k in ("preset", "variant", "seed", "overrides", "config")))
     paths = RunPaths(results_dir(job.get("out_dir")), cfg.preset, cfg.model.variant, cfg.seed)
     return existing_result(paths, asdict(cfg), overwrite=False)
 

@@ -104,7 +104,7 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
     where and how it runs. On CPU the run computes on one thread, so that its numbers do not depend on the machine's
     core count (thesis_lib.numerics)."""
-    cfg = _config_of(preset, variant, seed, overrides, config)
+    cfg = run_config(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev)
@@ -126,7 +126,8 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
             lock.release()
 
 
-def _config_of(preset, variant, seed, overrides, config) -> ExperimentConfig:
+def run_config(preset=None, variant=None, seed=None, overrides=None, config=None) -> ExperimentConfig:
+    """The config a run is named by: ``config`` alone, or preset (demo), variant (baseline), seed (0), overrides."""
     named = {k: v for k, v in (("preset", preset), ("variant", variant), ("seed", seed), ("overrides", overrides))
              if v is not None}
     if config is None:
