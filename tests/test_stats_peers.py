@@ -78,3 +78,33 @@ def test_seeds_for_power_equals_statsmodels(d, alpha, power):
 def test_seeds_for_power_is_undefined_without_an_effect_or_a_spread():
     assert seeds_for_power(0.0, 1.0) is None
     assert seeds_for_power(1.0, math.nan) is None and seeds_for_power(1.0, 0.0) is None
+
+
+# ---------------------------------------------------------------- power to decide an open claim (issue 36)
+
+from thesis_lib.study.stats import sd_interval, seeds_to_decide, tost_power  # noqa: E402
+
+
+@pytest.mark.parametrize("n,effect,margin", [(4, 0.0, 1.0), (8, 0.3, 1.0), (12, 0.0, 0.6), (20, -0.2, 0.5),
+                                             (6, 0.9, 1.0)])
+def test_tost_power_equals_a_simulation(n, effect, margin):
+    x = np.random.default_rng(n).normal(effect, 1.0, (100_000, n))
+    m, s = x.mean(1), x.std(1, ddof=1)
+    h = sps.t.ppf(0.95, n - 1) * s / math.sqrt(n)
+    simulated = ((m - h > -margin) & (m + h < margin)).mean()
+    assert tost_power(n, effect, 1.0, margin) == pytest.approx(simulated, abs=0.005)
+
+
+def test_seeds_to_decide_uses_the_ttest_outside_the_margin_and_the_tost_inside():
+    assert seeds_to_decide(0.5, 1.0, 0.3) == seeds_for_power(0.5, 1.0)
+    n = seeds_to_decide(0.1, 1.0, 0.8)                                   # inside: TOST at a true 0
+    assert tost_power(n, 0.0, 1.0, 0.8) >= 0.8 > tost_power(n - 1, 0.0, 1.0, 0.8)
+    root = TTestPower().solve_power(effect_size=0.5, alpha=0.05, power=0.8, alternative="two-sided")
+    assert seeds_to_decide(-0.5, 1.0, 0.2) == math.ceil(root)
+
+
+def test_sd_interval_equals_the_chi_square_interval():
+    low, high = sd_interval(2.0, 4)
+    assert low == pytest.approx(2.0 * math.sqrt(3 / sps.chi2.ppf(0.975, 3)))
+    assert high == pytest.approx(2.0 * math.sqrt(3 / sps.chi2.ppf(0.025, 3)))
+    assert high / 2.0 == pytest.approx(3.73, abs=0.01) and low / 2.0 == pytest.approx(0.567, abs=0.001)

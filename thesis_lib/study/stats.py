@@ -80,6 +80,12 @@ class PairedTest:
         half = lambda level: float(sps.t.ppf(0.5 + level / 2, n - 1) * se)  # noqa: E731
         return cls(float(d.mean()), sd, n, half(0.95), half(0.90), p, resolution)
 
+    def half(self, level: float) -> float:
+        """Half-width of the ``level`` t-interval, from the SD the test uses (nan with fewer than two seeds)."""
+        if self.n < 2 or math.isnan(self.sd):
+            return math.nan
+        return float(sps.t.ppf(0.5 + level / 2, self.n - 1) * self.sd_used / math.sqrt(self.n))
+
 
 def holm(pvalues, family: int | None = None) -> list[float]:
     """Holm's step-down adjusted p-values (the family-wise error rate stays at the nominal level); nan stays nan.
@@ -106,19 +112,43 @@ def tost(test: PairedTest, low: float, high: float) -> float:
     return float(max(sps.t.sf((test.mean - low) / se, df), sps.t.cdf((test.mean - high) / se, df)))
 
 
-def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, alpha: float = ALPHA) -> str:
+def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, alpha: float = ALPHA,
+           tost_alpha: float | None = None) -> str:
     """One of VERDICTS for a claim that says 'higher' (direction +1) or 'lower' (-1), with ``margin`` (> 0) the
-    smallest effect of interest; size is judged first (the 90 % interval against ± margin: TOST at ``alpha``),
-    then significance (``p_adjusted``, which ``PairedTest`` already sets to 1 below the metric's resolution)."""
-    if test.n < 2 or math.isnan(test.half90):
+    smallest effect of interest; size is judged first (the 1 − 2·``tost_alpha`` interval against ± margin: TOST at
+    ``tost_alpha``, by default ``alpha``: the 90 % interval), then significance (``p_adjusted`` < ``alpha``, which
+    ``PairedTest`` already sets to 1 below the metric's resolution). A sequential design passes the levels of its
+    look (``thesis_lib.study.sequential``)."""
+    half = test.half(1 - 2 * (alpha if tost_alpha is None else tost_alpha))
+    if test.n < 2 or math.isnan(half):
         return "inconclusive"
-    inside = margin > 0 and -margin < test.mean - test.half90 and test.mean + test.half90 < margin
+    inside = margin > 0 and -margin < test.mean - half and test.mean + half < margin
     significant = p_adjusted < alpha and abs(test.mean) >= max(test.resolution, 1e-300)
     if inside:
         return "trivial" if significant else "equivalent"
     if significant:
         return "reproduced" if math.copysign(1, test.mean) == direction else "contradicted"
     return "inconclusive"
+
+
+COMPATIBLE = (1 / 3, 3.0)
+"""Our relative effect over the thesis's, the range called "the thesis's size": a factor of three either way. The
+thesis's differences are single runs, each within about one test-set standard error of zero (``verdicts.thesis_noise``),
+so its sizes are known to no better than that."""
+
+
+def words(verdict: str, in_thesis: bool, ratio: tuple) -> str:
+    """The verdict as a sentence fragment: a claim the thesis never made is *confirmed* / *refuted*, not reproduced
+    or contradicted; a reproduced effect whose ratio to the thesis's (``ratio``: estimate, 95 % low, high) lies
+    wholly outside ``COMPATIBLE`` is "reproduced in direction" with its size."""
+    if not in_thesis:
+        return {"reproduced": "confirmed", "contradicted": "refuted"}.get(verdict, verdict)
+    mid, low, high = ratio
+    if verdict == "reproduced" and low > COMPATIBLE[1]:
+        return f"reproduced in direction, {mid:.0f} × the thesis's size"
+    if verdict == "reproduced" and high < COMPATIBLE[0]:
+        return f"reproduced in direction, 1/{1 / mid:.0f} of the thesis's size"
+    return verdict
 
 
 def compare(test: PairedTest, p_adjusted: float, alpha: float = ALPHA) -> str:
@@ -143,6 +173,71 @@ def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float
         if np.nan_to_num(upper) + np.nan_to_num(lower) >= power:
             return n
     return None
+
+
+def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = ALPHA) -> float:
+    """Power of the paired TOST at ``alpha`` (each side) with ``n`` seeds to put a true mean difference ``effect``
+    inside ± ``margin`` when per-seed differences have SD ``sd``. Given the sample SD s, the TOST passes iff the
+    mean lies in (−margin + t·s/√n, margin − t·s/√n); the mean is normal and (n − 1)s²/sd² is χ²(n − 1), so the
+    power is one integral over s (Phillips 1990, *J. Pharmacokinet. Biopharm.* 18(2), by quadrature here)."""
+    from scipy import integrate
+    if n < 2 or not sd > 0 or not margin > 0:
+        return math.nan
+    df, crit, se = n - 1, sps.t.ppf(1 - alpha, n - 1), sd / math.sqrt(n)
+
+    def given(q):                                  # q = (n − 1) s² / sd², χ²(df)
+        s = sd * math.sqrt(q / df)
+        width = margin - crit * s / math.sqrt(n)
+        if width <= 0:
+            return 0.0
+        return (sps.norm.cdf((width - effect) / se) - sps.norm.cdf((-width - effect) / se)) * sps.chi2.pdf(q, df)
+    top = df * (margin * math.sqrt(n) / (crit * sd)) ** 2          # beyond it the interval is empty
+    return float(integrate.quad(given, 0, top, limit=200)[0])
+
+
+def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
+                    power: float = 0.8, max_n: int = 10_000):
+    """Seeds that would give ``power`` to decide a claim measured at difference ``effect`` with SD ``sd``: when
+    |effect| lies inside ± ``margin``, the TOST's power (``tost_power`` at ``tost_alpha``) if the true difference
+    is 0 (the planning convention of an equivalence test: the intervention does nothing); otherwise the two-sided
+    paired t-test's at ``alpha`` to detect ``effect`` (``seeds_for_power``). None when undefined or beyond
+    ``max_n``."""
+    if not sd > 0 or math.isnan(effect):
+        return None
+    if margin and abs(effect) < margin:
+        a = alpha if tost_alpha is None else tost_alpha
+        lo, hi = 2, 2
+        while tost_power(hi, 0.0, sd, margin, a) < power:       # doubling, then bisection: power rises with n
+            lo, hi = hi, hi * 2
+            if hi > max_n:
+                return None
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if tost_power(mid, 0.0, sd, margin, a) < power else (lo, mid)
+        return hi
+    return seeds_for_power(effect, sd, alpha, power, max_n)
+
+
+def sd_interval(sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` interval of a normal SD from ``n`` values (χ² with n − 1 degrees of freedom)."""
+    if n < 2 or math.isnan(sd):
+        return math.nan, math.nan
+    df = n - 1
+    return (sd * math.sqrt(df / sps.chi2.ppf(0.5 + level / 2, df)), sd * math.sqrt(df / sps.chi2.ppf(0.5 - level / 2, df)))
+
+
+def seeds_needed(test: PairedTest, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None) -> dict:
+    """``seeds_to_decide`` at the measured SD, and at the two ends of that SD's 95 % interval: a seed count from
+    four seeds' SD is uncertain by a factor the reader should see."""
+    lo, hi = sd_interval(test.sd_used, test.n)
+    need = lambda sd: seeds_to_decide(test.mean, sd, margin, alpha, tost_alpha)  # noqa: E731
+    return {"seeds": need(test.sd_used), "low": need(lo), "high": need(hi)}
+
+
+def fmt_seeds(need: dict) -> str:
+    """'16 (7-177)', '> 10000' where a count is beyond reach."""
+    show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
+    return f"{show(need['seeds'])} ({show(need['low'])}-{show(need['high'])})"
 
 
 def fmt(mean: float, half: float, digits: int = 2) -> str:
