@@ -10,12 +10,13 @@ TABLE1 = ("baseline", "tte_before", "noln", "tte_before_noln")      # Table 1 as
 TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (notebook 03, the main job); the final
                                             # text's third row, TTE after without LayerScale, is notebook 04's
 CONTROLS = ("tte_before_noln", "noln", "tte_shared")
-DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
+DOSE = ("tte_after_ls", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value (1e-3 ended as 1e-5)
+BUDGET = ("baseline", "tte_after_ls_budget")  # the TTE' given the thesis's learning-rate budget (notebook 04)
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
-TTE_USED = ("tte_after", "tte_after_ls", "tte_shared")              # is the TTE used? (ablated at evaluation)
+TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")              # is the TTE used? (ablated at evaluation)
 TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
-WHY = (*DOSE_ARMS, "tte_after")           # notebook 04's two measurements of why the TTE does not matter
-CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE))      # every variant some claim reads
+WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements of why the TTE does not matter
+CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE + BUDGET))      # every variant some claim reads
 PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
 PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared block's input (notebook 04)
 
@@ -28,6 +29,6 @@ NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alon
     #             fusion_variants, a subset of FUSION)
     "02": TABLE1,
     "03": TABLE2,
-    "04": ("baseline", "tte_after", "tte_after_ls", "tte_shared", *DOSE[1:]),
+    "04": ("baseline", "tte_after", "tte_after_ls", "tte_shared", *DOSE[1:], *BUDGET[1:]),
     "05": DUAL,
 }

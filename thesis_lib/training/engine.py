@@ -28,15 +28,50 @@ from .losses import clip_loss, kd_contrastive, kd_mse
 from .results import RunPaths, append_jsonl, differences, read_jsonl
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
+TTE_PARAMS = ("token_type_embeddings.", "tte_scale.")     # what a variant's ``tte_budget`` gives its own learning rate
+THESIS_GLOBAL_BATCH = 512      # 2 GPUs × 256 (docs/sources.md §3): the thesis's learning rate is 1e-4 × 512 / 256
 
 
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    decay, no_decay = [], []
+def param_groups(model: torch.nn.Module, weight_decay: float, tte_lr: float | None = None) -> list[dict]:
+    """AdamW's groups: decayed weights, then everything exempt from decay; with ``tte_lr``, a third group holds the
+    TTE's parameters (type vectors and γ, no decay) at that learning rate."""
+    decay, no_decay, tte = [], [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim < 2 or any(k in name for k in NO_DECAY) else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        if tte_lr is not None and name.startswith(TTE_PARAMS):
+            tte.append(p)
+        else:
+            (no_decay if p.ndim < 2 or any(k in name for k in NO_DECAY) else decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return groups + ([{"params": tte, "weight_decay": 0.0, "lr": tte_lr}] if tte else [])
+
+
+def peak_lr(t: TrainConfig, global_batch: int) -> float:
+    return t.base_lr * global_batch / 256                                  # linear scaling rule
+
+
+def summed_lr(t: TrainConfig, global_batch: int, run_steps: int | None = None) -> float:
+    """Σ over the run's steps (the first ``run_steps`` of the schedule, default all) of the learning rate its
+    schedule gives (HF's cosine with linear warmup, stepped every step): about how far AdamW can move one
+    parameter, since it moves it by ≈ one learning rate per step."""
+    warmup, steps = int(t.warmup_frac * t.steps), t.steps
+    k = np.arange(steps if run_steps is None else run_steps, dtype=np.float64)
+    cosine = 0.5 * (1 + np.cos(np.pi * (k - warmup) / max(1, steps - warmup)))
+    factor = np.where(k < warmup, k / max(1, warmup), np.maximum(0.0, cosine))
+    return float(peak_lr(t, global_batch) * factor.sum())
+
+
+def tte_lr_scale(t: TrainConfig, global_batch: int, budget: str) -> float | None:
+    """The factor on the TTE's learning rate that makes its summed learning rate the thesis run's (``budget`` =
+    "thesis": its 44,632 steps at 2e-4, docs/sources.md §3); None for ``budget`` "" (the run's own)."""
+    if not budget:
+        return None
+    from ..config import get_config
+    return summed_lr(get_config("thesis").train, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN) / summed_lr(t, global_batch)
+
+
+THESIS_STEPS_RUN = 44632       # the thesis run stopped 4 steps before its scheduled 44,636 (docs/sources.md §3)
 
 
 @dataclass
@@ -58,11 +93,12 @@ class TrainState:
             self.scaler = torch.amp.GradScaler(self.device.type, enabled=False)
 
 
-def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int):
+def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int, tte_budget: str = ""):
+    """AdamW and its schedule; ``tte_budget`` "thesis": the TTE's parameters at ``tte_lr_scale`` × the lr."""
     from transformers import get_cosine_schedule_with_warmup
-    lr = t.base_lr * t.batch_size * world_size / 256                       # linear scaling rule
-    opt = torch.optim.AdamW(param_groups(model, t.weight_decay), lr=lr, betas=t.betas, eps=t.eps,
-                            fused=True)
+    lr, scale = peak_lr(t, t.batch_size * world_size), tte_lr_scale(t, t.batch_size * world_size, tte_budget)
+    opt = torch.optim.AdamW(param_groups(model, t.weight_decay, None if scale is None else lr * scale), lr=lr,
+                            betas=t.betas, eps=t.eps, fused=True)
     sched = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps)
     return opt, sched
 

@@ -155,7 +155,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
     if cfg.train.compile:
         model = torch.compile(model)
-    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device,
+    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size, cfg.model.spec.tte_budget), info, device,
                        grad_scaler(cfg.train.precision, device))
     start = 0
     ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
