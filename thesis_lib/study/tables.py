@@ -5,6 +5,7 @@ differences to the baseline, a verdict per claim) with the thesis's numbers as l
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 
@@ -12,9 +13,9 @@ from ..config import get_config
 from ..data.world import CLASSES
 from ..training.results import load_results, read_jsonl
 from ..variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
-from . import grids, reference
+from . import grids, reference, sequential
 from .runs import StudyParams
-from .stats import ALPHA, PairedTest, decide, fmt, holm, mean_ci, paired_difference, seeds_for_power
+from .stats import ALPHA, PairedTest, decide, fmt, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed, words
 
 TABLE_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 METRIC_LABELS = {"imagenet_top1": "ImageNet top-1", "imagenet_top5": "ImageNet top-5",
@@ -73,11 +74,14 @@ def eval_items(preset: str) -> dict:
             "imagenet": (w.n_zeroshot_per_class * len(CLASSES), None)}
 
 
-def results_frame(params: StudyParams, variants=grids.TTE) -> pd.DataFrame:
-    """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics."""
+def results_frame(params: StudyParams, variants=grids.TTE, sequential_seeds: bool = False) -> pd.DataFrame:
+    """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics.
+    ``sequential_seeds``: also the seeds a sequential design added (``claims_frame``)."""
+    seeds = set(params.seeds) | (set(range(max(d.looks[-1] for d in sequential.DESIGNS.values())))
+                                 if sequential_seeds else set())
     rows = []
     for r in load_results(params.results_root, params.preset):
-        if r["variant"] in variants and r["seed"] in params.seeds:
+        if r["variant"] in variants and r["seed"] in seeds:
             ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
             tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
             tc |= {f"probe_{k}": v for k, v in r.get("modality_probe", {}).items()}
@@ -158,53 +162,93 @@ def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0
     return PairedTest.of(list(contrast_values(df, contrast, metric).values()), resolution)
 
 
+def claim_seeds(claim, values: dict) -> list:
+    """The seeds a claim is decided on: all its arms share, or, for a sequential claim
+    (``sequential.DESIGNS``), the first seeds up to its last look reached."""
+    seeds, design = sorted(values), sequential.DESIGNS.get(claim.text)
+    if design is None or len(seeds) < design.looks[0]:
+        return seeds
+    return seeds[:max(n for n in design.looks if n <= len(seeds))]
+
+
 def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
     """Per claim and metric whose arms have runs: the per-seed contrasts, their PairedTest (at the metric's
-    resolution), the smallest effect of interest and the thesis's effect carried to our baseline's mean, the Holm
-    p within the claim's family (primary metric) and the verdict (``stats.decide``)."""
-    items, sizes = items_of(df), {f: sum(c.family == f for c in claims) for f in reference.FAMILIES}
+    resolution), the smallest effect of interest and the thesis's effect carried to our baseline's mean (over the
+    claim's seeds), the levels of its tests (a sequential claim's look: ``sequential``), the Holm p within the
+    claim's family (primary metric), the verdict (``stats.decide``) and its words (``stats.words``)."""
+    declared = tuple(dict.fromkeys((*reference.CLAIMS, *claims)))   # a family is every declared claim, shown or not
+    items, sizes = items_of(df), {f: sum(c.family == f for c in declared) for f in reference.FAMILIES}
     rows = []
     for claim in claims:
+        design = sequential.DESIGNS.get(claim.text)
         for metric in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
-            diffs = list(contrast_values(df, claim.contrast, metric).values())
-            if not diffs:
+            values = contrast_values(df, claim.contrast, metric)
+            seeds = claim_seeds(claim, values)
+            if not seeds:
                 continue
             base = arm_values(df, ("baseline", "none"), metric)
-            control = sum(base.values()) / len(base) if base else float("nan")
+            control = sum(base[s] for s in seeds if s in base) / max(1, sum(s in base for s in seeds)) \
+                if base else float("nan")
             rel = reference.relative_effect(claim.margin_from, metric)
-            rows.append({"claim": claim, "metric": metric, "primary": metric == reference.PRIMARY_METRIC,
-                         "diffs": diffs, "test": PairedTest.of(diffs, reference.resolution(metric, items)),
-                         "margin": reference.sesoi(claim.margin_from, metric, control),
+            primary = metric == reference.PRIMARY_METRIC
+            levels = design.levels(len(seeds)) if design and primary else (ALPHA, ALPHA)
+            rows.append({"claim": claim, "metric": metric, "primary": primary, "seeds": seeds,
+                         "diffs": [values[s] for s in seeds], "control": control, "relative": rel,
+                         "test": PairedTest.of([values[s] for s in seeds], reference.resolution(metric, items)),
+                         "margin": reference.sesoi(claim.margin_from, metric, control), "levels": levels,
                          "thesis": None if rel is None else rel * control, "family_size": sizes[claim.family]})
     for family in reference.FAMILIES:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
         for r, p in zip(members, holm([r["test"].p for r in members], family=sizes[family])):
             r["p_adjusted"] = p                          # the family is every declared claim, shown or not
     for r in rows:
-        r["verdict"] = decide(r["test"], r.get("p_adjusted", r["test"].p), r["claim"].direction, r["margin"] or 0.0)
+        r["verdict"] = decide(r["test"], r.get("p_adjusted", r["test"].p), r["claim"].direction, r["margin"] or 0.0,
+                              *r["levels"])
+        r["ratio"] = ratio_to_thesis(r)
+        r["words"] = words(r["verdict"], r["claim"].in_thesis, r["ratio"])
     return rows
 
 
+def ratio_to_thesis(row: dict) -> tuple:
+    """Our relative effect over the thesis's (the declared version's, signed), with its 95 % interval (from our
+    contrast's): (ratio, low, high), nan where the thesis reports no effect."""
+    t, rel, control = row["test"], row["relative"], row["control"]
+    if not rel or not control or math.isnan(t.mean):
+        return (math.nan,) * 3
+    ends = sorted(((t.mean - t.half95) / control / rel, (t.mean + t.half95) / control / rel))
+    return t.mean / control / rel, *ends
+
+
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
-    """One row per claim and metric whose arms have runs: the paired contrast (95 % and 90 % CI), the smallest
-    effect of interest at this scale (the thesis's relative effect × our baseline's mean) and the thesis's effect
-    carried the same way, the p-values (Holm-adjusted within the claim's declared family on the primary metric;
-    unadjusted, and labelled so, for all), the verdict (``stats.decide``) and, where it is inconclusive, the seeds a
-    test at the family's strictest Holm level would need for 80 % power against that effect at the measured SD.
-    Secondary metrics decide nothing: their verdicts, in parentheses, use the unadjusted p."""
+    """One row per claim and metric whose arms have runs: the paired contrast (95 % CI, and the interval the
+    equivalence test uses: 90 %, or a sequential look's), the smallest effect of interest at this scale (the
+    thesis's relative effect × our baseline's mean) and the thesis's effect carried the same way, our relative
+    effect over the thesis's (95 % CI), the p-values (Holm-adjusted within the claim's declared family on the
+    primary metric; unadjusted, and labelled so, for all), the verdict in words (``stats.words``) and, where it is
+    inconclusive, the seeds that would give 80 % power to decide it (``stats.seeds_needed``, at the family's
+    strictest Holm level; in parentheses the range from the SD's own 95 % interval). Secondary metrics decide
+    nothing: their verdicts, in parentheses, use the unadjusted p."""
     out = []
     for r in _claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], _digits(r["margin"])
+        sig, tost = r["levels"]
+        need = seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"] else sig, tost)
         out.append({"claim": c.text, "family": c.family, "metric": METRIC_LABELS[r["metric"]],
                     "role": "primary" if r["primary"] else "secondary",
-                    "difference (95 % CI)": fmt(t.mean, t.half95, digits), "90 % CI": fmt(t.mean, t.half90, digits),
+                    "difference (95 % CI)": fmt(t.mean, t.half95, digits),
+                    "equivalence interval": f"{fmt(t.mean, t.half(1 - 2 * tost), digits)} (TOST α {tost:.2g})",
                     "smallest effect of interest": "–" if margin is None else f"±{margin:.{digits}f}",
                     "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{digits}f}",
-                    "seeds": t.n, "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
-                    "p (unadjusted)": round(t.p, 3), "verdict": v if r["primary"] else f"({v})",
-                    "seeds for 80 % power": seeds_for_power(margin or 0.0, t.sd_used, ALPHA / r["family_size"]
-                                                            if r["primary"] else ALPHA) if v == "inconclusive" else "–"})
+                    "ours ÷ thesis": _ratio(r["ratio"]), "seeds": t.n,
+                    "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
+                    "p (unadjusted)": round(t.p, 3), "verdict": r["words"] if r["primary"] else f"({r['words']})",
+                    "seeds to decide": fmt_seeds(need) if v == "inconclusive" else "–"})
     return pd.DataFrame(out)
+
+
+def _ratio(ratio: tuple) -> str:
+    mid, low, high = ratio
+    return "–" if math.isnan(mid) else f"{mid:.2g} × [{low:.2g}, {high:.2g}]"
 
 
 def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS),
@@ -217,6 +261,7 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_M
     rows.sort(key=lambda r: claims.index(r["claim"]))
     return pd.DataFrame([{"comparison": r["claim"].text, "metric": METRIC_LABELS[r["metric"]], "diffs": r["diffs"],
                           "mean": r["test"].mean, "half95": r["test"].half95,
+                          "half_eq": r["test"].half(1 - 2 * r["levels"][1]), "eq_level": f"TOST α {r['levels'][1]:.2g}",
                           "margin": float("nan") if r["margin"] is None else r["margin"],
                           "thesis": float("nan") if r["thesis"] is None else r["thesis"],
                           "verdict": r["verdict"] if r["primary"] else f"({r['verdict']})"}

@@ -1,0 +1,152 @@
+"""What the claims' verdicts rest on, computed from the same rows as the claims table (``tables._claim_rows``):
+
+- ``sensitivity``: each primary verdict under other ways of carrying the thesis's effect to our scale (the declared
+  margin stays the one that decides);
+- ``thesis_noise``: the thesis's own differences against the noise of a single run (test-set sampling, and the seed
+  noise the demo measures, carried to the thesis's scale);
+- ``conclusions``: one plain line per claim, the template every notebook ends with and the README's summary uses.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from scipy import stats as sps
+
+from . import reference, sequential
+from .stats import decide, fmt, fmt_seeds, seeds_needed
+from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test
+
+CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
+               "other version": "the other version's relative effect",
+               "log-odds": "the same change of log-odds", "error rate": "the same relative change of the error rate"}
+
+
+def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
+    """One row per primary claim: the contrast's equivalence interval and, under each margin convention
+    (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm p, same levels)."""
+    rows = []
+    for r in [r for r in _claim_rows(df, claims) if r["primary"]]:
+        t, digits, tost = r["test"], _digits(r["margin"]), r["levels"][1]
+        row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
+        margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
+        for key, margin in margins.items():
+            verdict = "–" if margin is None else decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"])
+            row[key] = "–" if margin is None else f"±{margin:.{digits}f}: {verdict}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("claim")
+
+
+def sensitivity_note(table: pd.DataFrame) -> str:
+    """How many primary verdicts change under some other convention (a sentence made from ``table``)."""
+    if table.empty:
+        return ""
+    verdict = lambda cell: cell.split(": ", 1)[-1]  # noqa: E731
+    others = [c for c in CONVENTIONS if c != "declared" and c in table]
+    changed = [claim for claim, row in table.iterrows()
+               if any(row[c] != "–" and verdict(row[c]) != verdict(row["declared"]) for c in others)]
+    if not changed:
+        return f"Every one of the {len(table)} primary verdicts is the same under the {len(others)} other conventions."
+    return (f"{len(changed)} of the {len(table)} primary verdicts change under some other convention: "
+            + "; ".join(changed) + ". The declared convention decides.")
+
+
+THESIS_PAIRS = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))
+NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")
+Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
+
+
+def thesis_noise(df: pd.DataFrame) -> pd.DataFrame:
+    """Each difference of the thesis's Tables 1-2 (both versions), its test-set standard error (two models on the
+    same-sized test set, taken as independent samples of it; a range for a retrieval mean: its six recalls'
+    errors independent … perfectly correlated, ``reference.binomial_se``), z = difference / SE, and the seed
+    noise the demo measures for the same contrast (its paired SD relative to our baseline, carried to the
+    thesis's baseline) added to it."""
+    rows = []
+    for treated, control in THESIS_PAIRS:
+        for metric in NOISE_METRICS:
+            for version in ("aug", "final"):
+                a = reference.thesis_value(version, treated, metric)
+                b = reference.thesis_value(version, control, metric)
+                if a is None or b is None:
+                    continue
+                se = [math.sqrt(2) * x for x in reference.binomial_se(metric, b)]   # low, high
+                seed = _seed_sd(df, treated, control, metric, b)
+                both = [math.sqrt(x * x + (seed if not math.isnan(seed) else 0.0) ** 2) for x in se]
+                d = a - b
+                rows.append({"comparison": f"{treated} − {control}", "metric": METRIC_LABELS[metric],
+                             "version": reference.SOURCES[version].removeprefix("thesis, "), "difference": round(d, 2),
+                             "test-set SE": f"{se[0]:.2f}-{se[1]:.2f}",
+                             "z (test set)": f"{d / se[1]:+.1f} … {d / se[0]:+.1f}",
+                             "seed SD (carried)": "–" if math.isnan(seed) else f"{seed:.2f}",
+                             "z (test set + seeds)": "–" if math.isnan(seed) else f"{d / both[1]:+.1f} … {d / both[0]:+.1f}",
+                             "_z_best": abs(d) / se[0], "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / both[0]})
+    return pd.DataFrame(rows)
+
+
+def _seed_sd(df: pd.DataFrame, treated: str, control: str, metric: str, thesis_control: float) -> float:
+    """The demo's paired SD of treated − control over seeds, relative to our control's mean, × the thesis's
+    control value (nan without both arms' runs)."""
+    t = paired_test(df, (treated, "none"), (control, "none"), metric)
+    base = df[df.variant.eq(control)][metric] if metric in df else []
+    if t.n < 2 or not len(base):
+        return math.nan
+    return t.sd / float(base.mean()) * thesis_control
+
+
+def thesis_noise_note(table: pd.DataFrame) -> str:
+    """What one run per variant could show, counted from ``table``."""
+    if table.empty:
+        return ""
+    n, clear = len(table), int((table["_z_best"] >= Z_CRIT).sum())
+    seeds = table["_z_seeds_best"].dropna()
+    with_seeds = int((seeds >= Z_CRIT).sum())
+    return (f"Of the thesis's {n} differences in Tables 1-2, {clear} exceed{'s' if clear == 1 else ''} {Z_CRIT:.2f} "
+            f"test-set standard errors even at the smaller SE; with the seed noise the demo measures for the same "
+            f"contrast added ({len(seeds)} of them), {with_seeds} do{'es' if with_seeds == 1 else ''}. One run per "
+            "variant can show an effect of this size only where its z clears that bar; elsewhere the thesis's "
+            "direction is as compatible with noise as with an effect.")
+
+
+def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[str]:
+    """One line per claim of ``family``, from the claims' own rows: claim: verdict, difference ± 95 % CI on the
+    primary metric, seeds (a sequential claim: its look), and the seeds an open claim would need."""
+    lines = []
+    for r in [r for r in _claim_rows(df, claims) if r["primary"] and r["claim"].family == family]:
+        t, digits = r["test"], _digits(r["margin"])
+        design = sequential.DESIGNS.get(r["claim"].text)
+        seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
+                                  if design and t.n in design.looks else "")
+        line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
+                f"(95 % CI) on {METRIC_LABELS[r['metric']]} against ±{r['margin']:.{digits}f}, {seeds}")
+        if r["verdict"] == "inconclusive":
+            sig, tost = r["levels"]
+            line += f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} seeds would decide it"
+        lines.append(line)
+    return lines
+
+
+def sequential_claim(design: sequential.SequentialDesign, claims=reference.CLAIMS):
+    return next(c for c in claims if c.text == design.claim)
+
+
+def run_sequential(params, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
+    """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of the design at this scale
+    (``design.looks_for``), and stop at the first look whose verdict is not inconclusive (or at the cap); finished
+    runs are reused. Prints one line per look; returns the last look's seeds and verdict."""
+    import dataclasses
+
+    from .grids import CLAIMED
+    from .runs import run_grid
+    from .tables import results_frame
+    claim = sequential_claim(design)
+    looks = design.looks_for(params.preset)
+    for k, n in enumerate(looks):
+        block = dataclasses.replace(params, seeds=tuple(range(n)))
+        run_grid(block, claim.arms_variants)
+        df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))), CLAIMED)
+        row = next(r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
+        print(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}", flush=True)
+        if row["verdict"] != "inconclusive":
+            break
+    return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
