@@ -34,7 +34,7 @@ def test_the_stand_ins_folder_changes_with_a_pretraining_field_and_only_with_one
     for name, value in (("model.text_norm_eps", 1e-3), ("model.mlp_ratio", 2.0), ("data.crop_scale", (0.5, 1.0))):
         assert shipped_folder(replace_path(cfg, name, value)).name != base, name
     for name, value in (("model.tte_layer_scale", 1e-3), ("model.shared_depth", 2), ("data.teacher_view", "augmented"),
-                        ("train.steps", 7)):
+                        ("train.steps", 7), ("model.text_dropout", 0.1)):
         assert shipped_folder(replace_path(cfg, name, value)).name == base, name
 
 
@@ -76,3 +76,7 @@ def test_a_field_added_later_reads_a_stored_config_without_it_as_declared():
     assert identity_differences(stored, _stored(cfg)) == []
     del stored["train"]["itm_negatives"]           # absent="hard": the value every run had before it existed
     assert identity_differences(stored, _stored(cfg)) == ["train.itm_negatives: 'hard' -> 'random'"]
+    del stored["model"]["text_dropout"]            # absent=0.0: every run before it had no text dropout
+    assert identity_differences(stored, _stored(cfg)) == ["train.itm_negatives: 'hard' -> 'random'"]
+    dropped = _stored(replace_path(cfg, "model.text_dropout", 0.1))
+    assert "model.text_dropout: 0.0 -> 0.1" in identity_differences(stored, dropped)

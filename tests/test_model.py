@@ -228,3 +228,43 @@ def test_the_thesis_scale_parameter_count_docs_sources_states():
     assert n_params(model) == 132_328_705
     assert (parts["image_encoder"], parts["text_encoder"], parts["shared"]) == (43_120_128, 81_527_040, 7_089_408)
     assert "132,328,705" in (Path(__file__).parents[1] / "docs" / "sources.md").read_text()
+
+
+def test_text_dropout_acts_in_training_only_and_at_zero_changes_nothing():
+    """``model.text_dropout`` (the thesis code's text dropout, docs/sources.md §9): the same weights, the same
+    eval-mode outputs; in train mode it changes the text features only, differently on each call. At 0 (the default)
+    a train-mode forward draws no random number and equals the eval-mode one."""
+    from thesis_lib.errors import ConfigError
+    from thesis_lib.models.emkum import EMKUM
+    from thesis_lib.models.encoders import Data2Vec2TextEncoder
+    from thesis_lib.models.representations import PostLNBlock
+    torch.manual_seed(0)
+    plain = build_model("smoke", "tte_before")
+    torch.manual_seed(0)
+    dropped = build_model(get_config("smoke", "tte_before", overrides={"model.text_dropout": 0.1}))
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), dropped.state_dict().values()))
+    rates = [(b.attn.attn_drop.p, b.attn.proj_drop.p, b.post_mlp_drop.p) for b in dropped.text_encoder.modules()
+             if isinstance(b, PostLNBlock)]
+    assert rates and all(r == (0.1, 0.1, 0.1) for r in rates) and dropped.text_encoder.dropout.p == 0.1
+    assert all(b.post_mlp_drop.p == 0 for b in dropped.image_encoder.modules() if isinstance(b, PostLNBlock))
+    with torch.no_grad():
+        for model in (plain, dropped):
+            model.eval()
+        assert torch.equal(plain(**PAIR)[1].x, dropped(**PAIR)[1].x)                  # eval: no dropout
+        plain.train(), dropped.train()
+        state = torch.get_rng_state()
+        text = plain(**PAIR)[1].x
+        assert torch.equal(torch.get_rng_state(), state)                              # at 0: nothing drawn
+        plain.eval()
+        assert torch.equal(plain(**PAIR)[1].x, text)                                  # at 0: train = eval
+        images, first = dropped(**PAIR)
+        second = dropped(**PAIR)[1].x
+        assert torch.equal(images.x, plain(**PAIR)[0].x)                              # the image path keeps none
+        assert (first.x - text).abs().max() > 1e-4 and (first.x - second).abs().max() > 1e-4
+    cfg = get_config("smoke", overrides={"model.text_dropout": 0.1}).model      # an encoder loaded from a file
+    loaded = Data2Vec2TextEncoder(cfg.text, cfg.dim, cfg.text_depth, cfg.num_heads)
+    assert EMKUM(cfg, 32, text_encoder=loaded, logit_scale_init=0.0).text_encoder.dropout.p == 0.1
+    with pytest.raises(ConfigError):
+        get_config("smoke", overrides={"model.text_encoder": "bert", "model.text_dropout": 0.1})
+    with pytest.raises(ConfigError):
+        get_config("smoke", overrides={"model.text_dropout": 1.0})

@@ -18,8 +18,8 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, FINITE, NON_NEGATIVE, POSITIVE, SEED,
-                            TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of, replace_path)
+from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, DROPOUT, FINITE, NON_NEGATIVE, POSITIVE,
+                            SEED, TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of, replace_path)
 from .errors import ConfigError
 from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
@@ -105,6 +105,10 @@ class ModelConfig:
     text_norm_eps: float = knob(1e-5, pretraining=True)    # Data2Vec2 text cfg norm_eps (fairseq LayerNorm)
     # "data2vec2" (the chapter's EMKUM, 132 M) | "bert" (final thesis text, 117 M)
     text_encoder: str = knob("data2vec2", rule=one_of("data2vec2", "bert"), pretraining=False)
+    # the Data2Vec2 text encoder's dropout in training (embedding output, attention weights, attention output, FFN
+    # output; docs/sources.md §9): the thesis code's is 0.1 in every variant, 0 here so that every committed result
+    # stays as it was. transformers encoders (text_encoder=bert, weights.text=hf:…) keep their own config's
+    text_dropout: float = knob(0.0, rule=DROPOUT, pretraining=False, absent=0.0)
     shared_depth: int = knob(1, rule=AT_LEAST_ONE, pretraining=False)  # one shared block (VLMo/BEiT-3 use two)
     # LayerScale inside the shared block ("half the depth of BEiT, so 0.2")
     shared_layer_scale: float = knob(0.2, rule=NON_NEGATIVE, pretraining=False)

@@ -44,6 +44,7 @@ FINITE = Rule(_is_number, "must be a finite number")
 UNIT_OPEN = Rule(lambda v: _is_number(v) and 0 < v < 1, "must lie strictly between 0 and 1")
 UNIT_HALF_OPEN = Rule(lambda v: _is_number(v) and 0 <= v < 1,
                       "must be in [0, 1) (at 1 or more the peak is never reached)")
+DROPOUT = Rule(lambda v: _is_number(v) and 0 <= v < 1, "must be a dropout rate in [0, 1)")
 SEED = Rule(lambda v: 0 <= v < 2 ** 32, "must be in [0, 2^32)")
 
 
@@ -104,6 +105,9 @@ def problems(cfg) -> list[str]:
                    "training set (data.world.n_train × 5 captions)")
     if d.source == "world" and d.world.img_size != m.image.img_size:
         out.append(f"data.world.img_size ({d.world.img_size}) must equal model.image.img_size ({m.image.img_size})")
+    if m.text_dropout and m.text_encoder != "data2vec2":
+        out.append(f"model.text_dropout ({m.text_dropout}) sets the Data2Vec2 text encoder's dropout; "
+                   f"model.text_encoder={m.text_encoder} keeps its transformers config's")
     if t.logit_scale_max < t.logit_scale_init:
         out.append(f"train.logit_scale_max ({t.logit_scale_max}) must be ≥ train.logit_scale_init "
                    f"({t.logit_scale_init})")

@@ -21,7 +21,7 @@ class VariantSpec:
     shared_type both modalities get the same type vector (the mean of the two rows): a negative control with the
                 TTE's parameters but no modality information
     image_input_norm  False: the image encoder's input LayerNorm is skipped, as the thesis code's TTE-before path
-                did (commit 7339fb2 of TimCares/MasterThesis)
+                did (the run: commit 63a7062 of TimCares/MasterThesis, docs/sources.md §9.1)
     block       the shared block: "shared" (one pre-LN block) or "mome" (VLMo's modality experts)
     fusion      "" (dual encoder only) | "joint" | "switch": an image-text matching head (thesis_lib.models.fusion)
     sib         the fusion head's Switch-Input Block

@@ -114,6 +114,11 @@ class EMKUM(nn.Module):
         self.text_encoder = text_encoder or (
             bert_encoder(cfg.text, cfg.text_depth) if cfg.text_encoder == "bert" else
             Data2Vec2TextEncoder(cfg.text, D, cfg.text_depth, cfg.num_heads, cfg.mlp_ratio, cfg.text_norm_eps))
+        if cfg.text_dropout:                                   # the thesis code's text dropout (train mode only)
+            if not hasattr(self.text_encoder, "set_dropout"):
+                raise ConfigError(f"model.text_dropout sets the Data2Vec2 text encoder's dropout; "
+                                  f"{type(self.text_encoder).__name__} keeps its own config's")
+            self.text_encoder.set_dropout(cfg.text_dropout)
         if not spec.image_input_norm:                          # the thesis code's TTE-before image path
             if not isinstance(getattr(self.image_encoder, "norm", None), nn.LayerNorm):
                 raise ConfigError(f"variant {cfg.variant!r} skips the image encoder's input LayerNorm; "

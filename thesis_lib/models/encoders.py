@@ -33,19 +33,32 @@ class Data2Vec2ImageEncoder(nn.Module):
 
 
 class Data2Vec2TextEncoder(nn.Module):
-    """Data2Vec2 text (RoBERTa-like, GPT-2 BPE): token + learned positions -> LayerNorm -> post-LN blocks."""
+    """Data2Vec2 text (RoBERTa-like, GPT-2 BPE): token + learned positions -> LayerNorm -> dropout -> post-LN blocks.
+
+    ``dropout`` is the training dropout of the thesis code's text path (``ModelConfig.text_dropout``; 0.1 there,
+    docs/sources.md §9): on the embedding output (fairseq ``TextLocalEncoder.dropout_module``) and in every block
+    (``PostLNBlock``). It acts in train mode only; at 0 (the default) the encoder computes exactly what it computes
+    without it."""
 
     def __init__(self, cfg: TextConfig, dim: int, depth: int, num_heads: int, mlp_ratio: float = 4.0,
-                 eps: float = 1e-5):
+                 eps: float = 1e-5, dropout: float = 0.0):
         super().__init__()
         self.pad_id = cfg.pad_id
         self.embed = TextEmbedding(cfg, dim)                   # local_encoder.embed_tokens / embed_positions
         self.norm = nn.LayerNorm(dim, eps=eps)                 # local_encoder.layernorm_embedding
-        self.blocks = TransformerStack([PostLNBlock(dim, num_heads, mlp_ratio, eps) for _ in range(depth)])
+        self.dropout = nn.Dropout(dropout)                     # local_encoder.dropout_module
+        self.blocks = TransformerStack([PostLNBlock(dim, num_heads, mlp_ratio, eps, dropout) for _ in range(depth)])
+
+    def set_dropout(self, p: float) -> None:
+        """The training dropout rate of the embeddings and of every block (an encoder loaded from a checkpoint is
+        built without; ``EMKUM`` sets ``ModelConfig.text_dropout`` here). No parameter changes."""
+        self.dropout.p = float(p)
+        for block in self.blocks.blocks:
+            block.set_dropout(p)
 
     def forward(self, tokens: torch.Tensor, type_vector: torch.Tensor | None = None):
         padding_mask = tokens.eq(self.pad_id)                  # True = pad
-        h = self.norm(self.embed(tokens))                      # H_{w,0}: (B, M+2, D)
+        h = self.dropout(self.norm(self.embed(tokens)))        # H_{w,0}: (B, M+2, D)
         if type_vector is not None:
             h = h + type_vector                                # + T^w_type on every token, pads too (TTE chapter Eq. 1)
         return self.blocks(h, padding_mask), padding_mask

@@ -110,18 +110,27 @@ def pre_ln_block(dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 
 
 class PostLNBlock(nn.Module):
     """Post-LN block, Data2Vec2's AltBlock with layer_norm_first=False (Vaswani et al.; the chapter's Figure 1a):
-    H'_l = LN(H_{l-1} + MHA(H_{l-1}));  H_l = LN(H'_l + FFN(H'_l)). Parameter names match the checkpoints."""
+    H'_l = LN(H_{l-1} + MHA(H_{l-1}));  H_l = LN(H'_l + FFN(H'_l)). Parameter names match the checkpoints.
 
-    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 1e-6):
+    ``dropout`` (training only) acts where AltBlock's does: on the attention weights (``attention_dropout``), on the
+    attention output (``encoder_dropout``) and on the FFN output before the residual sum (``post_mlp_drop``); none
+    inside the FFN (``activation_dropout`` 0). At 0 the block computes exactly what it computes without it."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 1e-6, dropout: float = 0.0):
         super().__init__()
-        self.attn = Attention(dim, num_heads, qkv_bias=True)
+        self.attn = Attention(dim, num_heads, qkv_bias=True, attn_drop=dropout, proj_drop=dropout)
         self.norm1 = nn.LayerNorm(dim, eps=eps)
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
+        self.post_mlp_drop = nn.Dropout(dropout)
         self.norm2 = nn.LayerNorm(dim, eps=eps)
+
+    def set_dropout(self, p: float) -> None:
+        """The block's training dropout rate (see the class); no parameter changes."""
+        self.attn.attn_drop.p = self.attn.proj_drop.p = self.post_mlp_drop.p = float(p)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
         x = self.norm1(x + self.attn(x, attn_mask=attn_mask))
-        return self.norm2(x + self.mlp(x))
+        return self.norm2(x + self.post_mlp_drop(self.mlp(x)))
 
 
 def key_padding_mask(padding_mask: torch.Tensor | None) -> torch.Tensor | None:
