@@ -205,3 +205,46 @@ def test_adamw_moves_gamma_by_about_one_learning_rate_per_step_whatever_the_grad
         assert 0.9 < drift[scale]["over the summed lr"] <= 1.0
     assert drift[1e-3]["mean |Δγ|"] == pytest.approx(drift[1.0]["mean |Δγ|"], rel=0.02)   # 1000× the gradient
     assert drift[1e-7]["over the summed lr"] < 0.2          # below Adam's eps (1e-6) the step shrinks
+
+
+def test_the_budget_variant_gives_the_tte_the_thesis_summed_learning_rate():
+    """tte_after_ls_budget: type vectors and γ in a third AdamW group whose lr × schedule sums to the thesis run's
+    (4.46 over 44,632 steps at 2e-4), everything else as in TTE'; the other variants keep two groups."""
+    from transformers import get_cosine_schedule_with_warmup
+
+    from thesis_lib.training.engine import THESIS_GLOBAL_BATCH, make_optimizer, summed_lr, tte_lr_scale
+    t = get_config("demo").train
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=1.0)
+    sched, total = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps), 0.0
+    for _ in range(t.steps):
+        total += opt.param_groups[0]["lr"]
+        opt.step()
+        sched.step()
+    assert summed_lr(t, 256) == pytest.approx(total * t.base_lr, rel=1e-9)        # HF's own schedule, summed
+    thesis = get_config("thesis").train
+    assert summed_lr(thesis, THESIS_GLOBAL_BATCH, 44632) == pytest.approx(4.4636, abs=1e-3)
+    assert tte_lr_scale(thesis, THESIS_GLOBAL_BATCH, "thesis") == pytest.approx(1.0, abs=1e-4)
+    assert tte_lr_scale(t, 128, "") is None
+    model = build_model("smoke", "tte_after_ls_budget")
+    opt, _ = make_optimizer(model, get_config("smoke").train, 1, "thesis")
+    assert len(opt.param_groups) == 3
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert sorted(names[id(p)] for p in opt.param_groups[2]["params"]) == ["token_type_embeddings.weight",
+                                                                            "tte_scale.gamma"]
+    scale = tte_lr_scale(get_config("smoke").train, get_config("smoke").train.batch_size, "thesis")
+    assert opt.param_groups[2]["lr"] == pytest.approx(opt.param_groups[1]["lr"] * scale)
+    assert len(make_optimizer(build_model("smoke", "tte_after_ls"), get_config("smoke").train, 1)[0].param_groups) == 2
+
+
+def test_the_thesis_decay_rule_decays_the_type_vectors_positions_and_cls():
+    """train.decay_rule='thesis' (TimCares/MasterThesis@63a7062 Sx3HRe.py:166-173): only 1-D parameters, biases and
+    the token table are exempt; ours also exempts every embedding. The two differ on exactly three tensors here."""
+    from thesis_lib.training.engine import exempt
+    model = build_model("demo", "tte_after_ls")
+    differ = sorted(n for n, p in model.named_parameters() if exempt(n, p) != exempt(n, p, "thesis"))
+    assert differ == ["image_encoder.embed.cls_token", "text_encoder.embed.embed_positions.weight",
+                      "token_type_embeddings.weight"]
+    opt, _ = make_optimizer(model, get_config("demo", overrides={"train.decay_rule": "thesis"}).train, 1)
+    decayed = {id(p) for p in opt.param_groups[0]["params"]}
+    assert id(model.token_type_embeddings.weight) in decayed

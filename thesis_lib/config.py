@@ -191,6 +191,9 @@ class TrainConfig:
     eps: float = knob(1e-6, rule=POSITIVE)
     # not on biases, norms, embeddings, TTE, LayerScale vectors
     weight_decay: float = knob(0.01, rule=NON_NEGATIVE)
+    # which parameters decay: "ours" (the above) | "thesis" (all but 1-D ones, biases and the token table: the TTE,
+    # positions and CLS decay too; TimCares/MasterThesis@63a7062 src/models/Sx3HRe.py:166-173, docs/sources.md §9)
+    decay_rule: str = knob("ours", rule=one_of("ours", "thesis"), absent="ours")
     logit_scale_init: float = knob(math.log(1 / 0.07), rule=FINITE)
     logit_scale_max: float = knob(math.log(100), rule=FINITE)  # clamp after each step (FLAVA / VLMo)
     kd_loss: str = knob("mse", rule=one_of("mse", "contrastive"))  # "mse" (this chapter) | "contrastive" (later)

@@ -32,9 +32,18 @@ TTE_PARAMS = ("token_type_embeddings.", "tte_scale.")     # what a variant's ``t
 THESIS_GLOBAL_BATCH = 512      # 2 GPUs × 256 (docs/sources.md §3): the thesis's learning rate is 1e-4 × 512 / 256
 
 
-def param_groups(model: torch.nn.Module, weight_decay: float, tte_lr: float | None = None) -> list[dict]:
-    """AdamW's groups: decayed weights, then everything exempt from decay; with ``tte_lr``, a third group holds the
-    TTE's parameters (type vectors and γ, no decay) at that learning rate."""
+def exempt(name: str, p: torch.Tensor, rule: str = "ours") -> bool:
+    """Whether a parameter is exempt from weight decay: ours, every vector and embedding (``NO_DECAY``); the
+    thesis's, 1-D parameters, biases and the token table only (docs/sources.md §9)."""
+    if rule == "thesis":
+        return p.ndim == 1 or name.endswith(".bias") or "embed_tokens" in name
+    return p.ndim < 2 or any(k in name for k in NO_DECAY)
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float, tte_lr: float | None = None,
+                 rule: str = "ours") -> list[dict]:
+    """AdamW's groups: decayed weights, then everything exempt from decay (``exempt`` by ``rule``); with
+    ``tte_lr``, a third group holds the TTE's parameters (type vectors and γ, no decay) at that learning rate."""
     decay, no_decay, tte = [], [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -42,7 +51,7 @@ def param_groups(model: torch.nn.Module, weight_decay: float, tte_lr: float | No
         if tte_lr is not None and name.startswith(TTE_PARAMS):
             tte.append(p)
         else:
-            (no_decay if p.ndim < 2 or any(k in name for k in NO_DECAY) else decay).append(p)
+            (no_decay if exempt(name, p, rule) else decay).append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return groups + ([{"params": tte, "weight_decay": 0.0, "lr": tte_lr}] if tte else [])
 
@@ -97,8 +106,8 @@ def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int, tte_
     """AdamW and its schedule; ``tte_budget`` "thesis": the TTE's parameters at ``tte_lr_scale`` × the lr."""
     from transformers import get_cosine_schedule_with_warmup
     lr, scale = peak_lr(t, t.batch_size * world_size), tte_lr_scale(t, t.batch_size * world_size, tte_budget)
-    opt = torch.optim.AdamW(param_groups(model, t.weight_decay, None if scale is None else lr * scale), lr=lr,
-                            betas=t.betas, eps=t.eps, fused=True)
+    groups = param_groups(model, t.weight_decay, None if scale is None else lr * scale, t.decay_rule)
+    opt = torch.optim.AdamW(groups, lr=lr, betas=t.betas, eps=t.eps, fused=True)
     sched = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps)
     return opt, sched
 
