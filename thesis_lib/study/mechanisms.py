@@ -34,8 +34,12 @@ def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
 
 
 def _pair_tests(df: pd.DataFrame, pairs, metrics) -> list[tuple]:
-    """(a, b, metric, per-seed differences a − b, their PairedTest at the metric's resolution) per pair and metric."""
+    """(a, b, metric, per-seed differences a − b, their PairedTest at the metric's resolution) per pair and metric,
+    every row over the same seeds: those every variant of the table has (one seed set per comparison, wherever the
+    table is shown)."""
     items, out = items_of(df), []
+    arms = {v for pair in pairs for v in pair}
+    df = df[df.seed.isin(set.intersection(*(set(runs_of(df, v).seed) for v in arms)))] if arms else df
     for a, b in pairs:
         for m in metrics:
             diffs = list(contrast_values(df, (((a, "none"), 1.0), ((b, "none"), -1.0)), m).values())
@@ -50,6 +54,17 @@ def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
              "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n} for a, b, m, _, t in tests]
     return _with_holm(rows, [t for *_, t in tests])
+
+
+def conclusions(table: pd.DataFrame) -> list[str]:
+    """One line per row of a notebook-05 table (``comparisons``, ``rerank_gain``; the template notebook 05 ends
+    with): what is compared: verdict, difference ± 95 % CI, seeds, Holm p."""
+    ci = next(c for c in table.columns if c.endswith("(95 % CI)"))
+    flat = table.reset_index()
+    what = [" − ".join(filter(None, (r.get("comparison"), r.get("variant")))) + (f", {r['metric']}" if "metric" in r
+            else f", {ci.removesuffix(' (95 % CI)')}") for _, r in flat.iterrows()]
+    return [f"{w}: {r['verdict']}, {r[ci]} points (95 % CI), {r['seeds']} seeds, p (Holm, this table) "
+            f"{r['p (Holm, this table)']}" for w, (_, r) in zip(what, flat.iterrows())]
 
 
 def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:

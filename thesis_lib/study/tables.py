@@ -246,6 +246,13 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def family_claims(claims: pd.DataFrame, family: str, role: str = "primary") -> pd.DataFrame:
+    """The rows of ``claim_table`` of one family and role, without the columns that are then constant (a
+    secondary metric decides nothing: no Holm p, no seeds to decide)."""
+    drop = ["family", "role"] + (["p (Holm, family)", "seeds to decide"] if role == "secondary" else [])
+    return claims[claims.family.eq(family) & claims.role.eq(role)].drop(columns=drop).set_index("claim")
+
+
 def _ratio(ratio: tuple) -> str:
     mid, low, high = ratio
     return "–" if math.isnan(mid) else f"{mid:.2g} × [{low:.2g}, {high:.2g}]"
@@ -294,6 +301,28 @@ def precision_table(df: pd.DataFrame, variants=grids.PRECISION) -> pd.DataFrame:
                          "SD of the paired difference": round(t.sd, 3), "95 % half-width": round(t.half95, 3),
                          "target": f"≤ {target}", "pass": bool(t.half95 <= target)})
     return pd.DataFrame(rows)
+
+
+def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1])) -> pd.DataFrame:
+    """The learned TTE LayerScale γ over its channels (mean over seeds) beside the thesis's (``reference.LAYERSCALE``):
+    signed mean, SD, largest |γ|, it in SDs, and the TTE's share of the shared block's input."""
+    rows = {}
+    for v in [v for v in variants if v in set(df.variant)]:
+        sub = runs_of(df, v)
+        rows[VARIANT_LABELS[v]] = {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}",
+                                   "SD": f"{sub.gamma_std.mean():.2g}", "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
+                                   "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
+                                   "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
+                                                                     f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
+    for version, label in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
+        t = reference.LAYERSCALE[version]
+        rows[label] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
+                       "max |γ|": f"{t['max']:.2g}",
+                       "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
+                       "share ‖γ⊙t‖/‖H‖ (image, text)": "–"}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "γ after training"
+    return table
 
 
 def ablation_table(df: pd.DataFrame, variants, metrics=("coco_mean", "imagenet_top1", "flickr_mean")) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from . import reference, sequential
-from .stats import decide, fmt, fmt_seeds, seeds_needed
+from .stats import decide, fmt, fmt_seeds, seeds_needed, words
 from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
@@ -31,7 +31,8 @@ def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
         margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
         for key, margin in margins.items():
-            verdict = "–" if margin is None else decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"])
+            verdict = "–" if margin is None else words(
+                decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"]), r["claim"].in_thesis, r["ratio"])
             row[key] = "–" if margin is None else f"±{margin:.{digits}f}: {verdict}"
         rows.append(row)
     return pd.DataFrame(rows).set_index("claim")
@@ -56,14 +57,19 @@ NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")
 Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
 
 
-def thesis_noise(df: pd.DataFrame) -> pd.DataFrame:
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A table without its private columns (``_…``: what the notes count)."""
+    return table.drop(columns=[c for c in table if c.startswith("_")])
+
+
+def thesis_noise(df: pd.DataFrame, pairs=THESIS_PAIRS) -> pd.DataFrame:
     """Each difference of the thesis's Tables 1-2 (both versions), its test-set standard error (two models on the
     same-sized test set, taken as independent samples of it; a range for a retrieval mean: its six recalls'
     errors independent … perfectly correlated, ``reference.binomial_se``), z = difference / SE, and the seed
     noise the demo measures for the same contrast (its paired SD relative to our baseline, carried to the
     thesis's baseline) added to it."""
     rows = []
-    for treated, control in THESIS_PAIRS:
+    for treated, control in pairs:
         for metric in NOISE_METRICS:
             for version in ("aug", "final"):
                 a = reference.thesis_value(version, treated, metric)
