@@ -6,9 +6,17 @@ import pytest
 
 from thesis_lib import study
 from thesis_lib.paths import ROOT
+from thesis_lib.study import sequential
 from thesis_lib.study.reference import CLAIMS, PRIMARY_METRIC
 
 SEEDS = range(5)
+
+
+@pytest.fixture(autouse=True)
+def fixed_design(monkeypatch):
+    """The verdict rule on five seeds, every claim at the fixed design (Table 1's primary claim is sequential:
+    ``test_the_sequential_claim_uses_its_look`` tests that)."""
+    monkeypatch.setattr(sequential, "DESIGNS", {})
 
 
 def frame(effects: dict, noise=(0.0, 0.1, -0.1, 0.05, -0.05), removed: float = 0.0) -> pd.DataFrame:
@@ -37,7 +45,8 @@ QUIET = (0.0, 0.01, -0.01, 0.005, -0.005)
 
 def test_the_five_verdicts():
     v, table = verdicts(frame({"tte_before": -2.0, "tte_after_ls": +2.0}, removed=-1.5))
-    assert (v[BEFORE], v[AFTER], v[USED]) == ("reproduced",) * 3
+    assert v[BEFORE] == v[AFTER] == "reproduced in direction, 20 × the thesis's size"      # −2 against ±0.10
+    assert v[USED] == "reproduced in direction, 15 × the thesis's size"
     assert set(table[table.role == "primary"].metric) == {study.METRIC_LABELS[PRIMARY_METRIC]}
     v, _ = verdicts(frame({"tte_before": +2.0, "tte_after_ls": -2.0}, removed=+1.0))
     assert (v[BEFORE], v[AFTER], v[USED]) == ("contradicted",) * 3
@@ -48,7 +57,22 @@ def test_the_five_verdicts():
     v, table = verdicts(frame({"tte_before": 0.0, "tte_after_ls": 0.0}, noise=(0.0, 2.0, -2.0, 1.0, -1.0)))
     assert v[BEFORE] == v[AFTER] == "inconclusive"
     primary = table[(table.role == "primary") & table.claim.isin([BEFORE, AFTER])]
-    assert (primary["seeds for 80 % power"] > 5).all()                        # SD 1.6 against a 0.10 effect
+    assert (primary["seeds to decide"].str.split().str[0].astype(int) > 5).all()   # SD 1.6 against a 0.10 effect
+
+
+def test_the_sequential_claim_uses_its_look(monkeypatch):
+    """Table 1's primary claim on 9 seeds: decided on the first 8 (its second look), at that look's levels: an
+    effect the fixed design calls reproduced at 5 % is inconclusive at the look's 0.0002; a large one is not."""
+    monkeypatch.setattr(sequential, "DESIGNS", {sequential.TABLE1_PRIMARY.claim: sequential.TABLE1_PRIMARY})
+    global SEEDS
+    monkeypatch.setitem(globals(), "SEEDS", range(9))
+    noise = (0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.25, 5.0)                 # seed 8 must not count
+    v, table = verdicts(frame({"tte_before": -0.3, "tte_after_ls": 0.0}, noise=noise))
+    row = table.set_index(["claim", "role"]).loc[(BEFORE, "primary")]
+    assert row.seeds == 8 and v[BEFORE] == "inconclusive" and "TOST α 0.00069" in row["equivalence interval"]
+    assert row["p (unadjusted)"] < 0.05
+    v, _ = verdicts(frame({"tte_before": -3.0, "tte_after_ls": 0.0}, noise=noise))
+    assert v[BEFORE].startswith("reproduced")
 
 
 def test_the_margin_is_the_thesis_relative_effect_at_our_scale():

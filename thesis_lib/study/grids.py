@@ -17,6 +17,7 @@ TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")   
 TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
 WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements of why the TTE does not matter
 CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE + BUDGET))      # every variant some claim reads
+THESIS_DIFFERENCES = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))   # Tables 1-2
 PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
 PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared block's input (notebook 04)
 

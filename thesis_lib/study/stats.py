@@ -116,10 +116,11 @@ def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, a
            tost_alpha: float | None = None) -> str:
     """One of VERDICTS for a claim that says 'higher' (direction +1) or 'lower' (-1), with ``margin`` (> 0) the
     smallest effect of interest; size is judged first (the 1 − 2·``tost_alpha`` interval against ± margin: TOST at
-    ``tost_alpha``, by default ``alpha``: the 90 % interval), then significance (``p_adjusted`` < ``alpha``, which
+    ``tost_alpha``, by default 5 %: the 90 % interval), then significance (``p_adjusted`` < ``alpha``, which
     ``PairedTest`` already sets to 1 below the metric's resolution). A sequential design passes the levels of its
     look (``thesis_lib.study.sequential``)."""
-    half = test.half(1 - 2 * (alpha if tost_alpha is None else tost_alpha))
+    tost = ALPHA if tost_alpha is None else tost_alpha
+    half = test.half90 if tost == ALPHA else test.half(1 - 2 * tost)
     if test.n < 2 or math.isnan(half):
         return "inconclusive"
     inside = margin > 0 and -margin < test.mean - half and test.mean + half < margin

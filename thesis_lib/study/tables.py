@@ -77,7 +77,7 @@ def eval_items(preset: str) -> dict:
 def results_frame(params: StudyParams, variants=grids.TTE, sequential_seeds: bool = False) -> pd.DataFrame:
     """One row per finished run of the selected seeds: variant, seed, metrics, LayerScale statistics.
     ``sequential_seeds``: also the seeds a sequential design added (``claims_frame``)."""
-    seeds = set(params.seeds) | (set(range(max(d.looks[-1] for d in sequential.DESIGNS.values())))
+    seeds = set(params.seeds) | (set(range(max((d.looks[-1] for d in sequential.DESIGNS.values()), default=0)))
                                  if sequential_seeds else set())
     rows = []
     for r in load_results(params.results_root, params.preset):
@@ -210,13 +210,15 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
 
 
 def ratio_to_thesis(row: dict) -> tuple:
-    """Our relative effect over the thesis's (the declared version's, signed), with its 95 % interval (from our
-    contrast's): (ratio, low, high), nan where the thesis reports no effect."""
-    t, rel, control = row["test"], row["relative"], row["control"]
+    """Our relative effect in the claimed direction over the size of the thesis's (the declared version's), with its
+    95 % interval (from our contrast's): (ratio, low, high); negative: the other way; nan where the thesis reports
+    no effect."""
+    t, rel, control, sign = row["test"], row["relative"], row["control"], row["claim"].direction
     if not rel or not control or math.isnan(t.mean):
         return (math.nan,) * 3
-    ends = sorted(((t.mean - t.half95) / control / rel, (t.mean + t.half95) / control / rel))
-    return t.mean / control / rel, *ends
+    scale = sign / control / abs(rel)
+    ends = sorted(((t.mean - t.half95) * scale, (t.mean + t.half95) * scale))
+    return t.mean * scale, *ends
 
 
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:

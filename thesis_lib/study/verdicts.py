@@ -13,7 +13,7 @@ import math
 import pandas as pd
 from scipy import stats as sps
 
-from . import reference, sequential
+from . import grids, reference, sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
 from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test
 
@@ -52,7 +52,6 @@ def sensitivity_note(table: pd.DataFrame) -> str:
             + "; ".join(changed) + ". The declared convention decides.")
 
 
-THESIS_PAIRS = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))
 NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")
 Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
 
@@ -62,14 +61,15 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=[c for c in table if c.startswith("_")])
 
 
-def thesis_noise(df: pd.DataFrame, pairs=THESIS_PAIRS) -> pd.DataFrame:
+def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
     """Each difference of the thesis's Tables 1-2 (both versions), its test-set standard error (two models on the
     same-sized test set, taken as independent samples of it; a range for a retrieval mean: its six recalls'
     errors independent … perfectly correlated, ``reference.binomial_se``), z = difference / SE, and the seed
     noise the demo measures for the same contrast (its paired SD relative to our baseline, carried to the
-    thesis's baseline) added to it."""
+    thesis's baseline) added to it. ``variants``: only the differences whose treated row is one of them (a
+    notebook's grid)."""
     rows = []
-    for treated, control in pairs:
+    for treated, control in [p for p in grids.THESIS_DIFFERENCES if variants is None or p[0] in variants]:
         for metric in NOISE_METRICS:
             for version in ("aug", "final"):
                 a = reference.thesis_value(version, treated, metric)
