@@ -30,7 +30,7 @@ GOLDEN = Path(__file__).parent / "golden" / "smoke_seed0.json"
 # metrics are equal and a few curve values differ in the last bits: 3.2e-7 relative at most (the LayerScale
 # statistics relative to the vector's largest entry, since its mean is a cancelling sum); the bound is 6 times that.
 ACROSS_VENDORS_RTOL = 2e-6
-DEMO_FAMILIES = ("baseline", "tte_before", "tte_after_ls", "tte_before_noln", "mome", "switch_sib")
+DEMO_FAMILIES = ("baseline", "tte_before", "tte_after_ls", "tte_after_ls_budget", "tte_before_noln", "mome", "switch_sib")
 
 
 def require_pin():
