@@ -200,3 +200,19 @@ def test_positional_similarity_has_a_labelled_colour_bar():
     fig = plotting.positional_similarity(torch.randn(16, 8), 4)
     assert any(ax.get_ylabel() == "cosine similarity" for ax in fig.axes)
     plt.close(fig)
+
+
+def test_difference_frame_gives_the_interval_each_test_reads():
+    """The forest's data: the 95 % half-width (the difference test's) and the 90 % one (the TOST's), of one test."""
+    from scipy import stats as sps
+
+    from thesis_lib.study import reference, tables
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 20 + s + e + rng.normal(0, 0.3),
+                        "imagenet_top1": 40 + s + rng.normal(0, 0.3), "flickr_mean": 30 + s + rng.normal(0, 0.3)}
+                       for s in range(5) for v, e in (("baseline", 0.0), ("tte_after_ls", 0.2))])
+    frame = tables.difference_frame(df, reference.TABLE2)
+    assert len(frame) == 3 and {"half95", "half90"} <= set(frame.columns)
+    ratio = sps.t.ppf(0.95, 4) / sps.t.ppf(0.975, 4)
+    for _, r in frame.iterrows():
+        assert r.half90 == pytest.approx(ratio * r.half95) and r.half90 < r.half95
