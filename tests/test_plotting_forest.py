@@ -1,4 +1,4 @@
-"""plotting.forest (the study's main figure) and the figures whose layout was fixed: limits that show every number,
+"""forest.forest (the study's main figure) and the figures whose layout was fixed: limits that show every number,
 one figure legend outside the data, a verdict per row that covers no data, y-axes that do not start at 0."""
 import math
 
@@ -14,6 +14,7 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
 from thesis_lib.study import plotting  # noqa: E402
+from thesis_lib.study.forest import forest  # noqa: E402
 from thesis_lib.study.stats import mean_ci  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
@@ -46,7 +47,7 @@ def synthetic_frame() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def drawn():
     frame = synthetic_frame()
-    fig = plotting.forest(frame, title="synthetic")
+    fig = forest(frame, title="synthetic")
     fig.canvas.draw()
     yield frame, fig
     plt.close(fig)
@@ -142,7 +143,7 @@ def test_any_size_with_nan_margins_and_thesis(n_comparisons, n_metrics):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame([_row(f"comparison {i}", f"metric {j}", rng.normal(0.1 * i, 0.2, 5), math.nan, math.nan,
                                "inconclusive") for i in range(n_comparisons) for j in range(n_metrics)])
-    fig = plotting.forest(frame)
+    fig = forest(frame)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     assert len(fig.axes) == n_metrics and len(fig.legends) == 1

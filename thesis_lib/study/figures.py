@@ -26,7 +26,7 @@ from ..data import world
 from ..errors import MissingResultsError, ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
-from . import grids, mechanisms, plotting, reference, runs, tables
+from . import forest, grids, mechanisms, plotting, reference, runs, tables
 
 ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
 
@@ -170,12 +170,12 @@ def _forest(params, variants, family: str):
     if not len(frame):
         raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
                        params)
-    return plotting.forest(frame, title=family)
+    return forest.forest(frame, title=family)
 
 
 def fig_dual_encoder_forest(params, variants):
     df = _results(params, variants)
-    return plotting.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
+    return forest.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
                            title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 

@@ -209,7 +209,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
 
 def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS),
                      claims=reference.CLAIMS) -> pd.DataFrame:
-    """The forest plot's data (``plotting.forest``): one row per claim of ``family`` and metric whose arms have
+    """The forest plot's data (``forest.forest``): one row per claim of ``family`` and metric whose arms have
     runs: the per-seed contrasts, their mean, the 95 % CI's half-width (``half95``) and the 90 % one the equivalence
     test reads (``half90``, the TOST's), the smallest effect of interest, the thesis's effect carried to our scale
     (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
