@@ -1,5 +1,6 @@
-"""forest.forest (the study's main figure) and the figures whose layout was fixed: limits that show every number,
-one figure legend outside the data, a verdict per row that covers no data, y-axes that do not start at 0."""
+"""forest.forest (the study's main figure) and the figures whose layout was fixed: linear axes on which a drawn
+length is the number's size, the interval each verdict reads, limits that show every number, one figure legend
+outside the data that names every line, a verdict per row that covers no data, y-axes that do not start at 0."""
 import math
 
 import matplotlib
@@ -25,7 +26,7 @@ METRICS = ["COCO retrieval", "ImageNet top-1", "Flickr retrieval"]
 def _row(comparison, metric, diffs, margin, thesis, verdict):
     mean, half = mean_ci(diffs)
     return {"comparison": comparison, "metric": metric, "diffs": list(diffs), "mean": mean, "half95": half,
-            "margin": margin, "thesis": thesis, "verdict": verdict}
+            "half90": mean_ci(diffs, 0.90)[1], "margin": margin, "thesis": thesis, "verdict": verdict}
 
 
 def synthetic_frame() -> pd.DataFrame:
@@ -53,9 +54,22 @@ def drawn():
     plt.close(fig)
 
 
-def _panel(fig, metric):
-    (ax,) = [ax for ax in fig.axes if ax.get_title() == metric]
+def _panel(fig, metric, tier="full"):
+    """The panel of ``metric`` showing every row at one scale (``full``) or the zoomed one below it (``zoom``)."""
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == f"{metric}|{tier}"]
     return ax
+
+
+def _verdict_panel(fig, metric):
+    """The panel that carries the metric's verdicts: the zoomed one where the figure has two tiers."""
+    return _panel(fig, metric, "zoom") if any(ax.get_gid().endswith("|zoom") for ax in fig.axes) else _panel(fig, metric)
+
+
+def _intervals(ax, gid) -> list[tuple[float, float, float]]:
+    """(y, low, high) in data coordinates of every interval drawn with ``gid`` (``ci95``: thin, ``ci_eq``: thick)."""
+    segments = [np.asarray(s) for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == gid
+                for s in c.get_segments()]
+    return sorted((s[0, 1], min(s[:, 0]), max(s[:, 0])) for s in segments)
 
 
 def _data_points(ax) -> np.ndarray:
@@ -69,11 +83,51 @@ def _data_points(ax) -> np.ndarray:
     return np.concatenate(pts)
 
 
-def test_one_panel_with_data_per_metric(drawn):
+def test_one_column_of_panels_per_metric_one_or_two_tiers(drawn):
     frame, fig = drawn
-    data_axes = [ax for ax in fig.axes if ax.collections or ax.lines]
-    assert len(data_axes) == len(METRICS) == len(fig.axes)
-    assert [ax.get_title() for ax in fig.axes] == METRICS
+    assert [ax.get_gid() for ax in fig.axes] == [f"{m}|full" for m in METRICS] + [f"{m}|zoom" for m in METRICS]
+    assert [_panel(fig, m).get_title() for m in METRICS] == METRICS
+    assert all(ax.collections and ax.lines for ax in fig.axes)
+
+
+def test_every_axis_is_linear_and_a_drawn_length_is_the_numbers_size(drawn):
+    """The reviewer's symlog axis drew a ±0.71 interval shorter than a ±0.125 one: on one panel, the drawn lengths
+    of two intervals are in the ratio of their half-widths, whatever their sizes."""
+    frame, fig = drawn
+    assert {ax.get_xscale() for ax in fig.axes} == {"linear"}
+    for metric, rows in frame.groupby("metric"):
+        ax = _panel(fig, metric)
+        drawn_half = [ax.transData.transform([[hi, y]])[0, 0] - ax.transData.transform([[lo, y]])[0, 0]
+                      for y, lo, hi in _intervals(ax, "ci95")]
+        halves = rows.half95.dropna().to_numpy()
+        order = np.argsort([COMPARISONS.index(c) for c in rows.comparison[rows.half95.notna()]])
+        assert np.allclose(np.asarray(drawn_half) / drawn_half[0], halves[order] / halves[order][0], rtol=1e-6)
+
+
+def test_the_bars_are_the_tables_half_widths(drawn):
+    """Thin: the 95 % interval; thick: the 90 % one the equivalence test reads, only where a row has a margin."""
+    frame, fig = drawn
+    for metric, rows in frame.groupby("metric"):
+        for ax in (_panel(fig, metric), _panel(fig, metric, "zoom")):
+            for gid, column, where in (("ci95", "half95", rows.half95.notna()),
+                                       ("ci_eq", "half90", rows.half90.notna() & (rows.margin > 0))):
+                expected = sorted((COMPARISONS.index(r.comparison), r["mean"] - r[column], r["mean"] + r[column])
+                                  for _, r in rows[where].iterrows())
+                assert np.allclose(_intervals(ax, gid), expected), (metric, gid)
+
+
+def test_a_row_may_bring_its_own_equivalence_interval_and_level():
+    """``half_eq`` (and ``eq_level`` for the legend) where a claim is decided at another level, half90 elsewhere."""
+    frame = synthetic_frame()
+    frame["half_eq"], frame["eq_level"] = math.nan, None
+    frame.loc[0, ["half_eq", "eq_level"]] = [0.5 * frame.loc[0, "half95"], "97.1 %"]
+    fig = forest(frame)
+    ax = _panel(fig, frame.loc[0, "metric"])
+    (y, lo, hi), *_ = _intervals(ax, "ci_eq")
+    assert y == 0 and hi - lo == pytest.approx(frame.loc[0, "half95"])
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("97.1 % CI") for label in labels) and any(label.startswith("90 % CI") for label in labels)
+    plt.close(fig)
 
 
 def test_x_limits_symmetric_and_contain_everything(drawn):
@@ -84,6 +138,24 @@ def test_x_limits_symmetric_and_contain_everything(drawn):
         values = [v for _, r in rows.iterrows() for v in (*r.diffs, r["mean"] - r.half95, r["mean"] + r.half95,
                                                            r.margin, -r.margin, r.thesis) if np.isfinite(v)]
         assert lo < min(values) and max(values) < hi, metric
+
+
+def test_the_zoom_shows_the_small_rows_whole_and_marks_the_large_one():
+    frame = synthetic_frame()
+    fig = forest(frame)
+    rows = frame[frame.metric.eq("COCO retrieval")]
+    zoom = _panel(fig, "COCO retrieval", "zoom")
+    lo, hi = zoom.get_xlim()
+    assert lo == pytest.approx(-hi) and hi < _panel(fig, "COCO retrieval").get_xlim()[1] / 6
+    for _, r in rows.iterrows():
+        inside = [r["mean"] - r.half95, r["mean"] + r.half95, *r.diffs, r.margin, -r.margin, r.thesis]
+        beyond = [line for line in zoom.lines if line.get_gid() == "off_scale"
+                  and line.get_ydata()[0] == COMPARISONS.index(r.comparison)]
+        if COMPARISONS.index(r.comparison) < 2:
+            assert lo < min(inside) and max(inside) < hi and not beyond
+        else:                                                         # the LayerNorm row: a triangle at the edge
+            assert r["mean"] < lo and len(beyond) == 1 and beyond[0].get_xdata()[0] == pytest.approx(0.975 * lo)
+    plt.close(fig)
 
 
 def test_every_seed_mean_and_thesis_value_is_drawn(drawn):
@@ -103,29 +175,32 @@ def test_margin_bands_and_intervals_only_where_defined(drawn):
     for metric, rows in frame.groupby("metric"):
         ax = _panel(fig, metric)
         bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
-        intervals = [c for c in ax.collections if isinstance(c, LineCollection)]
         assert len(bands) == int((rows.margin > 0).sum())           # nan margin → no band
-        assert len(intervals) == int(np.isfinite(rows.half95).sum())  # a single seed → the point only
+        assert len(_intervals(ax, "ci95")) == int(np.isfinite(rows.half95).sum())  # a single seed → the point only
+        assert len(_intervals(ax, "ci_eq")) == int((np.isfinite(rows.half90) & (rows.margin > 0)).sum())
 
 
-def test_one_figure_legend_outside_every_panel(drawn):
+def test_one_figure_legend_outside_every_panel_naming_every_line(drawn):
     frame, fig = drawn
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     legend = fig.legends[0]
     labels = [t.get_text() for t in legend.get_texts()]
-    assert "smallest effect of interest" in labels and "thesis effect, carried to this scale" in labels
+    assert {"mean over seeds", "95 % CI of the difference (unadjusted)", "90 % CI: what the equivalence test (TOST) "
+            "reads", "± smallest effect of interest (margin)", "thesis effect, carried to this scale",
+            "extent of the zoomed panel below", "mean beyond the zoom (see above)"} <= set(labels)
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer)
     for ax in fig.axes:
-        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
-        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer)), ax.get_title()
+        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_gid()
+        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer)), ax.get_gid()
 
 
 def test_one_verdict_per_row_covering_no_data(drawn):
     frame, fig = drawn
     renderer = fig.canvas.get_renderer()
+    assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == len(frame)
     for metric, rows in frame.groupby("metric"):
-        ax = _panel(fig, metric)
+        ax = _verdict_panel(fig, metric)
         texts = [t for t in ax.texts if t.get_gid() == "verdict"]
         assert sorted(t.get_text() for t in texts) == sorted(rows.verdict)
         points = _data_points(ax)
@@ -146,9 +221,10 @@ def test_any_size_with_nan_margins_and_thesis(n_comparisons, n_metrics):
     fig = forest(frame)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    assert len(fig.axes) == n_metrics and len(fig.legends) == 1
+    assert len(fig.axes) == n_metrics and len(fig.legends) == 1                # similar rows: one tier
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "smallest effect of interest" not in labels                    # nothing of the kind drawn
+    assert not any("margin" in label or "zoom" in label for label in labels)   # nothing of the kind drawn
+    assert not any(c.get_gid() == "ci_eq" for ax in fig.axes for c in ax.collections)   # no margin: no TOST
     box = fig.legends[0].get_window_extent(renderer)
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
     assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == n_comparisons * n_metrics
