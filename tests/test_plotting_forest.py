@@ -293,3 +293,9 @@ def test_difference_frame_gives_the_interval_each_test_reads():
     ratio = sps.t.ppf(0.95, 4) / sps.t.ppf(0.975, 4)
     for _, r in frame.iterrows():
         assert r.half90 == pytest.approx(ratio * r.half95) and r.half90 < r.half95
+
+
+def test_every_variant_has_a_colour_of_its_own():
+    from thesis_lib.variants import VARIANTS
+    assert set(plotting.COLOURS) == set(VARIANTS)
+    assert len({tuple(np.round(c, 3)) for c in plotting.COLOURS.values()}) == len(VARIANTS)

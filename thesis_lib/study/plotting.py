@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -16,7 +17,10 @@ from .stats import mean_ci
 from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
-COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
+# one colour per variant: the colour-blind palette has 10, the 4 variants beyond it (notebook 05's) take Paul Tol's
+# dark tones, which no colour of that palette resembles (a cycled palette drew MoME in the baseline's blue)
+COLOURS = dict(zip(VARIANTS, [*sns.color_palette("colorblind"), *map(mcolors.to_rgb, ("#332288", "#117733", "#882255",
+                                                                                       "#999933"))]))
 INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
 VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
                "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
