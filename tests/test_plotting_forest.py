@@ -299,3 +299,17 @@ def test_every_variant_has_a_colour_of_its_own():
     from thesis_lib.variants import VARIANTS
     assert set(plotting.COLOURS) == set(VARIANTS)
     assert len({tuple(np.round(c, 3)) for c in plotting.COLOURS.values()}) == len(VARIANTS)
+
+
+def test_results_bars_draw_the_chance_line_inside_the_axis_and_name_it():
+    df = pd.DataFrame([{"variant": v, "seed": s, "flickr_itm_acc": 12.0 + s, "flickr_mean": 18.0 + s / 10}
+                       for v in ("fusion_joint", "switch_sib") for s in range(3)])
+    fig = plotting.results_bars(df, ["fusion_joint", "switch_sib"], {"flickr_itm_acc": "ITM", "flickr_mean": "R"},
+                                chance={"flickr_itm_acc": 50.0})
+    itm, flickr = fig.axes
+    (line,) = [line for line in itm.lines if line.get_gid() == "chance"]
+    assert line.get_ydata()[0] == 50.0 and itm.get_ylim()[0] < 50.0 < itm.get_ylim()[1]
+    assert not [line for line in flickr.lines if line.get_gid() == "chance"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["chance (50 %: a random scorer)"]
+    _legends_clear_of_axes(fig)
+    plt.close(fig)

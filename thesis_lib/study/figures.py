@@ -29,6 +29,7 @@ from ..training.results import RunPaths
 from . import forest, grids, mechanisms, plotting, reference, runs, tables
 
 ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
+ITM_CHANCE = {m: 50.0 for m in ("flickr_itm_acc", "flickr_itm_acc_random")}   # pairwise: the true caption or one other
 
 
 @dataclass(frozen=True)
@@ -134,11 +135,11 @@ def fig_pre_vs_post_ln(params, variants=()):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
-def _bars(params, variants, metrics=None):
+def _bars(params, variants, metrics=None, chance=None):
     """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has)."""
     df = _results(params, variants)
     labels, present = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}, set(df.variant)
-    return plotting.results_bars(df, [v for v in variants if v in present], labels)
+    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance)
 
 
 def fig_loss_curves(params, variants):
@@ -220,7 +221,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=mechanisms.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS), Reads(any_of=grids.FUSION)),
+    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS, chance=ITM_CHANCE),
+                             Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
 }
 

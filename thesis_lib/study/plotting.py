@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
+from matplotlib.lines import Line2D
 
 from ..variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
 from .reference import LAYERSCALE
@@ -101,18 +102,23 @@ def pre_vs_post_ln(scales: dict):
 
 # ------------------------------------------------------------------------------------------ results
 
-def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | None = None):
+def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None = None):
     """Grouped bars: mean over seeds with 95 % CI, one panel per metric (dots: seeds). Each panel's y-axis spans only
-    its seeds and intervals, so it does NOT start at 0: a secondary view of the levels, the forest shows differences."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False)
+    its seeds and intervals, so it does NOT start at 0: a secondary view of the levels, the forest shows differences.
+    ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis)."""
+    chance = chance or {}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8 + 0.3 * bool(chance)), squeeze=False,
+                             layout="constrained")
     for ax, (m, label) in zip(axes[0], metrics.items()):
-        ends = []
+        ends = [chance[m]] if m in chance else []
         for i, v in enumerate(variants):
             values = runs_of(df, v)[m].dropna()
             mean, half = mean_ci(values)
             ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS.get(v), capsize=4, alpha=0.85)
             ax.scatter(np.full(len(values), i), values, color="black", s=8, zorder=3)
             ends += [*values, mean - np.nan_to_num(half), mean + np.nan_to_num(half)]
+        if m in chance:
+            ax.axhline(chance[m], color=INK, ls="--", lw=1.3, zorder=2, gid="chance")
         ends = np.asarray(ends, dtype=float)
         ends = ends[np.isfinite(ends)]
         if len(ends):
@@ -123,7 +129,10 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | No
     cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
     axes[0][0].set_ylabel("percent" + (", axis does not start at 0" if cut else "")
                           + "\n(mean ± 95 % CI over seeds; dots: seeds)")
-    fig.tight_layout()
+    if chance:
+        levels = ", ".join(f"{c:g} %" for c in dict.fromkeys(chance.values()))
+        fig.legend(handles=[Line2D([], [], color=INK, ls="--", lw=1.3, label=f"chance ({levels}: a random scorer)")],
+                   loc="outside lower center", frameon=False)
     return fig
 
 
