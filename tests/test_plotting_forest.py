@@ -240,6 +240,7 @@ def test_results_bars_axis_does_not_start_at_zero():
         lo, hi = ax.get_ylim()
         assert 0 < lo < df[m].min() and df[m].max() < hi
         assert hi - lo < 10                                            # the spread is visible, not a 0-40 bar
+        assert not ax.patches                    # and the mean is a marker: a bar from a cut axis has no meaning
     assert "axis does not start at 0" in fig.axes[0].get_ylabel()
     plt.close(fig)
 

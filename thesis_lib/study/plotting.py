@@ -103,9 +103,10 @@ def pre_vs_post_ln(scales: dict):
 # ------------------------------------------------------------------------------------------ results
 
 def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None = None):
-    """Grouped bars: mean over seeds with 95 % CI, one panel per metric (dots: seeds). Each panel's y-axis spans only
-    its seeds and intervals, so it does NOT start at 0: a secondary view of the levels, the forest shows differences.
-    ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis)."""
+    """The levels: per variant its mean over seeds with the 95 % CI (a marker, not a bar: a bar's length from an axis
+    that does not start at 0 is not the value), the seeds as dots beside it, one panel per metric. Each panel's
+    y-axis spans only its seeds and intervals, so it does NOT start at 0: a secondary view, the forest shows the
+    differences. ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis)."""
     chance = chance or {}
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8 + 0.3 * bool(chance)), squeeze=False,
                              layout="constrained")
@@ -114,8 +115,9 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
         for i, v in enumerate(variants):
             values = runs_of(df, v)[m].dropna()
             mean, half = mean_ci(values)
-            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS.get(v), capsize=4, alpha=0.85)
-            ax.scatter(np.full(len(values), i), values, color="black", s=8, zorder=3)
+            ax.errorbar(i, mean, yerr=None if np.isnan(half) else half, fmt="o", ms=9, color=COLOURS.get(v),
+                        mec=INK, elinewidth=2.2, capsize=5, zorder=3)
+            ax.scatter(i + 0.22 + np.linspace(-0.04, 0.04, len(values)), values, color=SEED_INK, s=10, zorder=3)
             ends += [*values, mean - np.nan_to_num(half), mean + np.nan_to_num(half)]
         if m in chance:
             ax.axhline(chance[m], color=INK, ls="--", lw=1.3, zorder=2, gid="chance")
@@ -124,6 +126,7 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
         if len(ends):
             pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
             ax.set_ylim(ends.min() - pad, ends.max() + pad)
+        ax.set_xlim(-0.6, len(variants) - 0.4)
         ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=25, ha="right")
         ax.set_title(label)
     cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
