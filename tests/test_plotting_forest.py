@@ -264,6 +264,23 @@ def test_tte_contribution_legend_covers_no_bar():
     plt.close(fig)
 
 
+def test_tte_contribution_bars_are_linear_from_zero_with_a_zoom_on_the_small_ones():
+    """A 1 : 50 share drawn as 1 : 50 (a log axis drew it as 1 : 3): linear from 0, bar heights the means; the
+    small bars get a zoomed panel in which the large ones are cut and marked."""
+    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r * (1 + 0.1 * s), "tte_ratio_text": r / 2}
+                       for v, r in (("tte_after", 2e-2), ("tte_after_ls", 4e-4)) for s in range(5)])
+    fig = plotting.tte_contribution(df)
+    full, zoom = fig.axes
+    means = sorted(x for v in ("tte_after", "tte_after_ls") for k in ("image", "text")
+                   for x in [mean_ci(df[df.variant.eq(v)][f"tte_ratio_{k}"])[0]])
+    for ax in (full, zoom):
+        assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+        assert np.allclose(sorted(p.get_height() for p in ax.patches), means)
+    assert full.get_ylim()[1] > max(means) and zoom.get_ylim()[1] < max(means) / 6
+    assert len([line for line in zoom.lines if line.get_gid() == "off_scale"]) == 2     # tte_after, both modalities
+    plt.close(fig)
+
+
 def test_switch_choices_legends_cover_no_bar():
     rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": layer, "option": o, "fraction": f}
             for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),

@@ -1,9 +1,9 @@
 """The study's main figure: paired differences to a control, one panel per metric, one row per comparison, with the
 seeds, the smallest effect of interest, the thesis's effect carried to this scale and the verdict (``forest``).
 
-Every axis is linear, so that a drawn length is the number's size: where one row reaches ``ZOOM`` × further than
-another, the figure gets a second tier of panels zoomed on the small rows (still linear), and marks the rows that lie
-beyond it, instead of a logarithmic axis that draws a ±0.7 interval shorter than a ±0.1 one."""
+Every axis is linear, so that a drawn length is the number's size: where one row reaches ``plotting.ZOOM`` × further
+than another, the figure gets a second tier of panels zoomed on the small rows (still linear), and marks the rows
+that lie beyond it, instead of a logarithmic axis that draws a ±0.7 interval shorter than a ±0.1 one."""
 from __future__ import annotations
 
 import math
@@ -19,9 +19,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .plotting import BAND, INK, SEED_INK, THESIS_INK, VERDICT_INK
+from .plotting import BAND, INK, SEED_INK, THESIS_INK, VERDICT_INK, zoom_edge
 
-ZOOM = 6.0          # a row reaching less than 1/ZOOM of the widest row's reach gets the zoomed tier
 EQ_LEVEL = "90 %"   # the TOST at 5 % reads the 90 % interval (``stats.decide``), unless a row says otherwise
 EQ_INKS = [INK, *sns.color_palette("colorblind")[4:6]]     # one ink per equivalence level, the usual one first
 ZOOM_INK = "0.55"
@@ -60,13 +59,9 @@ def _row(r) -> dict:
 
 
 def _edges(reaches: list[float]) -> tuple[float, float | None]:
-    """x half-range of the full panel (every row) and of the zoomed one: None unless some row reaches less than
-    1/ZOOM of the widest; else it covers the rows below the largest jump (ratio) between consecutive reaches."""
-    reach = sorted(r for r in reaches if r > 0) or [1.0]
-    if reach[0] >= reach[-1] / ZOOM:
-        return 1.15 * reach[-1], None
-    jump = max(range(len(reach) - 1), key=lambda i: reach[i + 1] / reach[i])
-    return 1.15 * reach[-1], 1.15 * reach[jump]
+    """x half-range of the full panel (every row) and of the zoomed one (``plotting.zoom_edge``; None: no zoom)."""
+    zoom = zoom_edge(reaches)
+    return 1.15 * max([r for r in reaches if r > 0] or [1.0]), None if zoom is None else 1.15 * zoom
 
 
 def _draw_row(ax, row: dict, y: int, edge: float, inks: dict, verdict: bool):
@@ -127,7 +122,7 @@ def forest(frame: pd.DataFrame, title: str | None = None):
     has a margin, the interval its equivalence verdict reads (thick: ``half_eq`` at ``eq_level`` if the frame has
     them, else ``half90``, the TOST's 90 %), ± the smallest effect of interest as a band, the thesis's effect carried
     to this scale as a hollow diamond, the verdict above the row at the right. Where a metric's rows differ more than
-    ``ZOOM`` × in reach, a second tier zooms on the small ones (rows beyond: a triangle at the edge).
+    ``plotting.ZOOM`` × in reach, a second tier zooms on the small ones (rows beyond: a triangle at the edge).
 
     ``frame``: one row per (comparison, metric) with comparison, metric, diffs, mean, half95, margin, thesis,
     verdict; optional half90, half_eq, eq_level."""

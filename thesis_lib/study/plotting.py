@@ -28,6 +28,19 @@ VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted":
                "inconclusive": "0.35"}
 
 
+ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoomed view (linear, like every axis)
+
+
+def zoom_edge(reaches) -> float | None:
+    """The reach a zoomed view must cover: None unless some value (> 0) reaches less than 1/ZOOM of the largest;
+    else the largest value below the largest jump (ratio) between consecutive values, so that the zoom holds every
+    small value and none of the large ones."""
+    reach = sorted(r for r in reaches if r > 0)
+    if len(reach) < 2 or reach[0] >= reach[-1] / ZOOM:
+        return None
+    return reach[max(range(len(reach) - 1), key=lambda i: reach[i + 1] / reach[i])]
+
+
 def save(fig, folder: Path, name: str) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -194,39 +207,67 @@ def gamma_evolution(curves: pd.DataFrame):
     return fig
 
 
-def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. Left: after
-    training, mean ± 95 % CI over seeds (the interval of every table; dots: seeds). Right, with ``curves``: along
-    training on the same test items, mean over seeds (image solid, text dashed)."""
-    variants = list(dict.fromkeys(df.variant))
-    width = 0.8 / max(len(variants), 1)
-    panels = 2 if curves is not None and len(curves) else 1
-    fig, axes = plt.subplots(1, panels, figsize=(6.0 * panels, 4.4), squeeze=False, layout="constrained")
-    ax = axes[0][0]
+def _sci(x: float) -> str:
+    return f"{x:.1e}".replace("e-0", "e-").replace("e+00", "")
+
+
+def _share_bars(ax, df: pd.DataFrame, variants, top: float | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality (x) and variant: mean ± 95 % CI over seeds (dots: seeds), linear from 0,
+    each bar labelled with its mean. ``top``: the axis' top; a bar above it is cut there and marked by a triangle."""
+    width, highest = 0.8 / max(len(variants), 1), 0.0
     for j, v in enumerate(variants):
         for i, modality in enumerate(("image", "text")):
             values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
             mean, half = mean_ci(values)
+            highest = max(highest, np.nan_to_num(mean + np.nan_to_num(half)), *values)
             x = i + (j - (len(variants) - 1) / 2) * width
             ax.bar(x, mean, width, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3,
                    label=VARIANT_LABELS[v] if i == 0 else None)
             ax.scatter(np.full(len(values), x), values, color="black", s=6, zorder=3)
+            if top is not None and mean > top:
+                ax.plot(x, 0.96 * top, "^", color=INK, ms=7, zorder=4, gid="off_scale")
+            else:
+                ax.annotate(_sci(mean), (x, mean + np.nan_to_num(half)), xytext=(0, 3), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xticks([0, 1], ["image", "text"])
     ax.set_xlabel("modality")
-    ax.set_yscale("log")
-    ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
-    ax.set_title("after training")
-    if panels == 2:
-        ax = axes[0][1]
+    ax.set_ylim(0, top or 1.25 * highest or None)                  # room for the labels above the bars
+
+
+def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. After
+    training: mean ± 95 % CI over seeds (the interval of every table; dots: seeds) as bars on a linear axis from 0, so
+    that a bar's length is the share; where the bars differ more than ZOOM ×, a second panel zooms (linear) on the
+    small ones. With ``curves``: along training on the same test items, mean over seeds (image solid, text dashed),
+    on a log axis (positions, not lengths)."""
+    variants = list(dict.fromkeys(df.variant))
+    ends = [m + np.nan_to_num(h) for v in variants for k in ("image", "text")
+            for m, h in [mean_ci(runs_of(df, v)[f"tte_ratio_{k}"].dropna())]]
+    top = ends and zoom_edge(ends)
+    panels = 1 + bool(top) + (curves is not None and len(curves) > 0)
+    fig, axes = plt.subplots(1, panels, figsize=(4.8 * panels + 0.6, 4.6), squeeze=False, layout="constrained")
+    _share_bars(axes[0][0], df, variants)
+    axes[0][0].set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    axes[0][0].set_title("after training (linear from 0)")
+    if top:
+        _share_bars(axes[0][1], df, variants, top=1.3 * top)
+        axes[0][1].set_title(f"the same, zoomed to 0-{_sci(1.3 * top)} (linear)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if top:
+        handles.append(Line2D([], [], color=INK, marker="^", ls="none", ms=7))
+        labels.append("bar beyond the zoom (see the left panel)")
+    if panels > 1 + bool(top):
+        ax = axes[0][-1]
         for k, (v, sub) in enumerate(curves.groupby("variant", sort=False)):
             mean = sub.groupby("step")[["tte_ratio_image", "tte_ratio_text"]].mean()
             style = dict(color=COLOURS[v], marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=6)
             ax.plot(mean.index, mean.tte_ratio_image, lw=1.8, **style)     # hollow markers of their own: lines that
             ax.plot(mean.index, mean.tte_ratio_text, lw=1.2, ls="--", **style)  # coincide stay visible
         ax.set_yscale("log")
+        ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (log scale)")
         ax.set_xlabel("training step")
-        ax.set_title("along training (image —, text – –; markers tell coinciding lines apart)", fontsize=10)
-    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+        ax.set_title("along training (image —, text – –; log scale)", fontsize=10)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     return fig
 
 
