@@ -331,3 +331,26 @@ def test_results_bars_draw_the_chance_line_inside_the_axis_and_name_it():
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["chance (50 %: a random scorer)"]
     _legends_clear_of_axes(fig)
     plt.close(fig)
+
+
+def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
+    """The TTE' curve lies on the baseline's to 1e-5: both are drawn (solid, dashed with markers), the y axis says
+    what it is, and a second row draws the difference paired by seed and step."""
+    steps, rows = np.arange(25, 201, 25), []
+    for s in range(3):
+        for v, shift in (("baseline", 0.0), ("tte_after_ls", 1e-5 * (s + 1))):
+            rows += [{"variant": v, "seed": s, "step": t, "loss": 6 / t ** 0.3 + shift, "itc": 5 / t ** 0.3 + shift,
+                      "kd": 1 / t ** 0.3} for t in steps]
+    fig = plotting.loss_curves(pd.DataFrame(rows))
+    top, bottom = [ax for ax in fig.axes[:3]], [ax for ax in fig.axes[3:]]
+    assert len(fig.axes) == 6 and top[0].get_ylabel() and bottom[0].get_ylabel().startswith("Δ loss")
+    base, tte = top[0].lines[:2]
+    assert base.get_linestyle() == "-" and tte.get_linestyle() == "--" and tte.get_marker() not in ("None", "")
+    (difference,) = [line for line in bottom[0].lines if line.get_gid() == "difference"]
+    assert np.allclose(difference.get_ydata(), 2e-5)                       # mean over seeds of 1e-5, 2e-5, 3e-5
+    (kd,) = [line for line in bottom[2].lines if line.get_gid() == "difference"]
+    assert np.allclose(kd.get_ydata(), 0)
+    plt.close(fig)
+    one = plotting.loss_curves(pd.DataFrame([r for r in rows if r["variant"] == "baseline"]))
+    assert len(one.axes) == 3                                              # the baseline alone: no difference row
+    plt.close(one)

@@ -11,6 +11,8 @@ import pandas as pd
 import seaborn as sns
 import torch
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from ..variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
 from .reference import LAYERSCALE
@@ -152,17 +154,43 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
     return fig
 
 
-def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd")):
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.4))
-    for ax, col in zip(axes, columns):
-        for v, sub in curves.groupby("variant", sort=False):
-            g = sub.groupby("step")[col]
-            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], label=VARIANT_SHORT[v])
-            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.2)
-        ax.set_title({"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}.get(col, col))
+LOSS_TITLES = {"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}
+
+
+def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: str = "baseline"):
+    """The training losses per logged step, mean over seeds (band: min to max over seeds), one panel per loss; the
+    control solid, each other variant dashed with hollow markers, so that coinciding curves stay visible. With a
+    control and another variant, a second row draws each one's difference to the control, paired by seed and step
+    (mean over seeds, band: min to max): what the first row cannot show when the curves coincide."""
+    variants = list(dict.fromkeys(curves.variant))
+    others = [v for v in variants if v != control] if control in variants else []
+    fig, axes = plt.subplots(1 + bool(others), len(columns), figsize=(4.2 * len(columns), 3.2 + 2.6 * bool(others)),
+                             squeeze=False, sharex=True, layout="constrained")
+    for ax, col in zip(axes[0], columns):
+        for k, v in enumerate(variants):
+            g = curves[curves.variant.eq(v)].groupby("step")[col]
+            style = {} if v == control else dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))
+            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], lw=1.6, label=VARIANT_SHORT[v], **style)
+            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+        ax.set_title(LOSS_TITLES.get(col, col))
+        ax.set_ylabel("training loss (mean over seeds)" if col == columns[0] else None)
+    if others:
+        paired = curves.pivot_table(index=["seed", "step"], columns="variant", values=list(columns))
+        for ax, col in zip(axes[1], columns):
+            for k, v in enumerate(others, start=1):
+                d = (paired[(col, v)] - paired[(col, control)]).dropna().groupby("step")
+                ax.plot(d.mean().index, d.mean().values, color=COLOURS[v], lw=1.6, ls="--", marker="osD^v"[k % 5],
+                        mfc="none", ms=5, markevery=(k, 3), gid="difference")
+                ax.fill_between(d.mean().index, d.min().values, d.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+            ax.axhline(0, color=INK, lw=1)
+            ax.set_title(f"{LOSS_TITLES.get(col, col)}: variant − {VARIANT_SHORT[control]}", fontsize=10)
+            ax.set_ylabel(f"Δ loss vs. {VARIANT_SHORT[control]}\n(paired by seed)" if col == columns[0] else None)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.2g}".replace("e-0", "e-")))   # no offset
+    for ax in axes[-1]:
         ax.set_xlabel("step")
-    axes[0].legend()
-    fig.tight_layout()
+    handles, _ = axes[0][0].get_legend_handles_labels()
+    handles.append(Patch(color="0.5", alpha=0.3, lw=0, label="band: min to max over seeds"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return fig
 
 
