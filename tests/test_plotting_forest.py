@@ -354,3 +354,23 @@ def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
     one = plotting.loss_curves(pd.DataFrame([r for r in rows if r["variant"] == "baseline"]))
     assert len(one.axes) == 3                                              # the baseline alone: no difference row
     plt.close(one)
+
+
+def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
+    from thesis_lib.study.figures import ABLATION_METRICS
+    assert "flickr_mean" in ABLATION_METRICS
+    rng = np.random.default_rng(4)
+    variants = ["tte_after", "tte_after_ls", "tte_shared"]
+    df = pd.DataFrame([{"variant": v, "seed": s, **{f"{mode}{m}": 20 + rng.normal(0, 0.1) for m in ABLATION_METRICS
+                                                    for mode in ("", "removed:", "swapped:")}}
+                       for v in variants for s in range(4)])
+    fig = plotting.tte_ablation(df, variants, ABLATION_METRICS)
+    assert [ax.get_title() for ax in fig.axes] == list(ABLATION_METRICS.values())
+    assert all(len(ax.patches) == 2 * len(variants) for ax in fig.axes)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    label = fig.axes[0].yaxis.label.get_window_extent(renderer)
+    ticks = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert not any(label.overlaps(box) for box in ticks)
+    _legends_clear_of_axes(fig)
+    plt.close(fig)

@@ -28,7 +28,8 @@ from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
 from . import forest, grids, mechanisms, plotting, reference, runs, tables
 
-ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
+ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1",
+                    "flickr_mean": "Flickr retrieval"}
 ITM_CHANCE = {m: 50.0 for m in ("flickr_itm_acc", "flickr_itm_acc_random")}   # pairwise: the true caption or one other
 
 

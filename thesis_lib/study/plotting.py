@@ -300,27 +300,29 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
 
 
 def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
-    """Is the TTE used? Each trained model evaluated with its TTE removed and with the type vectors swapped: the
-    change of each metric against the model as trained, mean ± 95 % CI over seeds (dots: seeds)."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.8 * len(metrics), 3.6), squeeze=False)
+    """Is the TTE used? Each trained model evaluated with its TTE removed (plain bars) and with the type vectors
+    swapped (hatched): the change of each metric against the model as trained, mean ± 95 % CI over seeds (dots:
+    seeds), one panel per metric, one group of two bars per variant."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.9 * len(metrics), 3.9), squeeze=False, layout="constrained")
+    modes = {"removed": None, "swapped": "//"}
     for ax, (m, label) in zip(axes[0], metrics.items()):
-        ticks = []
-        for i, (v, mode) in enumerate((v, mode) for v in variants for mode in ("removed", "swapped")):
+        for i, v in enumerate(variants):
             sub = runs_of(df, v)
-            if f"{mode}:{m}" not in sub:
-                continue
-            d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
-            mean, half = mean_ci(d)
-            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4,
-                   hatch="//" if mode == "swapped" else None, edgecolor="white")
-            ax.scatter(np.full(len(d), i), d, color="black", s=8, zorder=3)
-            ticks.append((i, f"{VARIANT_SHORT[v]}: {mode}"))
+            for k, (mode, hatch) in enumerate(modes.items()):
+                if f"{mode}:{m}" not in sub:
+                    continue
+                d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
+                mean, half = mean_ci(d)
+                x = i + (k - 0.5) * 0.4
+                ax.bar(x, mean, 0.38, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3, hatch=hatch,
+                       edgecolor="white", gid=f"{v}|{mode}")
+                ax.scatter(np.full(len(d), x), d, color="black", s=8, zorder=3)
         ax.axhline(0, color="gray", lw=0.8)
-        if ticks:
-            ax.set_xticks(*zip(*ticks), rotation=30, ha="right")
+        ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=20, ha="right")
         ax.set_title(label)
     axes[0][0].set_ylabel("Δ vs. the model as trained (points)")
-    fig.tight_layout()
+    fig.legend(handles=[Patch(facecolor="0.55", edgecolor="white", hatch=h, label=f"TTE {mode} at evaluation")
+                        for mode, h in modes.items()], loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
