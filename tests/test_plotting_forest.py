@@ -374,3 +374,26 @@ def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
     assert not any(label.overlaps(box) for box in ticks)
     _legends_clear_of_axes(fig)
     plt.close(fig)
+
+
+def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis():
+    """The thesis's mean γ is signed: it is drawn, with its std, on the signed (linear) axis beside ours, never on
+    the |γ| axis; its max beside our max |γ|."""
+    from thesis_lib.study.reference import LAYERSCALE
+    rng = np.random.default_rng(5)
+    gammas = {s: rng.normal(0, 1e-2, 96) for s in range(3)}
+    fig = plotting.gamma_histogram(gammas)
+    signed, magnitude = fig.axes
+    assert signed.get_xscale() == "linear" and magnitude.get_xscale() == "log"
+    pooled = np.concatenate(list(gammas.values()))
+    ends = [tuple(np.round(sorted(np.asarray(s)[:, 0]), 9)) for c in signed.collections
+            if isinstance(c, LineCollection) for s in c.get_segments()]              # the mean ± std bars
+    thesis = LAYERSCALE["aug"]
+    assert tuple(np.round([thesis["mean"] - thesis["std"], thesis["mean"] + thesis["std"]], 9)) in ends
+    assert tuple(np.round([pooled.mean() - pooled.std(), pooled.mean() + pooled.std()], 9)) in ends
+    lines = [line.get_xdata()[0] for line in magnitude.lines]
+    assert thesis["max"] in lines and thesis["mean"] not in lines
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("thesis: mean γ ± std") for label in labels)
+    assert any(label.startswith("thesis: max γ") for label in labels)
+    plt.close(fig)

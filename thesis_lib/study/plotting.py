@@ -2,6 +2,7 @@
 variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.figures`` redraws them all)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.colors as mcolors
@@ -195,19 +196,41 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
 
 
 def gamma_histogram(gammas: dict):
-    """|γ| of the TTE LayerScale per seed on a log axis, with its initial value and the thesis's statistics."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    values = np.concatenate([np.abs(g) for g in gammas.values()])
-    bins = np.logspace(np.log10(max(values.min(), 1e-8)), np.log10(max(values.max(), 1e-4)), 40)
-    for seed, g in gammas.items():
-        ax.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, label=f"seed {seed}")
-    ax.set_xscale("log")
-    for x, style, name in ((LAYERSCALE["init"], ":", "init 1e-5"), (LAYERSCALE["aug"]["mean"], "--", "thesis mean 7.2e-4"),
-                           (LAYERSCALE["aug"]["max"], "-.", "thesis max 0.3")):
-        ax.axvline(x, color="gray", ls=style, label=name)
-    ax.set_xlabel("|γ_d| (TTE LayerScale, per channel)")
-    ax.set_ylabel("channels")
-    ax.legend(fontsize=8)
+    """The learned TTE LayerScale γ per channel and seed beside the thesis's statistics of the signed γ
+    (``reference.LAYERSCALE``: mean, std, max), each compared with the same quantity of ours. Left: γ on a linear
+    axis, the thesis's mean ± std and ours (seeds pooled) as bars above the histograms. Right: |γ| on a log axis
+    (the channels span decades), with γ's initial value, the thesis's max γ and our max |γ|."""
+    thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
+    seed_inks = sns.color_palette("crest", len(gammas))           # no seed in the thesis's (or our) ink
+    for ink, (seed, g) in zip(seed_inks, gammas.items()):
+        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.5, color=ink, label=f"seed {seed}")
+    top = a.get_ylim()[1]
+    for k, (mean, std, ink, name) in enumerate(
+            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({_sci(thesis['mean'])} ± "
+              f"{_sci(thesis['std'])})"),
+             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({_sci(pooled.mean())} ± "
+              f"{_sci(pooled.std())}, seeds pooled)"))):
+        a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
+    a.set_ylim(0, top * 1.3)
+    a.axvline(0, color="0.6", lw=0.8, zorder=0)
+    a.set_xlabel("γ_d, signed (TTE LayerScale, per channel; linear)")
+    a.set_ylabel("channels")
+    magnitude = np.abs(pooled)
+    low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
+    bins = np.logspace(np.log10(min(low, LAYERSCALE["init"]) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])),
+                       40)
+    for ink, g in zip(seed_inks, gammas.values()):
+        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, color=ink)
+    b.set_xscale("log")
+    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
+    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
+    b.axvline(LAYERSCALE["init"], color="gray", ls=":", label=f"γ's initial value {_sci(LAYERSCALE['init'])}")
+    b.set_xlabel("|γ_d| (log scale)")
+    handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
+    fig.legend(handles, labels, loc="outside lower center", ncol=math.ceil(len(handles) / 2), fontsize=8,
+               frameon=False)                                     # two lines: thesis and ours one above the other
     return fig
 
 
