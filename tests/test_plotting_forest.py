@@ -397,3 +397,15 @@ def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis(
     assert any(label.startswith("thesis: mean γ ± std") for label in labels)
     assert any(label.startswith("thesis: max γ") for label in labels)
     plt.close(fig)
+
+
+def test_switch_choices_give_each_option_of_either_kind_its_own_colour():
+    rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": 2, "option": o, "fraction": 0.25}
+            for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
+                                  ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
+            for o in options]
+    fig = plotting.switch_choices(pd.DataFrame(rows))
+    colours = {t.get_text(): tuple(np.round(h.get_facecolor(), 3)) for ax in fig.axes
+               for h, t in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts())}
+    assert len(colours) == 8 and len(set(colours.values())) == 8
+    plt.close(fig)

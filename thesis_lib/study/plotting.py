@@ -351,6 +351,10 @@ def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
 
 # ------------------------------------------------------------------------------------ notebook 05 (mechanisms)
 
+_DEEP = sns.color_palette("deep")
+SWITCH_INKS = {"modes": _DEEP[:4], "inputs": [_DEEP[k] for k in (4, 5, 6, 8)]}   # no colour means two things
+
+
 def switch_choices(df: pd.DataFrame):
     """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
     (right) is selected (hard selection on the evaluation pairs), mean over seeds, one row per variant."""
@@ -363,7 +367,7 @@ def switch_choices(df: pd.DataFrame):
         left = np.zeros(len(sub))
         labels = [f"{VARIANT_SHORT[v]} · layer {layer}" for v, layer in sub.index]
         for j, option in enumerate(sub.columns):
-            ax.barh(labels, sub[option].values, left=left, color=sns.color_palette("deep")[j], label=option)
+            ax.barh(labels, sub[option].values, left=left, color=SWITCH_INKS[kind][j % 4], label=option)
             left += sub[option].values
         ax.set_xlim(0, 1)
         ax.set_xlabel("fraction of evaluation pairs (hard selection)")
