@@ -291,9 +291,18 @@ def test_switch_choices_legends_cover_no_bar():
     plt.close(fig)
 
 
-def test_positional_similarity_has_a_labelled_colour_bar():
+def test_positional_similarity_has_a_labelled_colour_bar_scaled_to_the_data():
     fig = plotting.positional_similarity(torch.randn(16, 8), 4)
-    assert any(ax.get_ylabel() == "cosine similarity" for ax in fig.axes)
+    assert any(ax.get_ylabel().startswith("cosine similarity") for ax in fig.axes)
+    plt.close(fig)
+    from thesis_lib.models.representations import sincos_2d
+    table = sincos_2d(768, 14)                                  # every similarity of the figure is in 0.5..1
+    fig = plotting.positional_similarity(table, 14)
+    low, high = fig.axes[0].images[0].get_clim()
+    t = torch.nn.functional.normalize(table.float(), dim=-1)
+    data = (t @ t.T).numpy()
+    assert high == 1 and low <= data.min() < low + 0.1 and low > 0
+    assert any(f"{low:g} to 1" in ax.get_ylabel() for ax in fig.axes)
     plt.close(fig)
 
 

@@ -83,11 +83,14 @@ def positional_similarity(table: torch.Tensor, grid: int, positions=None):
     t = torch.nn.functional.normalize(table.float(), dim=-1)
     fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions) + 1.0, 2.8), squeeze=False,
                              layout="constrained")
-    for ax, p in zip(axes[0], positions):
-        im = ax.imshow((t @ t[p]).view(grid, grid).numpy(), cmap="viridis", vmin=-1, vmax=1)
+    sims = (t[positions] @ t.T).numpy()
+    low = math.floor(10 * min(sims.min(), 0.99)) / 10                # the colour scale spans the data, not -1..1
+    for ax, p, sim in zip(axes[0], positions, sims):
+        im = ax.imshow(sim.reshape(grid, grid), cmap="viridis", vmin=low, vmax=1)
         ax.set_title(f"position ({p // grid}, {p % grid})", fontsize=9)
         ax.axis("off")
-    fig.colorbar(im, ax=axes[0].tolist(), label="cosine similarity", shrink=0.9, pad=0.02)
+    fig.colorbar(im, ax=axes[0].tolist(), label=f"cosine similarity\n(colour scale: the data's range, {low:g} to 1)",
+                 shrink=0.9, pad=0.02)
     fig.suptitle(f"cosine similarity of t_pos_i to all {grid * grid} positions (2-D sin-cos)")
     return fig
 
