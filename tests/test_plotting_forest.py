@@ -1,5 +1,6 @@
-"""plotting.forest (the study's main figure) and the figures whose layout was fixed: limits that show every number,
-one figure legend outside the data, a verdict per row that covers no data, y-axes that do not start at 0."""
+"""forest.forest (the study's main figure) and the figures whose layout was fixed: linear axes on which a drawn
+length is the number's size, the interval each verdict reads, limits that show every number, one figure legend
+outside the data that names every line, a verdict per row that covers no data, y-axes that do not start at 0."""
 import math
 
 import matplotlib
@@ -14,6 +15,7 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
 from thesis_lib.study import plotting  # noqa: E402
+from thesis_lib.study.forest import forest  # noqa: E402
 from thesis_lib.study.stats import mean_ci  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
@@ -24,7 +26,7 @@ METRICS = ["COCO retrieval", "ImageNet top-1", "Flickr retrieval"]
 def _row(comparison, metric, diffs, margin, thesis, verdict):
     mean, half = mean_ci(diffs)
     return {"comparison": comparison, "metric": metric, "diffs": list(diffs), "mean": mean, "half95": half,
-            "margin": margin, "thesis": thesis, "verdict": verdict}
+            "half90": mean_ci(diffs, 0.90)[1], "margin": margin, "thesis": thesis, "verdict": verdict}
 
 
 def synthetic_frame() -> pd.DataFrame:
@@ -46,15 +48,28 @@ def synthetic_frame() -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def drawn():
     frame = synthetic_frame()
-    fig = plotting.forest(frame, title="synthetic")
+    fig = forest(frame, title="synthetic")
     fig.canvas.draw()
     yield frame, fig
     plt.close(fig)
 
 
-def _panel(fig, metric):
-    (ax,) = [ax for ax in fig.axes if ax.get_title() == metric]
+def _panel(fig, metric, tier="full"):
+    """The panel of ``metric`` showing every row at one scale (``full``) or the zoomed one below it (``zoom``)."""
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == f"{metric}|{tier}"]
     return ax
+
+
+def _verdict_panel(fig, metric):
+    """The panel that carries the metric's verdicts: the zoomed one where the figure has two tiers."""
+    return _panel(fig, metric, "zoom") if any(ax.get_gid().endswith("|zoom") for ax in fig.axes) else _panel(fig, metric)
+
+
+def _intervals(ax, gid) -> list[tuple[float, float, float]]:
+    """(y, low, high) in data coordinates of every interval drawn with ``gid`` (``ci95``: thin, ``ci_eq``: thick)."""
+    segments = [np.asarray(s) for c in ax.collections if isinstance(c, LineCollection) and c.get_gid() == gid
+                for s in c.get_segments()]
+    return sorted((s[0, 1], min(s[:, 0]), max(s[:, 0])) for s in segments)
 
 
 def _data_points(ax) -> np.ndarray:
@@ -68,11 +83,51 @@ def _data_points(ax) -> np.ndarray:
     return np.concatenate(pts)
 
 
-def test_one_panel_with_data_per_metric(drawn):
+def test_one_column_of_panels_per_metric_one_or_two_tiers(drawn):
     frame, fig = drawn
-    data_axes = [ax for ax in fig.axes if ax.collections or ax.lines]
-    assert len(data_axes) == len(METRICS) == len(fig.axes)
-    assert [ax.get_title() for ax in fig.axes] == METRICS
+    assert [ax.get_gid() for ax in fig.axes] == [f"{m}|full" for m in METRICS] + [f"{m}|zoom" for m in METRICS]
+    assert [_panel(fig, m).get_title() for m in METRICS] == METRICS
+    assert all(ax.collections and ax.lines for ax in fig.axes)
+
+
+def test_every_axis_is_linear_and_a_drawn_length_is_the_numbers_size(drawn):
+    """The reviewer's symlog axis drew a ±0.71 interval shorter than a ±0.125 one: on one panel, the drawn lengths
+    of two intervals are in the ratio of their half-widths, whatever their sizes."""
+    frame, fig = drawn
+    assert {ax.get_xscale() for ax in fig.axes} == {"linear"}
+    for metric, rows in frame.groupby("metric"):
+        ax = _panel(fig, metric)
+        drawn_half = [ax.transData.transform([[hi, y]])[0, 0] - ax.transData.transform([[lo, y]])[0, 0]
+                      for y, lo, hi in _intervals(ax, "ci95")]
+        halves = rows.half95.dropna().to_numpy()
+        order = np.argsort([COMPARISONS.index(c) for c in rows.comparison[rows.half95.notna()]])
+        assert np.allclose(np.asarray(drawn_half) / drawn_half[0], halves[order] / halves[order][0], rtol=1e-6)
+
+
+def test_the_bars_are_the_tables_half_widths(drawn):
+    """Thin: the 95 % interval; thick: the 90 % one the equivalence test reads, only where a row has a margin."""
+    frame, fig = drawn
+    for metric, rows in frame.groupby("metric"):
+        for ax in (_panel(fig, metric), _panel(fig, metric, "zoom")):
+            for gid, column, where in (("ci95", "half95", rows.half95.notna()),
+                                       ("ci_eq", "half90", rows.half90.notna() & (rows.margin > 0))):
+                expected = sorted((COMPARISONS.index(r.comparison), r["mean"] - r[column], r["mean"] + r[column])
+                                  for _, r in rows[where].iterrows())
+                assert np.allclose(_intervals(ax, gid), expected), (metric, gid)
+
+
+def test_a_row_may_bring_its_own_equivalence_interval_and_level():
+    """``half_eq`` (and ``eq_level`` for the legend) where a claim is decided at another level, half90 elsewhere."""
+    frame = synthetic_frame()
+    frame["half_eq"], frame["eq_level"] = math.nan, None
+    frame.loc[0, ["half_eq", "eq_level"]] = [0.5 * frame.loc[0, "half95"], "97.1 %"]
+    fig = forest(frame)
+    ax = _panel(fig, frame.loc[0, "metric"])
+    (y, lo, hi), *_ = _intervals(ax, "ci_eq")
+    assert y == 0 and hi - lo == pytest.approx(frame.loc[0, "half95"])
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("97.1 % CI") for label in labels) and any(label.startswith("90 % CI") for label in labels)
+    plt.close(fig)
 
 
 def test_x_limits_symmetric_and_contain_everything(drawn):
@@ -83,6 +138,24 @@ def test_x_limits_symmetric_and_contain_everything(drawn):
         values = [v for _, r in rows.iterrows() for v in (*r.diffs, r["mean"] - r.half95, r["mean"] + r.half95,
                                                            r.margin, -r.margin, r.thesis) if np.isfinite(v)]
         assert lo < min(values) and max(values) < hi, metric
+
+
+def test_the_zoom_shows_the_small_rows_whole_and_marks_the_large_one():
+    frame = synthetic_frame()
+    fig = forest(frame)
+    rows = frame[frame.metric.eq("COCO retrieval")]
+    zoom = _panel(fig, "COCO retrieval", "zoom")
+    lo, hi = zoom.get_xlim()
+    assert lo == pytest.approx(-hi) and hi < _panel(fig, "COCO retrieval").get_xlim()[1] / 6
+    for _, r in rows.iterrows():
+        inside = [r["mean"] - r.half95, r["mean"] + r.half95, *r.diffs, r.margin, -r.margin, r.thesis]
+        beyond = [line for line in zoom.lines if line.get_gid() == "off_scale"
+                  and line.get_ydata()[0] == COMPARISONS.index(r.comparison)]
+        if COMPARISONS.index(r.comparison) < 2:
+            assert lo < min(inside) and max(inside) < hi and not beyond
+        else:                                                         # the LayerNorm row: a triangle at the edge
+            assert r["mean"] < lo and len(beyond) == 1 and beyond[0].get_xdata()[0] == pytest.approx(0.975 * lo)
+    plt.close(fig)
 
 
 def test_every_seed_mean_and_thesis_value_is_drawn(drawn):
@@ -102,29 +175,32 @@ def test_margin_bands_and_intervals_only_where_defined(drawn):
     for metric, rows in frame.groupby("metric"):
         ax = _panel(fig, metric)
         bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
-        intervals = [c for c in ax.collections if isinstance(c, LineCollection)]
         assert len(bands) == int((rows.margin > 0).sum())           # nan margin → no band
-        assert len(intervals) == int(np.isfinite(rows.half95).sum())  # a single seed → the point only
+        assert len(_intervals(ax, "ci95")) == int(np.isfinite(rows.half95).sum())  # a single seed → the point only
+        assert len(_intervals(ax, "ci_eq")) == int((np.isfinite(rows.half90) & (rows.margin > 0)).sum())
 
 
-def test_one_figure_legend_outside_every_panel(drawn):
+def test_one_figure_legend_outside_every_panel_naming_every_line(drawn):
     frame, fig = drawn
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     legend = fig.legends[0]
     labels = [t.get_text() for t in legend.get_texts()]
-    assert "smallest effect of interest" in labels and "thesis effect, carried to this scale" in labels
+    assert {"mean over seeds", "95 % CI of the difference (unadjusted)", "90 % CI: what the equivalence test (TOST) "
+            "reads", "± smallest effect of interest (margin)", "thesis effect, carried to this scale",
+            "extent of the zoomed panel below", "mean beyond the zoom (see above)"} <= set(labels)
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer)
     for ax in fig.axes:
-        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_title()
-        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer)), ax.get_title()
+        assert not box.overlaps(ax.get_window_extent(renderer)), ax.get_gid()
+        assert not box.overlaps(ax.xaxis.label.get_window_extent(renderer)), ax.get_gid()
 
 
 def test_one_verdict_per_row_covering_no_data(drawn):
     frame, fig = drawn
     renderer = fig.canvas.get_renderer()
+    assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == len(frame)
     for metric, rows in frame.groupby("metric"):
-        ax = _panel(fig, metric)
+        ax = _verdict_panel(fig, metric)
         texts = [t for t in ax.texts if t.get_gid() == "verdict"]
         assert sorted(t.get_text() for t in texts) == sorted(rows.verdict)
         points = _data_points(ax)
@@ -142,12 +218,13 @@ def test_any_size_with_nan_margins_and_thesis(n_comparisons, n_metrics):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame([_row(f"comparison {i}", f"metric {j}", rng.normal(0.1 * i, 0.2, 5), math.nan, math.nan,
                                "inconclusive") for i in range(n_comparisons) for j in range(n_metrics)])
-    fig = plotting.forest(frame)
+    fig = forest(frame)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    assert len(fig.axes) == n_metrics and len(fig.legends) == 1
+    assert len(fig.axes) == n_metrics and len(fig.legends) == 1                # similar rows: one tier
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "smallest effect of interest" not in labels                    # nothing of the kind drawn
+    assert not any("margin" in label or "zoom" in label for label in labels)   # nothing of the kind drawn
+    assert not any(c.get_gid() == "ci_eq" for ax in fig.axes for c in ax.collections)   # no margin: no TOST
     box = fig.legends[0].get_window_extent(renderer)
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
     assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == n_comparisons * n_metrics
@@ -163,6 +240,7 @@ def test_results_bars_axis_does_not_start_at_zero():
         lo, hi = ax.get_ylim()
         assert 0 < lo < df[m].min() and df[m].max() < hi
         assert hi - lo < 10                                            # the spread is visible, not a 0-40 bar
+        assert not ax.patches                    # and the mean is a marker: a bar from a cut axis has no meaning
     assert "axis does not start at 0" in fig.axes[0].get_ylabel()
     plt.close(fig)
 
@@ -186,6 +264,23 @@ def test_tte_contribution_legend_covers_no_bar():
     plt.close(fig)
 
 
+def test_tte_contribution_bars_are_linear_from_zero_with_a_zoom_on_the_small_ones():
+    """A 1 : 50 share drawn as 1 : 50 (a log axis drew it as 1 : 3): linear from 0, bar heights the means; the
+    small bars get a zoomed panel in which the large ones are cut and marked."""
+    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r * (1 + 0.1 * s), "tte_ratio_text": r / 2}
+                       for v, r in (("tte_after", 2e-2), ("tte_after_ls", 4e-4)) for s in range(5)])
+    fig = plotting.tte_contribution(df)
+    full, zoom = fig.axes
+    means = sorted(x for v in ("tte_after", "tte_after_ls") for k in ("image", "text")
+                   for x in [mean_ci(df[df.variant.eq(v)][f"tte_ratio_{k}"])[0]])
+    for ax in (full, zoom):
+        assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+        assert np.allclose(sorted(p.get_height() for p in ax.patches), means)
+    assert full.get_ylim()[1] > max(means) and zoom.get_ylim()[1] < max(means) / 6
+    assert len([line for line in zoom.lines if line.get_gid() == "off_scale"]) == 2     # tte_after, both modalities
+    plt.close(fig)
+
+
 def test_switch_choices_legends_cover_no_bar():
     rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": layer, "option": o, "fraction": f}
             for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
@@ -196,7 +291,130 @@ def test_switch_choices_legends_cover_no_bar():
     plt.close(fig)
 
 
-def test_positional_similarity_has_a_labelled_colour_bar():
+def test_positional_similarity_has_a_labelled_colour_bar_scaled_to_the_data():
     fig = plotting.positional_similarity(torch.randn(16, 8), 4)
-    assert any(ax.get_ylabel() == "cosine similarity" for ax in fig.axes)
+    assert any(ax.get_ylabel().startswith("cosine similarity") for ax in fig.axes)
+    plt.close(fig)
+    from thesis_lib.models.representations import sincos_2d
+    table = sincos_2d(768, 14)                                  # every similarity of the figure is in 0.5..1
+    fig = plotting.positional_similarity(table, 14)
+    low, high = fig.axes[0].images[0].get_clim()
+    t = torch.nn.functional.normalize(table.float(), dim=-1)
+    data = (t @ t.T).numpy()
+    assert high == 1 and low <= data.min() < low + 0.1 and low > 0
+    assert any(f"{low:g} to 1" in ax.get_ylabel() for ax in fig.axes)
+    plt.close(fig)
+
+
+def test_difference_frame_gives_the_interval_each_test_reads():
+    """The forest's data: the 95 % half-width (the difference test's) and the 90 % one (the TOST's), of one test."""
+    from scipy import stats as sps
+
+    from thesis_lib.study import reference, tables
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 20 + s + e + rng.normal(0, 0.3),
+                        "imagenet_top1": 40 + s + rng.normal(0, 0.3), "flickr_mean": 30 + s + rng.normal(0, 0.3)}
+                       for s in range(5) for v, e in (("baseline", 0.0), ("tte_after_ls", 0.2))])
+    frame = tables.difference_frame(df, reference.TABLE2)
+    assert len(frame) == 3 and {"half95", "half90"} <= set(frame.columns)
+    ratio = sps.t.ppf(0.95, 4) / sps.t.ppf(0.975, 4)
+    for _, r in frame.iterrows():
+        assert r.half90 == pytest.approx(ratio * r.half95) and r.half90 < r.half95
+
+
+def test_every_variant_has_a_colour_of_its_own():
+    from thesis_lib.variants import VARIANTS
+    assert set(plotting.COLOURS) == set(VARIANTS)
+    assert len({tuple(np.round(c, 3)) for c in plotting.COLOURS.values()}) == len(VARIANTS)
+
+
+def test_results_bars_draw_the_chance_line_inside_the_axis_and_name_it():
+    df = pd.DataFrame([{"variant": v, "seed": s, "flickr_itm_acc": 12.0 + s, "flickr_mean": 18.0 + s / 10}
+                       for v in ("fusion_joint", "switch_sib") for s in range(3)])
+    fig = plotting.results_bars(df, ["fusion_joint", "switch_sib"], {"flickr_itm_acc": "ITM", "flickr_mean": "R"},
+                                chance={"flickr_itm_acc": 50.0})
+    itm, flickr = fig.axes
+    (line,) = [line for line in itm.lines if line.get_gid() == "chance"]
+    assert line.get_ydata()[0] == 50.0 and itm.get_ylim()[0] < 50.0 < itm.get_ylim()[1]
+    assert not [line for line in flickr.lines if line.get_gid() == "chance"]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["chance (50 %: a random scorer)"]
+    _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
+    """The TTE' curve lies on the baseline's to 1e-5: both are drawn (solid, dashed with markers), the y axis says
+    what it is, and a second row draws the difference paired by seed and step."""
+    steps, rows = np.arange(25, 201, 25), []
+    for s in range(3):
+        for v, shift in (("baseline", 0.0), ("tte_after_ls", 1e-5 * (s + 1))):
+            rows += [{"variant": v, "seed": s, "step": t, "loss": 6 / t ** 0.3 + shift, "itc": 5 / t ** 0.3 + shift,
+                      "kd": 1 / t ** 0.3} for t in steps]
+    fig = plotting.loss_curves(pd.DataFrame(rows))
+    top, bottom = [ax for ax in fig.axes[:3]], [ax for ax in fig.axes[3:]]
+    assert len(fig.axes) == 6 and top[0].get_ylabel() and bottom[0].get_ylabel().startswith("Δ loss")
+    base, tte = top[0].lines[:2]
+    assert base.get_linestyle() == "-" and tte.get_linestyle() == "--" and tte.get_marker() not in ("None", "")
+    (difference,) = [line for line in bottom[0].lines if line.get_gid() == "difference"]
+    assert np.allclose(difference.get_ydata(), 2e-5)                       # mean over seeds of 1e-5, 2e-5, 3e-5
+    (kd,) = [line for line in bottom[2].lines if line.get_gid() == "difference"]
+    assert np.allclose(kd.get_ydata(), 0)
+    plt.close(fig)
+    one = plotting.loss_curves(pd.DataFrame([r for r in rows if r["variant"] == "baseline"]))
+    assert len(one.axes) == 3                                              # the baseline alone: no difference row
+    plt.close(one)
+
+
+def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
+    from thesis_lib.study.figures import ABLATION_METRICS
+    assert "flickr_mean" in ABLATION_METRICS
+    rng = np.random.default_rng(4)
+    variants = ["tte_after", "tte_after_ls", "tte_shared"]
+    df = pd.DataFrame([{"variant": v, "seed": s, **{f"{mode}{m}": 20 + rng.normal(0, 0.1) for m in ABLATION_METRICS
+                                                    for mode in ("", "removed:", "swapped:")}}
+                       for v in variants for s in range(4)])
+    fig = plotting.tte_ablation(df, variants, ABLATION_METRICS)
+    assert [ax.get_title() for ax in fig.axes] == list(ABLATION_METRICS.values())
+    assert all(len(ax.patches) == 2 * len(variants) for ax in fig.axes)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    label = fig.axes[0].yaxis.label.get_window_extent(renderer)
+    ticks = [t.get_window_extent(renderer) for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert not any(label.overlaps(box) for box in ticks)
+    _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis():
+    """The thesis's mean γ is signed: it is drawn, with its std, on the signed (linear) axis beside ours, never on
+    the |γ| axis; its max beside our max |γ|."""
+    from thesis_lib.study.reference import LAYERSCALE
+    rng = np.random.default_rng(5)
+    gammas = {s: rng.normal(0, 1e-2, 96) for s in range(3)}
+    fig = plotting.gamma_histogram(gammas)
+    signed, magnitude = fig.axes
+    assert signed.get_xscale() == "linear" and magnitude.get_xscale() == "log"
+    pooled = np.concatenate(list(gammas.values()))
+    ends = [tuple(np.round(sorted(np.asarray(s)[:, 0]), 9)) for c in signed.collections
+            if isinstance(c, LineCollection) for s in c.get_segments()]              # the mean ± std bars
+    thesis = LAYERSCALE["aug"]
+    assert tuple(np.round([thesis["mean"] - thesis["std"], thesis["mean"] + thesis["std"]], 9)) in ends
+    assert tuple(np.round([pooled.mean() - pooled.std(), pooled.mean() + pooled.std()], 9)) in ends
+    lines = [line.get_xdata()[0] for line in magnitude.lines]
+    assert thesis["max"] in lines and thesis["mean"] not in lines
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("thesis: mean γ ± std") for label in labels)
+    assert any(label.startswith("thesis: max γ") for label in labels)
+    plt.close(fig)
+
+
+def test_switch_choices_give_each_option_of_either_kind_its_own_colour():
+    rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": 2, "option": o, "fraction": 0.25}
+            for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
+                                  ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
+            for o in options]
+    fig = plotting.switch_choices(pd.DataFrame(rows))
+    colours = {t.get_text(): tuple(np.round(h.get_facecolor(), 3)) for ax in fig.axes
+               for h, t in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts())}
+    assert len(colours) == 8 and len(set(colours.values())) == 8
     plt.close(fig)

@@ -26,9 +26,11 @@ from ..data import world
 from ..errors import MissingResultsError, ThesisError
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
-from . import grids, mechanisms, plotting, reference, runs, tables
+from . import forest, grids, mechanisms, plotting, reference, runs, tables
 
-ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1"}
+ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1",
+                    "flickr_mean": "Flickr retrieval"}
+ITM_CHANCE = {m: 50.0 for m in ("flickr_itm_acc", "flickr_itm_acc_random")}   # pairwise: the true caption or one other
 
 
 @dataclass(frozen=True)
@@ -134,11 +136,11 @@ def fig_pre_vs_post_ln(params, variants=()):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
-def _bars(params, variants, metrics=None):
+def _bars(params, variants, metrics=None, chance=None):
     """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has)."""
     df = _results(params, variants)
     labels, present = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}, set(df.variant)
-    return plotting.results_bars(df, [v for v in variants if v in present], labels)
+    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance)
 
 
 def fig_loss_curves(params, variants):
@@ -166,16 +168,19 @@ def _gammas(params, variants) -> dict:
 
 def _forest(params, variants, family: str):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker)."""
-    frame = tables.difference_frame(_results(params, variants), family)
+    df = tables.results_frame(params, variants, sequential_seeds=True)   # a sequential claim's seeds too
+    if not len(df):
+        raise _missing(f"results of {', '.join(variants)}", params)
+    frame = tables.difference_frame(df, family)
     if not len(frame):
         raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
                        params)
-    return plotting.forest(frame, title=family)
+    return forest.forest(frame, title=family)
 
 
 def fig_dual_encoder_forest(params, variants):
     df = _results(params, variants)
-    return plotting.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
+    return forest.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
                            title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 
@@ -220,7 +225,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=mechanisms.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS), Reads(any_of=grids.FUSION)),
+    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS, chance=ITM_CHANCE),
+                             Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
 }
 

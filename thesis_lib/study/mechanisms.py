@@ -68,7 +68,7 @@ def conclusions(table: pd.DataFrame) -> list[str]:
 
 
 def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
-    """``comparisons`` as ``plotting.forest`` draws it: per-seed differences, no margin (none is declared here)."""
+    """``comparisons`` as ``forest.forest`` draws it: per-seed differences, no margin (none is declared here)."""
     tests = _pair_tests(df, pairs, metrics)
     table = comparisons(df, pairs, metrics)
     return pd.DataFrame([{"comparison": row.comparison, "metric": row.metric, "diffs": diffs, "mean": t.mean,

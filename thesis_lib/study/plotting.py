@@ -3,18 +3,17 @@ variant. The notebooks call these and nothing else draws (so ``python -m thesis_
 from __future__ import annotations
 
 import math
-import textwrap
 from pathlib import Path
 
+import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
-import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
 import torch
-
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from ..variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
 from .reference import LAYERSCALE
@@ -22,11 +21,27 @@ from .stats import mean_ci
 from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
-COLOURS = dict(zip(VARIANTS, sns.color_palette("colorblind", len(VARIANTS))))
+# one colour per variant: the colour-blind palette has 10, the 4 variants beyond it (notebook 05's) take Paul Tol's
+# dark tones, which no colour of that palette resembles (a cycled palette drew MoME in the baseline's blue)
+COLOURS = dict(zip(VARIANTS, [*sns.color_palette("colorblind"), *map(mcolors.to_rgb, ("#332288", "#117733", "#882255",
+                                                                                       "#999933"))]))
 INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
 VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
                "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
                "inconclusive": "0.35"}
+
+
+ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoomed view (linear, like every axis)
+
+
+def zoom_edge(reaches) -> float | None:
+    """The reach a zoomed view must cover: None unless some value (> 0) reaches less than 1/ZOOM of the largest;
+    else the largest value below the largest jump (ratio) between consecutive values, so that the zoom holds every
+    small value and none of the large ones."""
+    reach = sorted(r for r in reaches if r > 0)
+    if len(reach) < 2 or reach[0] >= reach[-1] / ZOOM:
+        return None
+    return reach[max(range(len(reach) - 1), key=lambda i: reach[i + 1] / reach[i])]
 
 
 def save(fig, folder: Path, name: str) -> list[Path]:
@@ -68,11 +83,14 @@ def positional_similarity(table: torch.Tensor, grid: int, positions=None):
     t = torch.nn.functional.normalize(table.float(), dim=-1)
     fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions) + 1.0, 2.8), squeeze=False,
                              layout="constrained")
-    for ax, p in zip(axes[0], positions):
-        im = ax.imshow((t @ t[p]).view(grid, grid).numpy(), cmap="viridis", vmin=-1, vmax=1)
+    sims = (t[positions] @ t.T).numpy()
+    low = math.floor(10 * min(sims.min(), 0.99)) / 10                # the colour scale spans the data, not -1..1
+    for ax, p, sim in zip(axes[0], positions, sims):
+        im = ax.imshow(sim.reshape(grid, grid), cmap="viridis", vmin=low, vmax=1)
         ax.set_title(f"position ({p // grid}, {p % grid})", fontsize=9)
         ax.axis("off")
-    fig.colorbar(im, ax=axes[0].tolist(), label="cosine similarity", shrink=0.9, pad=0.02)
+    fig.colorbar(im, ax=axes[0].tolist(), label=f"cosine similarity\n(colour scale: the data's range, {low:g} to 1)",
+                 shrink=0.9, pad=0.02)
     fig.suptitle(f"cosine similarity of t_pos_i to all {grid * grid} positions (2-D sin-cos)")
     return fig
 
@@ -103,147 +121,119 @@ def pre_vs_post_ln(scales: dict):
 
 # ------------------------------------------------------------------------------------------ results
 
-def _finite(*values) -> np.ndarray:
-    x = np.asarray([v for v in values if v is not None], dtype=float).ravel()
-    return x[np.isfinite(x)]
-
-
-def _symmetric_axis(ax, reach: list[float]):
-    """x from −edge to +edge around 0 covering every row. Where one row reaches 6 × further than the others, the
-    axis is linear over the small rows and logarithmic beyond, so that no row's difference is squeezed to a dot."""
-    reach = sorted(r for r in reach if r > 0) or [1.0]
-    edge = 1.15 * reach[-1]
-    small = [r for r in reach if r < reach[-1] / 6]
-    if not small:
-        ax.set_xlim(-edge, edge)
-        return
-    t, edge = 1.15 * small[-1], 1.4 * reach[-1]
-    decades = np.log10(edge / t)
-    ax.set_xscale("symlog", linthresh=t, linscale=max(decades, 0.5))
-    ax.set_xlim(-edge, edge)
-    inner = [x for x in plt.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(0, t) if 0 < x <= t][-1:]
-    outer = [x for x in (m * 10.0 ** k for k in range(-6, 7) for m in (1, 2, 5)) if 2.5 * t <= x < edge / 1.05][-1:]
-    ticks = sorted({0.0, *inner, *(-x for x in inner), *outer, *(-x for x in outer)})
-    ax.set_xticks(ticks, [f"{x:g}" for x in ticks])
-    ax.xaxis.set_minor_locator(plt.NullLocator())
-    for x in (-t, t):
-        ax.axvline(x, color="0.6", lw=0.8, ls=":", zorder=1)
-
-
-def forest(frame: pd.DataFrame, title: str | None = None):
-    """The study's main figure: paired differences to a control, one panel per metric, one row per comparison. Mean
-    with its 95 % CI, the seeds as dots under it, ± the smallest effect of interest as a band, the thesis's effect
-    (carried to this scale) as a hollow diamond, the verdict above the row at the panel's right; x symmetric about 0.
-    ``frame``: one row per (comparison, metric) with comparison, metric, diffs, mean, half95, margin, thesis,
-    verdict."""
-    if frame is None or not len(frame):
-        raise ValueError("forest: no (comparison, metric) rows to draw (are the runs of both arms there?)")
-    comparisons = list(dict.fromkeys(frame["comparison"]))
-    metrics = list(dict.fromkeys(frame["metric"]))
-    n = len(comparisons)
-    width = max(2.6 + 3.4 * len(metrics), 6.5)
-    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 0.8 * n + 2.4), sharey=True, squeeze=False,
+def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None = None):
+    """The levels: per variant its mean over seeds with the 95 % CI (a marker, not a bar: a bar's length from an axis
+    that does not start at 0 is not the value), the seeds as dots beside it, one panel per metric. Each panel's
+    y-axis spans only its seeds and intervals, so it does NOT start at 0: a secondary view, the forest shows the
+    differences. ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis)."""
+    chance = chance or {}
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8 + 0.3 * bool(chance)), squeeze=False,
                              layout="constrained")
-    for ax, metric in zip(axes[0], metrics):
-        right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
-        reach = []
-        for _, r in frame[frame["metric"].eq(metric)].iterrows():
-            y = comparisons.index(r["comparison"])
-            diffs = _finite(*np.atleast_1d(r["diffs"]))
-            mean, half, margin, thesis = (math.nan if r[k] is None else float(r[k])
-                                          for k in ("mean", "half95", "margin", "thesis"))
-            if np.isfinite(margin) and margin > 0:
-                ax.fill_betweenx([y - 0.5, y + 0.5], -margin, margin, color=BAND, alpha=0.18, lw=0, zorder=0)
-            if len(diffs):
-                jitter = np.linspace(-0.06, 0.06, len(diffs)) if len(diffs) > 1 else np.zeros(1)
-                ax.scatter(diffs, y + 0.24 + jitter, s=14, color=SEED_INK, alpha=0.8, lw=0, zorder=3)
-            if np.isfinite(mean):
-                ax.errorbar(mean, y, xerr=half if np.isfinite(half) else None, fmt="o", color=INK, ms=7, lw=2,
-                            capsize=4, zorder=4)
-            if np.isfinite(thesis):
-                ax.scatter(thesis, y, marker="D", s=70, facecolors="none", edgecolors=THESIS_INK, lw=1.8, zorder=5)
-            verdict = str(r["verdict"])
-            ax.text(0.985, y - 0.29, verdict, transform=right, ha="right", va="center", fontsize=8.5,
-                    color=VERDICT_INK.get(verdict.strip("() ").split(" ")[0].lower(), INK), gid="verdict",
-                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
-            reach.append(np.abs(_finite(mean - half, mean + half, mean, margin, thesis, *diffs)).max(initial=0))
-        _symmetric_axis(ax, reach)
-        ax.axvline(0, color=INK, lw=1, zorder=2)
-        for k in range(1, n):
-            ax.axhline(k - 0.5, color="0.85", lw=0.8, zorder=1)
-        ax.grid(axis="y", visible=False)
-        ax.set_title(metric)
-        ax.set_xlabel("paired difference (points)" if ax.get_xscale() == "linear" else
-                      f"paired difference (points)\n(log scale beyond ±{ax.xaxis.get_transform().linthresh:.2g})")
-    axes[0][0].set_ylim(n - 0.5, -0.5)
-    axes[0][0].set_yticks(range(n), [textwrap.fill(c, 30) for c in comparisons])
-    handles = [Line2D([], [], color=INK, marker="o", lw=2, label="mean ± 95 % CI over seeds"),
-               Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label="seeds (paired differences)")]
-    if (pd.to_numeric(frame["margin"]) > 0).any():
-        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label="smallest effect of interest"))
-    if np.isfinite(pd.to_numeric(frame["thesis"])).any():
-        handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
-                              label="thesis effect, carried to this scale"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles) if width >= 10 else 2, frameon=False)
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def results_bars(df: pd.DataFrame, variants, metrics: dict, reference: dict | None = None):
-    """Grouped bars: mean over seeds with 95 % CI, one panel per metric (dots: seeds). Each panel's y-axis spans only
-    its seeds and intervals, so it does NOT start at 0: a secondary view of the levels, the forest shows differences."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False)
     for ax, (m, label) in zip(axes[0], metrics.items()):
-        ends = []
+        ends = [chance[m]] if m in chance else []
         for i, v in enumerate(variants):
             values = runs_of(df, v)[m].dropna()
             mean, half = mean_ci(values)
-            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS.get(v), capsize=4, alpha=0.85)
-            ax.scatter(np.full(len(values), i), values, color="black", s=8, zorder=3)
+            ax.errorbar(i, mean, yerr=None if np.isnan(half) else half, fmt="o", ms=9, color=COLOURS.get(v),
+                        mec=INK, elinewidth=2.2, capsize=5, zorder=3)
+            ax.scatter(i + 0.22 + np.linspace(-0.04, 0.04, len(values)), values, color=SEED_INK, s=10, zorder=3)
             ends += [*values, mean - np.nan_to_num(half), mean + np.nan_to_num(half)]
+        if m in chance:
+            ax.axhline(chance[m], color=INK, ls="--", lw=1.3, zorder=2, gid="chance")
         ends = np.asarray(ends, dtype=float)
         ends = ends[np.isfinite(ends)]
         if len(ends):
             pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
             ax.set_ylim(ends.min() - pad, ends.max() + pad)
+        ax.set_xlim(-0.6, len(variants) - 0.4)
         ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=25, ha="right")
         ax.set_title(label)
     cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
     axes[0][0].set_ylabel("percent" + (", axis does not start at 0" if cut else "")
                           + "\n(mean ± 95 % CI over seeds; dots: seeds)")
-    fig.tight_layout()
+    if chance:
+        levels = ", ".join(f"{c:g} %" for c in dict.fromkeys(chance.values()))
+        fig.legend(handles=[Line2D([], [], color=INK, ls="--", lw=1.3, label=f"chance ({levels}: a random scorer)")],
+                   loc="outside lower center", frameon=False)
     return fig
 
 
-def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd")):
-    fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.4))
-    for ax, col in zip(axes, columns):
-        for v, sub in curves.groupby("variant", sort=False):
-            g = sub.groupby("step")[col]
-            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], label=VARIANT_SHORT[v])
-            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.2)
-        ax.set_title({"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}.get(col, col))
+LOSS_TITLES = {"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}
+
+
+def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: str = "baseline"):
+    """The training losses per logged step, mean over seeds (band: min to max over seeds), one panel per loss; the
+    control solid, each other variant dashed with hollow markers, so that coinciding curves stay visible. With a
+    control and another variant, a second row draws each one's difference to the control, paired by seed and step
+    (mean over seeds, band: min to max): what the first row cannot show when the curves coincide."""
+    variants = list(dict.fromkeys(curves.variant))
+    others = [v for v in variants if v != control] if control in variants else []
+    fig, axes = plt.subplots(1 + bool(others), len(columns), figsize=(4.2 * len(columns), 3.2 + 2.6 * bool(others)),
+                             squeeze=False, sharex=True, layout="constrained")
+    for ax, col in zip(axes[0], columns):
+        for k, v in enumerate(variants):
+            g = curves[curves.variant.eq(v)].groupby("step")[col]
+            style = {} if v == control else dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))
+            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], lw=1.6, label=VARIANT_SHORT[v], **style)
+            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+        ax.set_title(LOSS_TITLES.get(col, col))
+        ax.set_ylabel("training loss (mean over seeds)" if col == columns[0] else None)
+    if others:
+        paired = curves.pivot_table(index=["seed", "step"], columns="variant", values=list(columns))
+        for ax, col in zip(axes[1], columns):
+            for k, v in enumerate(others, start=1):
+                d = (paired[(col, v)] - paired[(col, control)]).dropna().groupby("step")
+                ax.plot(d.mean().index, d.mean().values, color=COLOURS[v], lw=1.6, ls="--", marker="osD^v"[k % 5],
+                        mfc="none", ms=5, markevery=(k, 3), gid="difference")
+                ax.fill_between(d.mean().index, d.min().values, d.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+            ax.axhline(0, color=INK, lw=1)
+            ax.set_title(f"{LOSS_TITLES.get(col, col)}: variant − {VARIANT_SHORT[control]}", fontsize=10)
+            ax.set_ylabel(f"Δ loss vs. {VARIANT_SHORT[control]}\n(paired by seed)" if col == columns[0] else None)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.2g}".replace("e-0", "e-")))   # no offset
+    for ax in axes[-1]:
         ax.set_xlabel("step")
-    axes[0].legend()
-    fig.tight_layout()
+    handles, _ = axes[0][0].get_legend_handles_labels()
+    handles.append(Patch(color="0.5", alpha=0.3, lw=0, label="band: min to max over seeds"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
     return fig
 
 
 def gamma_histogram(gammas: dict):
-    """|γ| of the TTE LayerScale per seed on a log axis, with its initial value and the thesis's statistics."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    values = np.concatenate([np.abs(g) for g in gammas.values()])
-    bins = np.logspace(np.log10(max(values.min(), 1e-8)), np.log10(max(values.max(), 1e-4)), 40)
-    for seed, g in gammas.items():
-        ax.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, label=f"seed {seed}")
-    ax.set_xscale("log")
-    for x, style, name in ((LAYERSCALE["init"], ":", "init 1e-5"), (LAYERSCALE["aug"]["mean"], "--", "thesis mean 7.2e-4"),
-                           (LAYERSCALE["aug"]["max"], "-.", "thesis max 0.3")):
-        ax.axvline(x, color="gray", ls=style, label=name)
-    ax.set_xlabel("|γ_d| (TTE LayerScale, per channel)")
-    ax.set_ylabel("channels")
-    ax.legend(fontsize=8)
+    """The learned TTE LayerScale γ per channel and seed beside the thesis's statistics of the signed γ
+    (``reference.LAYERSCALE``: mean, std, max), each compared with the same quantity of ours. Left: γ on a linear
+    axis, the thesis's mean ± std and ours (seeds pooled) as bars above the histograms. Right: |γ| on a log axis
+    (the channels span decades), with γ's initial value, the thesis's max γ and our max |γ|."""
+    thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
+    seed_inks = sns.color_palette("crest", len(gammas))           # no seed in the thesis's (or our) ink
+    for ink, (seed, g) in zip(seed_inks, gammas.items()):
+        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.5, color=ink, label=f"seed {seed}")
+    top = a.get_ylim()[1]
+    for k, (mean, std, ink, name) in enumerate(
+            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({_sci(thesis['mean'])} ± "
+              f"{_sci(thesis['std'])})"),
+             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({_sci(pooled.mean())} ± "
+              f"{_sci(pooled.std())}, seeds pooled)"))):
+        a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
+    a.set_ylim(0, top * 1.3)
+    a.axvline(0, color="0.6", lw=0.8, zorder=0)
+    a.set_xlabel("γ_d, signed (TTE LayerScale, per channel; linear)")
+    a.set_ylabel("channels")
+    magnitude = np.abs(pooled)
+    low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
+    bins = np.logspace(np.log10(min(low, LAYERSCALE["init"]) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])),
+                       40)
+    for ink, g in zip(seed_inks, gammas.values()):
+        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, color=ink)
+    b.set_xscale("log")
+    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
+    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
+    b.axvline(LAYERSCALE["init"], color="gray", ls=":", label=f"γ's initial value {_sci(LAYERSCALE['init'])}")
+    b.set_xlabel("|γ_d| (log scale)")
+    handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
+    fig.legend(handles, labels, loc="outside lower center", ncol=math.ceil(len(handles) / 2), fontsize=8,
+               frameon=False)                                     # two lines: thesis and ours one above the other
     return fig
 
 
@@ -271,68 +261,102 @@ def gamma_evolution(curves: pd.DataFrame):
     return fig
 
 
-def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. Left: after
-    training, mean ± 95 % CI over seeds (the interval of every table; dots: seeds). Right, with ``curves``: along
-    training on the same test items, mean over seeds (image solid, text dashed)."""
-    variants = list(dict.fromkeys(df.variant))
-    width = 0.8 / max(len(variants), 1)
-    panels = 2 if curves is not None and len(curves) else 1
-    fig, axes = plt.subplots(1, panels, figsize=(6.0 * panels, 4.4), squeeze=False, layout="constrained")
-    ax = axes[0][0]
+def _sci(x: float) -> str:
+    return f"{x:.1e}".replace("e-0", "e-").replace("e+00", "")
+
+
+def _share_bars(ax, df: pd.DataFrame, variants, top: float | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality (x) and variant: mean ± 95 % CI over seeds (dots: seeds), linear from 0,
+    each bar labelled with its mean. ``top``: the axis' top; a bar above it is cut there and marked by a triangle."""
+    width, highest = 0.8 / max(len(variants), 1), 0.0
     for j, v in enumerate(variants):
         for i, modality in enumerate(("image", "text")):
             values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
             mean, half = mean_ci(values)
+            highest = max(highest, np.nan_to_num(mean + np.nan_to_num(half)), *values)
             x = i + (j - (len(variants) - 1) / 2) * width
             ax.bar(x, mean, width, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3,
                    label=VARIANT_LABELS[v] if i == 0 else None)
             ax.scatter(np.full(len(values), x), values, color="black", s=6, zorder=3)
+            if top is not None and mean > top:
+                ax.plot(x, 0.96 * top, "^", color=INK, ms=7, zorder=4, gid="off_scale")
+            else:
+                ax.annotate(_sci(mean), (x, mean + np.nan_to_num(half)), xytext=(0, 3), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xticks([0, 1], ["image", "text"])
     ax.set_xlabel("modality")
-    ax.set_yscale("log")
-    ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
-    ax.set_title("after training")
-    if panels == 2:
-        ax = axes[0][1]
+    ax.set_ylim(0, top or 1.25 * highest or None)                  # room for the labels above the bars
+
+
+def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. After
+    training: mean ± 95 % CI over seeds (the interval of every table; dots: seeds) as bars on a linear axis from 0, so
+    that a bar's length is the share; where the bars differ more than ZOOM ×, a second panel zooms (linear) on the
+    small ones. With ``curves``: along training on the same test items, mean over seeds (image solid, text dashed),
+    on a log axis (positions, not lengths)."""
+    variants = list(dict.fromkeys(df.variant))
+    ends = [m + np.nan_to_num(h) for v in variants for k in ("image", "text")
+            for m, h in [mean_ci(runs_of(df, v)[f"tte_ratio_{k}"].dropna())]]
+    top = ends and zoom_edge(ends)
+    panels = 1 + bool(top) + (curves is not None and len(curves) > 0)
+    fig, axes = plt.subplots(1, panels, figsize=(4.8 * panels + 0.6, 4.6), squeeze=False, layout="constrained")
+    _share_bars(axes[0][0], df, variants)
+    axes[0][0].set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
+    axes[0][0].set_title("after training (linear from 0)")
+    if top:
+        _share_bars(axes[0][1], df, variants, top=1.3 * top)
+        axes[0][1].set_title(f"the same, zoomed to 0-{_sci(1.3 * top)} (linear)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if top:
+        handles.append(Line2D([], [], color=INK, marker="^", ls="none", ms=7))
+        labels.append("bar beyond the zoom (see the left panel)")
+    if panels > 1 + bool(top):
+        ax = axes[0][-1]
         for k, (v, sub) in enumerate(curves.groupby("variant", sort=False)):
             mean = sub.groupby("step")[["tte_ratio_image", "tte_ratio_text"]].mean()
             style = dict(color=COLOURS[v], marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=6)
             ax.plot(mean.index, mean.tte_ratio_image, lw=1.8, **style)     # hollow markers of their own: lines that
             ax.plot(mean.index, mean.tte_ratio_text, lw=1.2, ls="--", **style)  # coincide stay visible
         ax.set_yscale("log")
+        ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (log scale)")
         ax.set_xlabel("training step")
-        ax.set_title("along training (image —, text – –; markers tell coinciding lines apart)", fontsize=10)
-    fig.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+        ax.set_title("along training (image —, text – –; log scale)", fontsize=10)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     return fig
 
 
 def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
-    """Is the TTE used? Each trained model evaluated with its TTE removed and with the type vectors swapped: the
-    change of each metric against the model as trained, mean ± 95 % CI over seeds (dots: seeds)."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.8 * len(metrics), 3.6), squeeze=False)
+    """Is the TTE used? Each trained model evaluated with its TTE removed (plain bars) and with the type vectors
+    swapped (hatched): the change of each metric against the model as trained, mean ± 95 % CI over seeds (dots:
+    seeds), one panel per metric, one group of two bars per variant."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.9 * len(metrics), 3.9), squeeze=False, layout="constrained")
+    modes = {"removed": None, "swapped": "//"}
     for ax, (m, label) in zip(axes[0], metrics.items()):
-        ticks = []
-        for i, (v, mode) in enumerate((v, mode) for v in variants for mode in ("removed", "swapped")):
+        for i, v in enumerate(variants):
             sub = runs_of(df, v)
-            if f"{mode}:{m}" not in sub:
-                continue
-            d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
-            mean, half = mean_ci(d)
-            ax.bar(i, mean, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=4,
-                   hatch="//" if mode == "swapped" else None, edgecolor="white")
-            ax.scatter(np.full(len(d), i), d, color="black", s=8, zorder=3)
-            ticks.append((i, f"{VARIANT_SHORT[v]}: {mode}"))
+            for k, (mode, hatch) in enumerate(modes.items()):
+                if f"{mode}:{m}" not in sub:
+                    continue
+                d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
+                mean, half = mean_ci(d)
+                x = i + (k - 0.5) * 0.4
+                ax.bar(x, mean, 0.38, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3, hatch=hatch,
+                       edgecolor="white", gid=f"{v}|{mode}")
+                ax.scatter(np.full(len(d), x), d, color="black", s=8, zorder=3)
         ax.axhline(0, color="gray", lw=0.8)
-        if ticks:
-            ax.set_xticks(*zip(*ticks), rotation=30, ha="right")
+        ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=20, ha="right")
         ax.set_title(label)
     axes[0][0].set_ylabel("Δ vs. the model as trained (points)")
-    fig.tight_layout()
+    fig.legend(handles=[Patch(facecolor="0.55", edgecolor="white", hatch=h, label=f"TTE {mode} at evaluation")
+                        for mode, h in modes.items()], loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
 # ------------------------------------------------------------------------------------ notebook 05 (mechanisms)
+
+_DEEP = sns.color_palette("deep")
+SWITCH_INKS = {"modes": _DEEP[:4], "inputs": [_DEEP[k] for k in (4, 5, 6, 8)]}   # no colour means two things
+
 
 def switch_choices(df: pd.DataFrame):
     """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
@@ -346,7 +370,7 @@ def switch_choices(df: pd.DataFrame):
         left = np.zeros(len(sub))
         labels = [f"{VARIANT_SHORT[v]} · layer {layer}" for v, layer in sub.index]
         for j, option in enumerate(sub.columns):
-            ax.barh(labels, sub[option].values, left=left, color=sns.color_palette("deep")[j], label=option)
+            ax.barh(labels, sub[option].values, left=left, color=SWITCH_INKS[kind][j % 4], label=option)
             left += sub[option].values
         ax.set_xlim(0, 1)
         ax.set_xlabel("fraction of evaluation pairs (hard selection)")

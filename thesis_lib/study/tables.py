@@ -262,15 +262,17 @@ def _ratio(ratio: tuple) -> str:
 
 def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS),
                      claims=reference.CLAIMS) -> pd.DataFrame:
-    """The forest plot's data (``plotting.forest``): one row per claim of ``family`` and metric whose arms have
-    runs: the per-seed contrasts, their mean ± 95 % CI, the smallest effect of interest, the thesis's effect
-    carried to our scale (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
+    """The forest plot's data (``forest.forest``): one row per claim of ``family`` and metric whose arms have
+    runs: the per-seed contrasts, their mean, the 95 % CI's half-width (``half95``) and the 90 % one the equivalence
+    test reads (``half90``, the TOST's), the smallest effect of interest, the thesis's effect carried to our scale
+    (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
     rows = [r for r in _claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
     rows.sort(key=lambda r: list(metrics).index(r["metric"]))          # claims in declared order within each metric
     rows.sort(key=lambda r: claims.index(r["claim"]))
     return pd.DataFrame([{"comparison": r["claim"].text, "metric": METRIC_LABELS[r["metric"]], "diffs": r["diffs"],
                           "mean": r["test"].mean, "half95": r["test"].half95,
-                          "half_eq": r["test"].half(1 - 2 * r["levels"][1]), "eq_level": f"TOST α {r['levels'][1]:.2g}",
+                          "half90": r["test"].half90, "half_eq": r["test"].half(1 - 2 * r["levels"][1]),
+                          "eq_level": f"{(1 - 2 * r['levels'][1]) * 100:.4g} %",
                           "margin": float("nan") if r["margin"] is None else r["margin"],
                           "thesis": float("nan") if r["thesis"] is None else r["thesis"],
                           "verdict": r["verdict"] if r["primary"] else f"({r['verdict']})"}
