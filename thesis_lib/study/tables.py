@@ -275,7 +275,7 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_M
                           "eq_level": f"{(1 - 2 * r['levels'][1]) * 100:.4g} %",
                           "margin": float("nan") if r["margin"] is None else r["margin"],
                           "thesis": float("nan") if r["thesis"] is None else r["thesis"],
-                          "verdict": r["verdict"] if r["primary"] else f"({r['verdict']})"}
+                          "verdict": r["words"] if r["primary"] else f"({r['words']})"}
                          for r in rows])
 
 
