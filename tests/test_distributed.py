@@ -2,6 +2,7 @@
 (The gathered contrastive loss equals the one-process loss: tests/test_losses.py.)"""
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -11,7 +12,28 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from thesis_lib import CheckpointError, ResultConflictError, ThesisError, run_experiment
-from thesis_lib.training.distributed import DistInfo, check_in_sync
+from thesis_lib.errors import DistributedError
+from thesis_lib.training.distributed import DistInfo, Launch, check_in_sync, first_host, launch_from_env, slurm_port
+
+LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_", "TORCHELASTIC_")
+
+
+def clean_env(**extra) -> dict:
+    """This environment without any launcher's variables (torchrun's, Slurm's), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARIABLES)}
+    return {**env, "OMP_NUM_THREADS": "1", **{k: str(v) for k, v in extra.items()}}
+
+
+def free_slurm_job_id() -> int:
+    """A SLURM_JOB_ID whose derived port (slurm_port) is free on this machine now."""
+    for job in range(4242, 4242 + 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", slurm_port(str(job))))
+                return job
+            except OSError:
+                continue
+    pytest.skip("no free port in the range slurm_port derives")
 
 
 def _sync_worker(rank, world, init_file, out_dir, diverge):
@@ -71,6 +93,7 @@ def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypat
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
     monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
     monkeypatch.setattr(dist, "get_rank", lambda: 3)
@@ -82,3 +105,59 @@ def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypat
     calls.clear()
     assert distributed.init_distributed(torch.device("cpu")) == DistInfo(3, 4, 1) and calls == [("init", "gloo")]
     assert distributed.rank_device(torch.device("cpu"), info) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("nodelist, host", [
+    ("gpu07", "gpu07"), ("gpu[01-04],gpu07", "gpu01"), ("gpu[07,01-04]", "gpu07"), ("n[001-128]", "n001"),
+    ("rack[2-3]-n[08,11]", "rack2-n08"), ("a1,b[1-2]", "a1"), ("node-[9-10].cluster", "node-9.cluster")])
+def test_first_host_of_a_compact_slurm_host_list(nodelist, host):
+    assert first_host(nodelist) == host
+
+
+def test_first_host_refuses_a_list_it_cannot_read():
+    with pytest.raises(DistributedError, match="MASTER_ADDR"):
+        first_host("gpu[01-04")
+
+
+SRUN = {"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "2", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_TASKS": "4",
+        "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_STEP_NODELIST": "gpu[03-04]", "SLURM_JOB_NODELIST": "gpu[01-04]"}
+
+
+def test_srun_tasks_read_their_place_from_slurm_variables(capsys):
+    """srun without torchrun: rank, world size and node rank from Slurm; the group meets on the step's first host, on
+    a port derived from the job and step; MASTER_ADDR / MASTER_PORT override; torchrun's variables win over Slurm's
+    (srun ... torchrun); one task, or python run by a batch script itself (no step variables), is one process."""
+    assert launch_from_env(SRUN) == Launch(3, 4, 1, f"tcp://gpu03:{slurm_port('1234', '2')}", "srun")
+    assert slurm_port("1234", "2") == 10000 + (16 * 1234 + 2) % 20000
+    assert launch_from_env({**SRUN, "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}).init_method == \
+        "tcp://10.0.0.1:29500"
+    assert launch_from_env({k: v for k, v in SRUN.items() if k != "SLURM_STEP_NODELIST"}).init_method.startswith(
+        "tcp://gpu01:")
+    assert launch_from_env({**SRUN, "RANK": "0", "WORLD_SIZE": "8", "LOCAL_RANK": "0"}) == Launch(0, 8, 0, None,
+                                                                                                  "torchrun")
+    assert launch_from_env({**SRUN, "SLURM_STEP_NUM_TASKS": "1", "SLURM_NTASKS": "1"}) == Launch()
+    batch = {k: v for k, v in SRUN.items() if not k.startswith("SLURM_STEP")}
+    assert launch_from_env({**batch, "SLURM_PROCID": "0", "SLURM_LOCALID": "0"}) == Launch()
+    assert "not started by srun" in capsys.readouterr().err
+    assert launch_from_env({}) == Launch()
+
+
+def test_srun_tasks_without_a_meeting_point_name_what_is_missing():
+    env = {k: v for k, v in SRUN.items() if k not in ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")}
+    with pytest.raises(DistributedError, match=r"MASTER_ADDR \(or SLURM_STEP_NODELIST.*MASTER_PORT \(or SLURM_JOB_ID"):
+        launch_from_env(env)
+
+
+def test_srun_without_torchrun_trains_one_run_on_two_processes(tmp_path):
+    """Two processes started as srun starts them (Slurm's variables only, no RANK / WORLD_SIZE) form one process
+    group and train one run: the result records 2 processes (before, each trained a one-process run of its own)."""
+    job = free_slurm_job_id()
+    cmd = [sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--out", str(tmp_path),
+           "--no-progress"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(
+        SLURM_JOB_ID=job, SLURM_STEP_ID=0, SLURM_NTASKS=2, SLURM_STEP_NUM_TASKS=2, SLURM_PROCID=rank,
+        SLURM_LOCALID=rank, SLURM_JOB_NODELIST="localhost,node[02-04]")) for rank in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outputs]
+    result = json.loads((tmp_path / "results" / "smoke" / "baseline" / "seed0.json").read_text())
+    assert result["train"]["world_size"] == 2

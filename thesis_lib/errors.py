@@ -41,6 +41,11 @@ class OutputDirError(ThesisError):
     """An output directory that cannot be created or written."""
 
 
+class DistributedError(ThesisError):
+    """A run of several processes that cannot start or went out of step: launch variables missing or unreadable
+    (torchrun's or srun's)."""
+
+
 class MissingResultsError(ThesisError):
     """A figure whose runs have no stored results (of the selected seeds) yet; names the runs it needs and which are
     missing, and nothing is drawn."""

@@ -152,7 +152,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         print(data_rate.message(), file=sys.stderr)
     model = raw
     if info.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
+        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
     if cfg.train.compile:
         model = torch.compile(model)
     state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device,
