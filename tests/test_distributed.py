@@ -2,6 +2,7 @@
 (The gathered contrastive loss equals the one-process loss: tests/test_losses.py.)"""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -86,25 +87,93 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
 
 
 def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypatch):
-    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded."""
+    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded. The group
+    gets the configured timeout; beside NCCL's, a gloo group (same timeout) holds the waits."""
     from thesis_lib.training import distributed
     calls = []
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("THESIS_DIST_TIMEOUT", "90m")
+    monkeypatch.setattr(distributed, "_WAIT_GROUP", None)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    backend = []
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
-    monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
+    monkeypatch.setattr(dist, "init_process_group",
+                        lambda b, timeout: calls.append(("init", b, timeout.total_seconds())) or backend.append(b))
+    monkeypatch.setattr(dist, "get_backend", lambda: backend[-1])
+    monkeypatch.setattr(dist, "new_group", lambda backend, timeout: calls.append(("group", backend)) or "waits")
     monkeypatch.setattr(dist, "get_rank", lambda: 3)
     monkeypatch.setattr(dist, "get_world_size", lambda: 4)
     info = distributed.init_distributed(torch.device("cuda"))
-    assert calls == [("set_device", 1), ("init", "nccl")]
-    assert info == DistInfo(3, 4, 1)
+    assert calls == [("set_device", 1), ("init", "nccl", 5400.0), ("group", "gloo")]
+    assert info == DistInfo(3, 4, 1) and info.group == "waits" and info.timeout_s == 5400
     assert distributed.rank_device(torch.device("cuda"), info) == torch.device("cuda", 1)
     calls.clear()
-    assert distributed.init_distributed(torch.device("cpu")) == DistInfo(3, 4, 1) and calls == [("init", "gloo")]
+    info = distributed.init_distributed(torch.device("cpu"), timeout=120)
+    assert info == DistInfo(3, 4, 1) and calls == [("init", "gloo", 120.0)] and info.group is None
     assert distributed.rank_device(torch.device("cpu"), info) == torch.device("cpu")
+
+
+def test_the_process_group_timeout_is_read_from_the_option_or_the_environment(monkeypatch):
+    from thesis_lib.errors import ConfigError
+    from thesis_lib.training.distributed import DEFAULT_TIMEOUT, dist_timeout
+    monkeypatch.delenv("THESIS_DIST_TIMEOUT", raising=False)
+    assert dist_timeout() == DEFAULT_TIMEOUT == 6 * 3600
+    monkeypatch.setenv("THESIS_DIST_TIMEOUT", "2h")
+    assert dist_timeout() == 7200 and dist_timeout("45m") == 2700 and dist_timeout(30) == 30
+    for bad in ("soon", "0", "-5m"):
+        with pytest.raises(ConfigError, match="--dist-timeout"):
+            dist_timeout(bad)
+
+
+def _slow_cache_worker(rank, world, port, tmp, timeout):
+    """A rank of a torchrun-style gloo group in which rank 0 builds the teacher-target cache slowly (4 s)."""
+    import time
+    from types import SimpleNamespace
+    from thesis_lib import get_config
+    from thesis_lib.training.distributed import init_distributed
+    from thesis_lib.training.run import teacher_targets
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), THESIS_DATA=str(tmp / "data"))
+    if timeout is None:
+        os.environ.pop("THESIS_DIST_TIMEOUT", None)
+    else:
+        os.environ["THESIS_DIST_TIMEOUT"] = timeout
+    cfg = get_config("smoke", "baseline", 0, {"weights.source": "random"})
+    assert cfg.data.teacher_view == "fixed" and cfg.train.cache_teacher
+
+    def teacher(x):
+        time.sleep(4)
+        return torch.zeros(len(x), 8)
+    pairs = SimpleNamespace(image_files=[tmp / "a.png"], teacher_view_images=lambda bs: [torch.zeros(1, 3, 4, 4)])
+    try:
+        info = init_distributed(torch.device("cpu"))
+        targets = teacher_targets(cfg, teacher, pairs, "cpu", info)
+        message = f"ok {tuple(targets.shape)}"
+    except ThesisError as err:
+        message = f"{type(err).__name__}: {err}"
+    (tmp / f"rank{rank}.txt").write_text(message)
+
+
+@pytest.mark.parametrize("timeout", ["2", None])
+def test_a_rank_0_phase_longer_than_the_timeout_is_an_error_that_names_it(tmp_path, timeout):
+    """Rank 0 builds the teacher-target cache (4 s) while rank 1 waits. With a 2 s timeout both processes stop with
+    an error (rank 1: it waited for the cache past the timeout; rank 0: the other process left), not a hang; with
+    the default timeout (6 h) both get the targets."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_slow_cache_worker, args=(2, port, tmp_path, timeout), nprocs=2, join=True)
+    messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    if timeout is None:
+        assert messages == ["ok (1, 8)", "ok (1, 8)"]
+    else:
+        assert re.match(r"DistributedTimeoutError: rank 1 waited 2(\.\d+)? s for rank 0 to build the teacher-target "
+                        r"cache, longer than the process-group timeout \(2 s\)", messages[1]), messages[1]
+        assert "--dist-timeout or THESIS_DIST_TIMEOUT (default 6 h)" in messages[1]
+        assert messages[0].startswith("DistributedError: rank 0: another process left"), messages[0]
 
 
 @pytest.mark.parametrize("nodelist, host", [

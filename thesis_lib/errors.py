@@ -43,7 +43,11 @@ class OutputDirError(ThesisError):
 
 class DistributedError(ThesisError):
     """A run of several processes that cannot start or went out of step: launch variables missing or unreadable
-    (torchrun's or srun's)."""
+    (torchrun's or srun's), a process that left while the others waited for it."""
+
+
+class DistributedTimeoutError(DistributedError):
+    """A process waited for another longer than the process-group timeout (--dist-timeout, THESIS_DIST_TIMEOUT)."""
 
 
 class MissingResultsError(ThesisError):

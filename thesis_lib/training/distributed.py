@@ -1,24 +1,41 @@
-"""Process-group helpers: the same code runs as one process, under ``torchrun`` on GPUs (NCCL), or as several CPU
-processes (gloo). Features are gathered *with* gradients for the contrastive loss (open_clip's
-``--local-loss --gather-with-grad``, the form its maintainers verified equal to the global loss)."""
+"""Process-group helpers: the same code runs as one process, under ``torchrun`` or ``srun`` on GPUs (NCCL), or as
+several CPU processes (gloo). Features are gathered *with* gradients for the contrastive loss (open_clip's
+``--local-loss --gather-with-grad``, the form its maintainers verified equal to the global loss).
+
+Some phases run on rank 0 alone while the other processes wait in a ``barrier``: building the teacher-target cache
+(``data.teacher_view=fixed``), preparing the evaluation sets, evaluating the trained model. At the thesis scale they
+take far longer than a collective's usual timeout (NCCL's watchdog: 10 min), so the process group is created with an
+explicit one, ``--dist-timeout`` / ``THESIS_DIST_TIMEOUT`` (default ``DEFAULT_TIMEOUT``, 6 h), and those waits run in
+a gloo group beside NCCL's, where a wait past the timeout is an error that says which phase it waited for
+(``DistributedTimeoutError``) instead of a process killed by the watchdog."""
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
 
-from ..errors import DeviceError, DistributedError, ThesisError
+from ..errors import ConfigError, DeviceError, DistributedError, DistributedTimeoutError, ThesisError
+
+
+DEFAULT_TIMEOUT = 6 * 3600.0        # seconds: the longest a process waits for another (rank 0's cache, evaluation)
+TIMEOUT_ENV = "THESIS_DIST_TIMEOUT"
 
 
 @dataclass(frozen=True)
 class DistInfo:
+    """This process's rank among ``world_size``, its rank on its node; for several processes, the gloo group the
+    waits run in (``barrier``; None: the default group) and the process-group timeout in seconds."""
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    group: object = field(default=None, compare=False, repr=False)
+    timeout_s: float = field(default=DEFAULT_TIMEOUT, compare=False)
 
     @property
     def is_main(self) -> bool:
@@ -113,23 +130,53 @@ def _int(env, name: str, default: int | None = None) -> int:
         raise DistributedError(f"environment variable {name}={value!r} is not an integer") from None
 
 
-def init_distributed(device: torch.device) -> DistInfo:
+def dist_timeout(value: str | float | None = None) -> float:
+    """The process-group timeout in seconds: ``value`` if given, else THESIS_DIST_TIMEOUT, else 6 h. A number of
+    seconds, or with a unit: ``90s``, ``45m``, ``6h``."""
+    raw = os.environ.get(TIMEOUT_ENV) if value is None else value
+    if raw is None or raw == "":
+        return DEFAULT_TIMEOUT
+    text = str(raw).strip().lower()
+    unit = {"s": 1, "m": 60, "h": 3600}.get(text[-1:], None)
+    try:
+        seconds = float(text[:-1] if unit else text) * (unit or 1)
+    except ValueError:
+        seconds = -1
+    if not seconds > 0:
+        raise ConfigError(f"process-group timeout {raw!r} (--dist-timeout / {TIMEOUT_ENV}) is not a positive time; "
+                          "give seconds or e.g. 45m, 6h")
+    return seconds
+
+
+def init_distributed(device: torch.device, timeout: str | float | None = None) -> DistInfo:
     """Join the process group the launcher described in the environment (``launch_from_env``: torchrun, or srun
     without torchrun); else one process. On GPUs each process first makes its own GPU the current one
-    (``gpu_index``), so that NCCL and every later ``.to("cuda")`` use it instead of GPU 0 (``rank_device``)."""
+    (``gpu_index``), so that NCCL and every later ``.to("cuda")`` use it instead of GPU 0 (``rank_device``).
+    ``timeout`` (``dist_timeout``) bounds every collective and wait; with NCCL the waits run in a gloo group."""
     launch = launch_from_env()
     if launch.world_size == 1:
         return DistInfo()
+    seconds = dist_timeout(timeout)
+    limit = datetime.timedelta(seconds=seconds)
     if device.type == "cuda":
         torch.cuda.set_device(gpu_index(launch.local_rank))
     if not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
         if launch.init_method is None:
-            dist.init_process_group(backend)
+            dist.init_process_group(backend, timeout=limit)
         else:
             dist.init_process_group(backend, init_method=launch.init_method, rank=launch.rank,
-                                    world_size=launch.world_size)
-    return DistInfo(dist.get_rank(), dist.get_world_size(), launch.local_rank)
+                                    world_size=launch.world_size, timeout=limit)
+    group = None
+    if dist.get_backend() != "gloo":
+        global _WAIT_GROUP
+        if _WAIT_GROUP is None:
+            _WAIT_GROUP = (dist.new_group(backend="gloo", timeout=limit), seconds)
+        group, seconds = _WAIT_GROUP
+    return DistInfo(dist.get_rank(), dist.get_world_size(), launch.local_rank, group, seconds)
+
+
+_WAIT_GROUP = None          # (gloo group, its timeout) beside an NCCL group, made once per process
 
 
 def gpu_index(local_rank: int) -> int:
@@ -176,6 +223,25 @@ def check_in_sync(module: torch.nn.Module, info: DistInfo) -> None:
                           f"{' …' if len(differ) > 5 else ''}; their gradients were not averaged")
 
 
-def barrier(info: DistInfo) -> None:
-    if info.world_size > 1:
-        dist.barrier()
+def barrier(info: DistInfo, waiting_for: str = "the other processes") -> None:
+    """Wait until every process is here. A wait longer than the process-group timeout raises
+    ``DistributedTimeoutError`` naming what was waited for; a process that left raises ``DistributedError``."""
+    if info.world_size == 1:
+        return
+    start = time.monotonic()
+    try:
+        dist.barrier(group=info.group)
+    except RuntimeError as err:        # gloo: "Timed out waiting ...", or "Connection closed by peer"
+        waited = time.monotonic() - start
+        if waited >= 0.9 * info.timeout_s:
+            raise DistributedTimeoutError(
+                f"rank {info.rank} waited {_duration(waited)} for {waiting_for}, longer than the process-group "
+                f"timeout ({_duration(info.timeout_s)}); raise it with --dist-timeout or {TIMEOUT_ENV} "
+                f"(default {_duration(DEFAULT_TIMEOUT)})") from err
+        raise DistributedError(f"rank {info.rank}: another process left while this one waited for {waiting_for} "
+                               f"(see that process's error): {str(err).splitlines()[0][:200]}") from err
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min" if seconds >= 60 else \
+        f"{seconds:.3g} s"

@@ -86,7 +86,7 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
 
     if info.is_main:
         build_once(path, compute)                        # parallel runs compute it once
-    barrier(info)
+    barrier(info, "rank 0 to build the teacher-target cache")
     return torch.load(path, mmap=True)         # memory-mapped: 3.3 M × 768 floats are 10 GB at the thesis mixture
 
 
@@ -98,16 +98,17 @@ def _teacher_identity(cfg: ExperimentConfig) -> str:
 
 def run_experiment(preset: str | None = None, variant: str | None = None, seed: int | None = None, out_dir=None,
                    device: str = "cpu", resume=False, overwrite: bool = False, overrides: dict | None = None,
-                   config: ExperimentConfig | None = None) -> dict:
+                   config: ExperimentConfig | None = None, dist_timeout: str | float | None = None) -> dict:
     """Train one run and evaluate it; returns the result (also written to disk). The run is named either by
     ``preset`` (default demo), ``variant`` (baseline), ``seed`` (0) and ``overrides``, or by a resolved ``config``
     alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
-    where and how it runs. On CPU the run computes on one thread, so that its numbers do not depend on the machine's
+    where and how it runs; ``dist_timeout``, how long a process of several waits for another (seconds or e.g. "6h";
+    default THESIS_DIST_TIMEOUT, else 6 h: training.distributed). On CPU the run computes on one thread, so that its numbers do not depend on the machine's
     core count (thesis_lib.numerics)."""
     cfg = run_config(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
-    info = init_distributed(dev)
+    info = init_distributed(dev, dist_timeout)
     dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
     if info.is_main:
@@ -151,6 +152,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     if data_rate:
         print(data_rate.message(), file=sys.stderr)
     model = raw
+    barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's collectives
     if info.world_size > 1:
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
     if cfg.train.compile:
@@ -172,11 +174,11 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         stats["replaced_samples"] = pairs.replaced_samples
     check_in_sync(raw, info)
     if not info.is_main:
-        barrier(info)
+        barrier(info, "rank 0 to evaluate the run")
         return {}
     result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats, probe)
     write_json_atomic(paths.result, result)
-    barrier(info)
+    barrier(info, "rank 0 to evaluate the run")
     return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
 
 
@@ -226,6 +228,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set train.steps=100 (repeatable)")
+    p.add_argument("--dist-timeout", default=None, metavar="TIME",
+                   help="several processes: how long one waits for another, e.g. for rank 0 building the teacher "
+                        "cache or evaluating (seconds, or 45m, 6h; default $THESIS_DIST_TIMEOUT, else 6h)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
     return p.parse_args(argv)
@@ -247,7 +252,7 @@ def main(argv=None) -> int:
         if args.checkpoints:
             overrides.update({"weights.checkpoint_dir": args.checkpoints})
         result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
-                                args.overwrite, overrides)
+                                args.overwrite, overrides, dist_timeout=args.dist_timeout)
     except ThesisError as err:
         if args.debug:
             raise
