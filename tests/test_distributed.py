@@ -230,3 +230,79 @@ def test_srun_without_torchrun_trains_one_run_on_two_processes(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outputs]
     result = json.loads((tmp_path / "results" / "smoke" / "baseline" / "seed0.json").read_text())
     assert result["train"]["world_size"] == 2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_two(worker, args, timeout: float = 240):
+    """``worker(rank, *args)`` in 2 processes; fails the test (and kills them) if they have not ended in ``timeout``
+    seconds: a hang is a failure, not a stuck test run."""
+    import time
+    ctx = mp.start_processes(worker, args=args, nprocs=2, join=False, start_method="spawn")
+    deadline = time.monotonic() + timeout
+    while not ctx.join(timeout=5):
+        if time.monotonic() > deadline:
+            for p in ctx.processes:
+                p.kill()
+            pytest.fail(f"the 2 processes did not end within {timeout} s (they wait for each other)")
+
+
+def _torchrun_env(rank, world, port):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), THESIS_PROGRESS="0")
+
+
+def _unshared_worker(rank, port, tmp):
+    """Each rank sees its own folder at the output path (a node-local disk): simulated by a folder per rank."""
+    _torchrun_env(rank, 2, port)
+    try:
+        run_experiment("smoke", out_dir=tmp / f"node{rank}")
+        message = "trained"
+    except ThesisError as err:
+        message = f"{type(err).__name__}: {err}"
+    (tmp / f"rank{rank}.txt").write_text(message)
+
+
+def test_an_output_folder_not_shared_by_the_processes_is_refused_at_the_start(tmp_path):
+    """Before any training, every rank stops with a SharedFolderError that names the rank that does not see rank
+    0's files and what is needed (before: each trained, rank 0 writing checkpoints the others could not resume)."""
+    spawn_two(_unshared_worker, (free_port(), tmp_path))
+    messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    for rank, m in enumerate(messages):              # (on a cluster both name the same path)
+        assert m.startswith(f"SharedFolderError: the output folder {tmp_path / f'node{rank}'}"), m
+        assert "rank 1 (on " in m and "--out (or THESIS_RESULTS) on a file system every node mounts" in m
+    assert not (tmp_path / "node0" / "results" / "smoke" / "baseline" / "seed0" / "checkpoint.pt").exists()
+
+
+def _lagging_view_worker(rank, port, tmp):
+    """Rank 1's view of the (shared) output folder lags: for it, the result and the checkpoint do not exist yet."""
+    import pathlib
+    _torchrun_env(rank, 2, port)
+    out = tmp / "shared"
+    first = run_experiment("smoke", out_dir=out)
+    result = out / "results" / "smoke" / "baseline" / "seed0.json"
+    if rank == 0:
+        result.unlink()                                  # a run killed after its last checkpoint
+    dist.barrier()
+    if rank == 1:
+        exists = pathlib.Path.exists
+        pathlib.Path.exists = lambda p: False if p.name in ("seed0.json", "checkpoint.pt") else exists(p)
+    resumed = run_experiment("smoke", out_dir=out, resume=True)
+    reused = run_experiment("smoke", out_dir=out)
+    (tmp / f"rank{rank}.json").write_text(json.dumps({
+        "first": first.get("train", {}).get("resumed_from"), "resumed": resumed.get("train", {}).get("resumed_from"),
+        "same": resumed.get("metrics") == reused.get("metrics") == first.get("metrics")}))
+
+
+def test_resume_and_reuse_are_decided_on_rank_0_for_every_process(tmp_path):
+    """Whether a finished result is reused and which checkpoint a run continues from is rank 0's decision, sent to
+    every rank: a rank whose view of the folder lags continues from rank 0's checkpoint (step 6) and reuses rank 0's
+    result with the others (before: it started at step 0 while rank 0 resumed at 6, and the two waited forever)."""
+    spawn_two(_lagging_view_worker, (free_port(), tmp_path))
+    rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2))
+    assert rank0 == {"first": 0, "resumed": 6, "same": True}
+    assert rank1 == {"first": None, "resumed": None, "same": True}        # rank 1 returns {}; it trained along

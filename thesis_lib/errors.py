@@ -46,6 +46,11 @@ class DistributedError(ThesisError):
     (torchrun's or srun's), a process that left while the others waited for it."""
 
 
+class SharedFolderError(DistributedError, OutputDirError):
+    """A folder that a run of several processes needs every process to see (the output folder, the teacher-target
+    cache) which some process does not see as rank 0 does."""
+
+
 class DistributedTimeoutError(DistributedError):
     """A process waited for another longer than the process-group timeout (--dist-timeout, THESIS_DIST_TIMEOUT)."""
 

@@ -13,14 +13,18 @@ from __future__ import annotations
 import datetime
 import os
 import re
+import socket
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-from ..errors import ConfigError, DeviceError, DistributedError, DistributedTimeoutError, ThesisError
+from ..errors import (ConfigError, DeviceError, DistributedError, DistributedTimeoutError, SharedFolderError,
+                      ThesisError)
 
 
 DEFAULT_TIMEOUT = 6 * 3600.0        # seconds: the longest a process waits for another (rank 0's cache, evaluation)
@@ -226,11 +230,14 @@ def check_in_sync(module: torch.nn.Module, info: DistInfo) -> None:
 def barrier(info: DistInfo, waiting_for: str = "the other processes") -> None:
     """Wait until every process is here. A wait longer than the process-group timeout raises
     ``DistributedTimeoutError`` naming what was waited for; a process that left raises ``DistributedError``."""
-    if info.world_size == 1:
-        return
+    if info.world_size > 1:
+        _collective(info, waiting_for, lambda: dist.barrier(group=info.group))
+
+
+def _collective(info: DistInfo, waiting_for: str, call):
     start = time.monotonic()
     try:
-        dist.barrier(group=info.group)
+        return call()
     except RuntimeError as err:        # gloo: "Timed out waiting ...", or "Connection closed by peer"
         waited = time.monotonic() - start
         if waited >= 0.9 * info.timeout_s:
@@ -240,6 +247,109 @@ def barrier(info: DistInfo, waiting_for: str = "the other processes") -> None:
                 f"(default {_duration(DEFAULT_TIMEOUT)})") from err
         raise DistributedError(f"rank {info.rank}: another process left while this one waited for {waiting_for} "
                                f"(see that process's error): {str(err).splitlines()[0][:200]}") from err
+
+
+def on_main(info: DistInfo, decide, waiting_for: str):
+    """``decide()`` on rank 0 alone; its value on every rank, or the ThesisError it raised raised on every rank.
+    For what every process must agree on although only rank 0 may see it right (is there a finished result, a
+    checkpoint to resume from?): a process that decided otherwise would start at another step and wait forever."""
+    if info.world_size == 1:
+        return decide()
+    box, failure = [None], None
+    if info.is_main:
+        try:
+            box[0] = ("value", decide())
+        except ThesisError as err:
+            box[0] = ("error", err) if _picklable(err) else ("bug", f"{type(err).__name__}: {err}")
+            failure = None if _picklable(err) else err
+        except BaseException as err:                       # a bug: the others stop too, rank 0 keeps the traceback
+            failure, box[0] = err, ("bug", f"{type(err).__name__}: {err}")
+    _collective(info, waiting_for, lambda: dist.broadcast_object_list(box, src=0, group=info.group))
+    kind, value = box[0]
+    if failure is not None:
+        raise failure
+    if kind == "error":
+        raise value
+    if kind == "bug":
+        raise DistributedError(f"rank 0 failed while the others waited for {waiting_for}: {value}")
+    return value
+
+
+def on_every_rank(info: DistInfo, work, doing: str):
+    """``work()`` on every rank; if it raises on any, every rank raises (the one that failed its own error, the
+    others a DistributedError naming it), so that no process waits in a collective for one that has left."""
+    if info.world_size == 1:
+        return work()
+    value, failure, report = None, None, None
+    try:
+        value = work()
+    except BaseException as err:
+        failure, report = err, f"{type(err).__name__}: {err}"
+    every = [None] * info.world_size
+    _collective(info, f"the other processes {doing}", lambda: dist.all_gather_object(every, report, group=info.group))
+    if failure is not None:
+        raise failure
+    failed = [(r, m) for r, m in enumerate(every) if m is not None]
+    if failed:
+        rank, message = failed[0]
+        raise DistributedError(f"rank {rank} failed {doing}: {message}")
+    return value
+
+
+def _picklable(obj) -> bool:
+    import pickle
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+SHARED_WAIT_S = 5.0     # how long a rank looks for rank 0's file before it calls the folder not shared
+
+
+OUTPUT_FOLDER_NEEDS = ("--out (or THESIS_RESULTS) on a file system every node mounts: rank 0 writes the checkpoints "
+                       "and the result there, every rank reads a checkpoint to resume")
+
+
+def check_shared_folder(folder: Path, info: DistInfo, what: str = "output folder",
+                        needs: str = OUTPUT_FOLDER_NEEDS) -> None:
+    """Require that every process sees ``folder`` as rank 0 does: rank 0 writes a file of a fresh name there, every
+    rank looks for it (up to ``SHARED_WAIT_S``); if one does not see it, every rank raises ``SharedFolderError``
+    naming the ranks and hosts and what the run ``needs``."""
+    if info.world_size == 1:
+        return
+    folder = Path(folder)
+
+    def write_token():
+        name, content = f".shared-check-{uuid.uuid4().hex}", f"{socket.gethostname()} {time.time()}"
+        try:
+            (folder / name).write_text(content)
+        except OSError as err:
+            raise SharedFolderError(f"rank 0 cannot write to the {what} {folder}: {err.strerror or err}") from None
+        return name, content
+
+    name, content = on_main(info, write_token, f"rank 0 to write to the {what}")
+    token, seen, deadline = folder / name, False, time.monotonic() + SHARED_WAIT_S
+    while not seen:
+        try:
+            seen = token.read_text() == content
+        except OSError:
+            pass
+        if seen or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    every = [None] * info.world_size
+    _collective(info, f"the other processes to look at the {what}",
+                lambda: dist.all_gather_object(every, (seen, socket.gethostname()), group=info.group))
+    if info.is_main:
+        token.unlink(missing_ok=True)
+    blind = [f"{r} (on {host})" for r, (ok, host) in enumerate(every) if not ok]
+    if blind:
+        raise SharedFolderError(
+            f"the {what} {folder} is not shared by all processes: rank{'s' if len(blind) > 1 else ''} "
+            f"{', '.join(blind)} do{'' if len(blind) > 1 else 'es'} not see the file rank 0 (on {every[0][1]}) "
+            f"wrote there within {SHARED_WAIT_S:g} s. A run of several processes needs {needs}")
 
 
 def _duration(seconds: float) -> str:

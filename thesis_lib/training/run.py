@@ -35,7 +35,8 @@ from ..numerics import kernels, one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
-from .distributed import barrier, check_in_sync, init_distributed, rank_device
+from .distributed import (barrier, check_in_sync, check_shared_folder, init_distributed, on_every_rank, on_main,
+                          rank_device)
 from .engine import (
     TrainState,
     autocast,
@@ -87,7 +88,10 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
     if info.is_main:
         build_once(path, compute)                        # parallel runs compute it once
     barrier(info, "rank 0 to build the teacher-target cache")
-    return torch.load(path, mmap=True)         # memory-mapped: 3.3 M × 768 floats are 10 GB at the thesis mixture
+    check_shared_folder(path.parent, info, "teacher-target cache", "THESIS_DATA on a file system every node mounts: "
+                        "rank 0 builds the teacher-target cache there and every rank reads it")
+    return on_every_rank(info, lambda: torch.load(path, mmap=True),   # memory-mapped: 3.3 M × 768 floats are
+                         "to read the teacher-target cache")          # 10 GB at the thesis mixture
 
 
 def _teacher_identity(cfg: ExperimentConfig) -> str:
@@ -111,15 +115,16 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     info = init_distributed(dev, dist_timeout)
     dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
-    if info.is_main:
-        check_writable(paths.dir)
+    on_main(info, lambda: check_writable(paths.dir), "rank 0 to create the output folder")
+    check_shared_folder(paths.dir, info)        # several processes: every one must see what rank 0 writes
     lock = paths.lock() if info.world_size == 1 else None
     if lock:
         lock.acquire()
-    try:
-        found = existing_result(paths, asdict(cfg), overwrite, info.world_size)
+    try:                                        # decided on rank 0: every process reuses, or none does
+        found = on_main(info, lambda: existing_result(paths, asdict(cfg), overwrite, info.world_size),
+                        "rank 0 to look for a finished result")
         if found is not None:
-            return found
+            return found if info.is_main else {}
         with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
             return _train_and_evaluate(cfg, dev, info, paths, resume)
     finally:
@@ -160,11 +165,9 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device,
                        grad_scaler(cfg.train.precision, device))
     start = 0
-    ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
-    if resume and ckpt.exists():
-        start = load_checkpoint(ckpt, state, asdict(cfg))
-    elif resume and isinstance(resume, (str, Path)):
-        raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
+    ckpt = on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
+    if ckpt is not None:                        # every process continues from rank 0's checkpoint, or none does
+        start = on_every_rank(info, lambda: load_checkpoint(ckpt, state, asdict(cfg)), f"to load {ckpt}")
     probe = _probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
     monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
     stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
@@ -180,6 +183,17 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     write_json_atomic(paths.result, result)
     barrier(info, "rank 0 to evaluate the run")
     return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
+
+
+def _checkpoint_to_resume(resume, paths: RunPaths) -> Path | None:
+    """The checkpoint to continue from: the given file (which must exist), the run's own if ``resume`` is True and
+    it has one, else None."""
+    ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
+    if resume and ckpt.exists():
+        return ckpt
+    if resume and isinstance(resume, (str, Path)):
+        raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
+    return None
 
 
 def _probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
