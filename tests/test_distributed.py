@@ -68,7 +68,8 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     """Two gloo processes train switch + SIB (the fusion head is called outside the DDP wrapper); the run ends
     only if every parameter is equal on both ranks; the result records 2 processes. A one-process call with the
     same global batch reuses it (notebooks 03/04 after a torchrun training), one with another global batch refuses
-    it, and none resumes from its checkpoint (the data order of the remaining steps would differ)."""
+    it. Its checkpoint is continued by one process with the same global batch (the data are the same:
+    tests/test_global_batch.py); with another global batch it is refused with the setting that would keep it."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "switch_sib", "--out", str(tmp_path),
            "--no-progress"]
@@ -82,8 +83,30 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     reused = run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path, overrides={"train.batch_size": 32})
     assert reused["metrics"] == result["metrics"] and reused["train"]["world_size"] == 2
     checkpoint = tmp_path / "results" / "smoke" / "switch_sib" / "seed0" / "checkpoint.pt"
-    with pytest.raises(CheckpointError, match="processes: 2 -> 1"):
+    with pytest.raises(CheckpointError, match=r"global batch \(train.batch_size × processes\): 32 -> 16 \(to continue "
+                                              r"this checkpoint keep its global batch: --set train.batch_size=32 on 1 "
+                                              r"process\)"):
         run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint))
+    resumed = run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint),
+                             overrides={"train.batch_size": 32})
+    assert resumed["train"]["resumed_from"] == 6 and resumed["train"]["world_size"] == 1
+    assert resumed["metrics"] == result["metrics"]
+
+
+def test_a_checkpoint_is_continued_on_another_number_of_processes_with_the_same_global_batch():
+    from thesis_lib.training.results import resume_differences
+    wanted = json.loads(json.dumps(__import__("dataclasses").asdict(__import__("thesis_lib").get_config("smoke"))))
+    half = json.loads(json.dumps(wanted))
+    half["train"]["batch_size"] //= 2                                      # 2 × 8 = 1 × 16
+    assert resume_differences(half, wanted, stored_world=2, world_size=1) == []
+    assert resume_differences(wanted, half, stored_world=1, world_size=2) == []
+    assert resume_differences(wanted, wanted, stored_world=1, world_size=2) == [
+        "global batch (train.batch_size × processes): 16 -> 32 (to continue this checkpoint keep its global batch: "
+        "--set train.batch_size=8 on 2 processes)"]
+    assert "a number of processes that divides 16" in resume_differences(wanted, wanted, 1, 3)[0]
+    other = json.loads(json.dumps(wanted))
+    other["train"]["base_lr"] *= 2
+    assert [d.split(":")[0] for d in resume_differences(other, wanted)] == ["train.base_lr"]
 
 
 def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypatch):
