@@ -212,7 +212,8 @@ def test_first_host_refuses_a_list_it_cannot_read():
 
 
 SRUN = {"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "2", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_TASKS": "4",
-        "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_STEP_NODELIST": "gpu[03-04]", "SLURM_JOB_NODELIST": "gpu[01-04]"}
+        "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_STEP_NODELIST": "gpu[03-04]",
+        "SLURM_JOB_NODELIST": "gpu[01-04]"}
 
 
 def test_srun_tasks_read_their_place_from_slurm_variables(capsys):

@@ -107,8 +107,8 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     ``preset`` (default demo), ``variant`` (baseline), ``seed`` (0) and ``overrides``, or by a resolved ``config``
     alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
     where and how it runs; ``dist_timeout``, how long a process of several waits for another (seconds or e.g. "6h";
-    default THESIS_DIST_TIMEOUT, else 6 h: training.distributed). On CPU the run computes on one thread, so that its numbers do not depend on the machine's
-    core count (thesis_lib.numerics)."""
+    default THESIS_DIST_TIMEOUT, else 6 h: training.distributed). On CPU the run computes on one thread, so that
+    its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
     cfg = run_config(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
@@ -159,7 +159,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     model = raw
     barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's collectives
     if info.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda" else None)
+        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda"
+                                                          else None)
     if cfg.train.compile:
         model = torch.compile(model)
     state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size), info, device,
