@@ -2,6 +2,8 @@
 (The gathered contrastive loss equals the one-process loss: tests/test_losses.py.)"""
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 
@@ -11,7 +13,28 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from thesis_lib import CheckpointError, ResultConflictError, ThesisError, run_experiment
-from thesis_lib.training.distributed import DistInfo, check_in_sync
+from thesis_lib.errors import DistributedError
+from thesis_lib.training.distributed import DistInfo, Launch, check_in_sync, first_host, launch_from_env, slurm_port
+
+LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_", "TORCHELASTIC_")
+
+
+def clean_env(**extra) -> dict:
+    """This environment without any launcher's variables (torchrun's, Slurm's), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARIABLES)}
+    return {**env, "OMP_NUM_THREADS": "1", **{k: str(v) for k, v in extra.items()}}
+
+
+def free_slurm_job_id() -> int:
+    """A SLURM_JOB_ID whose derived port (slurm_port) is free on this machine now."""
+    for job in range(4242, 4242 + 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", slurm_port(str(job))))
+                return job
+            except OSError:
+                continue
+    pytest.skip("no free port in the range slurm_port derives")
 
 
 def _sync_worker(rank, world, init_file, out_dir, diverge):
@@ -45,7 +68,8 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     """Two gloo processes train switch + SIB (the fusion head is called outside the DDP wrapper); the run ends
     only if every parameter is equal on both ranks; the result records 2 processes. A one-process call with the
     same global batch reuses it (notebooks 03/04 after a torchrun training), one with another global batch refuses
-    it, and none resumes from its checkpoint (the data order of the remaining steps would differ)."""
+    it. Its checkpoint is continued by one process with the same global batch (the data are the same:
+    tests/test_global_batch.py); with another global batch it is refused with the setting that would keep it."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "switch_sib", "--out", str(tmp_path),
            "--no-progress"]
@@ -59,26 +83,250 @@ def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_
     reused = run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path, overrides={"train.batch_size": 32})
     assert reused["metrics"] == result["metrics"] and reused["train"]["world_size"] == 2
     checkpoint = tmp_path / "results" / "smoke" / "switch_sib" / "seed0" / "checkpoint.pt"
-    with pytest.raises(CheckpointError, match="processes: 2 -> 1"):
+    with pytest.raises(CheckpointError, match=r"global batch \(train.batch_size × processes\): 32 -> 16 \(to continue "
+                                              r"this checkpoint keep its global batch: --set train.batch_size=32 on 1 "
+                                              r"process\)"):
         run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint))
+    resumed = run_experiment("smoke", "switch_sib", 0, out_dir=tmp_path / "one", resume=str(checkpoint),
+                             overrides={"train.batch_size": 32})
+    assert resumed["train"]["resumed_from"] == 6 and resumed["train"]["world_size"] == 1
+    assert resumed["metrics"] == result["metrics"]
+
+
+def test_a_checkpoint_is_continued_on_another_number_of_processes_with_the_same_global_batch():
+    from thesis_lib.training.results import resume_differences
+    wanted = json.loads(json.dumps(__import__("dataclasses").asdict(__import__("thesis_lib").get_config("smoke"))))
+    half = json.loads(json.dumps(wanted))
+    half["train"]["batch_size"] //= 2                                      # 2 × 8 = 1 × 16
+    assert resume_differences(half, wanted, stored_world=2, world_size=1) == []
+    assert resume_differences(wanted, half, stored_world=1, world_size=2) == []
+    assert resume_differences(wanted, wanted, stored_world=1, world_size=2) == [
+        "global batch (train.batch_size × processes): 16 -> 32 (to continue this checkpoint keep its global batch: "
+        "--set train.batch_size=8 on 2 processes)"]
+    assert "a number of processes that divides 16" in resume_differences(wanted, wanted, 1, 3)[0]
+    other = json.loads(json.dumps(wanted))
+    other["train"]["base_lr"] *= 2
+    assert [d.split(":")[0] for d in resume_differences(other, wanted)] == ["train.base_lr"]
 
 
 def test_each_torchrun_process_takes_its_own_gpu_before_the_nccl_group(monkeypatch):
-    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded."""
+    """Without a GPU: torch.cuda.set_device and the process group are mocked and their call order recorded. The group
+    gets the configured timeout; beside NCCL's, a gloo group (same timeout) holds the waits."""
     from thesis_lib.training import distributed
     calls = []
     monkeypatch.setenv("RANK", "3")
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("THESIS_DIST_TIMEOUT", "90m")
+    monkeypatch.setattr(distributed, "_WAIT_GROUP", None)
     monkeypatch.setattr(torch.cuda, "set_device", lambda i: calls.append(("set_device", i)))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    backend = []
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
-    monkeypatch.setattr(dist, "init_process_group", lambda backend: calls.append(("init", backend)))
+    monkeypatch.setattr(dist, "init_process_group",
+                        lambda b, timeout: calls.append(("init", b, timeout.total_seconds())) or backend.append(b))
+    monkeypatch.setattr(dist, "get_backend", lambda: backend[-1])
+    monkeypatch.setattr(dist, "new_group", lambda backend, timeout: calls.append(("group", backend)) or "waits")
     monkeypatch.setattr(dist, "get_rank", lambda: 3)
     monkeypatch.setattr(dist, "get_world_size", lambda: 4)
     info = distributed.init_distributed(torch.device("cuda"))
-    assert calls == [("set_device", 1), ("init", "nccl")]
-    assert info == DistInfo(3, 4, 1)
+    assert calls == [("set_device", 1), ("init", "nccl", 5400.0), ("group", "gloo")]
+    assert info == DistInfo(3, 4, 1) and info.group == "waits" and info.timeout_s == 5400
     assert distributed.rank_device(torch.device("cuda"), info) == torch.device("cuda", 1)
     calls.clear()
-    assert distributed.init_distributed(torch.device("cpu")) == DistInfo(3, 4, 1) and calls == [("init", "gloo")]
+    info = distributed.init_distributed(torch.device("cpu"), timeout=120)
+    assert info == DistInfo(3, 4, 1) and calls == [("init", "gloo", 120.0)] and info.group is None
     assert distributed.rank_device(torch.device("cpu"), info) == torch.device("cpu")
+
+
+def test_the_process_group_timeout_is_read_from_the_option_or_the_environment(monkeypatch):
+    from thesis_lib.errors import ConfigError
+    from thesis_lib.training.distributed import DEFAULT_TIMEOUT, dist_timeout
+    monkeypatch.delenv("THESIS_DIST_TIMEOUT", raising=False)
+    assert dist_timeout() == DEFAULT_TIMEOUT == 6 * 3600
+    monkeypatch.setenv("THESIS_DIST_TIMEOUT", "2h")
+    assert dist_timeout() == 7200 and dist_timeout("45m") == 2700 and dist_timeout(30) == 30
+    for bad in ("soon", "0", "-5m"):
+        with pytest.raises(ConfigError, match="--dist-timeout"):
+            dist_timeout(bad)
+
+
+def _slow_cache_worker(rank, world, port, tmp, timeout):
+    """A rank of a torchrun-style gloo group in which rank 0 builds the teacher-target cache slowly (4 s)."""
+    import time
+    from types import SimpleNamespace
+    from thesis_lib import get_config
+    from thesis_lib.training.distributed import init_distributed
+    from thesis_lib.training.run import teacher_targets
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), THESIS_DATA=str(tmp / "data"))
+    if timeout is None:
+        os.environ.pop("THESIS_DIST_TIMEOUT", None)
+    else:
+        os.environ["THESIS_DIST_TIMEOUT"] = timeout
+    cfg = get_config("smoke", "baseline", 0, {"weights.source": "random"})
+    assert cfg.data.teacher_view == "fixed" and cfg.train.cache_teacher
+
+    def teacher(x):
+        time.sleep(4)
+        return torch.zeros(len(x), 8)
+    pairs = SimpleNamespace(image_files=[tmp / "a.png"], teacher_view_images=lambda bs: [torch.zeros(1, 3, 4, 4)])
+    try:
+        info = init_distributed(torch.device("cpu"))
+        targets = teacher_targets(cfg, teacher, pairs, "cpu", info)
+        message = f"ok {tuple(targets.shape)}"
+    except ThesisError as err:
+        message = f"{type(err).__name__}: {err}"
+    (tmp / f"rank{rank}.txt").write_text(message)
+
+
+@pytest.mark.parametrize("timeout", ["2", None])
+def test_a_rank_0_phase_longer_than_the_timeout_is_an_error_that_names_it(tmp_path, timeout):
+    """Rank 0 builds the teacher-target cache (4 s) while rank 1 waits. With a 2 s timeout both processes stop with
+    an error (rank 1: it waited for the cache past the timeout; rank 0: the other process left), not a hang; with
+    the default timeout (6 h) both get the targets."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_slow_cache_worker, args=(2, port, tmp_path, timeout), nprocs=2, join=True)
+    messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    if timeout is None:
+        assert messages == ["ok (1, 8)", "ok (1, 8)"]
+    else:
+        assert re.match(r"DistributedTimeoutError: rank 1 waited 2(\.\d+)? s for rank 0 to build the teacher-target "
+                        r"cache, longer than the process-group timeout \(2 s\)", messages[1]), messages[1]
+        assert "--dist-timeout or THESIS_DIST_TIMEOUT (default 6 h)" in messages[1]
+        assert messages[0].startswith("DistributedError: rank 0: another process left"), messages[0]
+
+
+@pytest.mark.parametrize("nodelist, host", [
+    ("gpu07", "gpu07"), ("gpu[01-04],gpu07", "gpu01"), ("gpu[07,01-04]", "gpu07"), ("n[001-128]", "n001"),
+    ("rack[2-3]-n[08,11]", "rack2-n08"), ("a1,b[1-2]", "a1"), ("node-[9-10].cluster", "node-9.cluster")])
+def test_first_host_of_a_compact_slurm_host_list(nodelist, host):
+    assert first_host(nodelist) == host
+
+
+def test_first_host_refuses_a_list_it_cannot_read():
+    with pytest.raises(DistributedError, match="MASTER_ADDR"):
+        first_host("gpu[01-04")
+
+
+SRUN = {"SLURM_JOB_ID": "1234", "SLURM_STEP_ID": "2", "SLURM_NTASKS": "4", "SLURM_STEP_NUM_TASKS": "4",
+        "SLURM_PROCID": "3", "SLURM_LOCALID": "1", "SLURM_STEP_NODELIST": "gpu[03-04]",
+        "SLURM_JOB_NODELIST": "gpu[01-04]"}
+
+
+def test_srun_tasks_read_their_place_from_slurm_variables(capsys):
+    """srun without torchrun: rank, world size and node rank from Slurm; the group meets on the step's first host, on
+    a port derived from the job and step; MASTER_ADDR / MASTER_PORT override; torchrun's variables win over Slurm's
+    (srun ... torchrun); one task, or python run by a batch script itself (no step variables), is one process."""
+    assert launch_from_env(SRUN) == Launch(3, 4, 1, f"tcp://gpu03:{slurm_port('1234', '2')}", "srun")
+    assert slurm_port("1234", "2") == 10000 + (16 * 1234 + 2) % 20000
+    assert launch_from_env({**SRUN, "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}).init_method == \
+        "tcp://10.0.0.1:29500"
+    assert launch_from_env({k: v for k, v in SRUN.items() if k != "SLURM_STEP_NODELIST"}).init_method.startswith(
+        "tcp://gpu01:")
+    assert launch_from_env({**SRUN, "RANK": "0", "WORLD_SIZE": "8", "LOCAL_RANK": "0"}) == Launch(0, 8, 0, None,
+                                                                                                  "torchrun")
+    assert launch_from_env({**SRUN, "SLURM_STEP_NUM_TASKS": "1", "SLURM_NTASKS": "1"}) == Launch()
+    batch = {k: v for k, v in SRUN.items() if not k.startswith("SLURM_STEP")}
+    assert launch_from_env({**batch, "SLURM_PROCID": "0", "SLURM_LOCALID": "0"}) == Launch()
+    assert "not started by srun" in capsys.readouterr().err
+    assert launch_from_env({}) == Launch()
+
+
+def test_srun_tasks_without_a_meeting_point_name_what_is_missing():
+    env = {k: v for k, v in SRUN.items() if k not in ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST")}
+    with pytest.raises(DistributedError, match=r"MASTER_ADDR \(or SLURM_STEP_NODELIST.*MASTER_PORT \(or SLURM_JOB_ID"):
+        launch_from_env(env)
+
+
+def test_srun_without_torchrun_trains_one_run_on_two_processes(tmp_path):
+    """Two processes started as srun starts them (Slurm's variables only, no RANK / WORLD_SIZE) form one process
+    group and train one run: the result records 2 processes (before, each trained a one-process run of its own)."""
+    job = free_slurm_job_id()
+    cmd = [sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--out", str(tmp_path),
+           "--no-progress"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(
+        SLURM_JOB_ID=job, SLURM_STEP_ID=0, SLURM_NTASKS=2, SLURM_STEP_NUM_TASKS=2, SLURM_PROCID=rank,
+        SLURM_LOCALID=rank, SLURM_JOB_NODELIST="localhost,node[02-04]")) for rank in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outputs]
+    result = json.loads((tmp_path / "results" / "smoke" / "baseline" / "seed0.json").read_text())
+    assert result["train"]["world_size"] == 2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn_two(worker, args, timeout: float = 240):
+    """``worker(rank, *args)`` in 2 processes; fails the test (and kills them) if they have not ended in ``timeout``
+    seconds: a hang is a failure, not a stuck test run."""
+    import time
+    ctx = mp.start_processes(worker, args=args, nprocs=2, join=False, start_method="spawn")
+    deadline = time.monotonic() + timeout
+    while not ctx.join(timeout=5):
+        if time.monotonic() > deadline:
+            for p in ctx.processes:
+                p.kill()
+            pytest.fail(f"the 2 processes did not end within {timeout} s (they wait for each other)")
+
+
+def _torchrun_env(rank, world, port):
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port), THESIS_PROGRESS="0")
+
+
+def _unshared_worker(rank, port, tmp):
+    """Each rank sees its own folder at the output path (a node-local disk): simulated by a folder per rank."""
+    _torchrun_env(rank, 2, port)
+    try:
+        run_experiment("smoke", out_dir=tmp / f"node{rank}")
+        message = "trained"
+    except ThesisError as err:
+        message = f"{type(err).__name__}: {err}"
+    (tmp / f"rank{rank}.txt").write_text(message)
+
+
+def test_an_output_folder_not_shared_by_the_processes_is_refused_at_the_start(tmp_path):
+    """Before any training, every rank stops with a SharedFolderError that names the rank that does not see rank
+    0's files and what is needed (before: each trained, rank 0 writing checkpoints the others could not resume)."""
+    spawn_two(_unshared_worker, (free_port(), tmp_path))
+    messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
+    for rank, m in enumerate(messages):              # (on a cluster both name the same path)
+        assert m.startswith(f"SharedFolderError: the output folder {tmp_path / f'node{rank}'}"), m
+        assert "rank 1 (on " in m and "--out (or THESIS_RESULTS) on a file system every node mounts" in m
+    assert not (tmp_path / "node0" / "results" / "smoke" / "baseline" / "seed0" / "checkpoint.pt").exists()
+
+
+def _lagging_view_worker(rank, port, tmp):
+    """Rank 1's view of the (shared) output folder lags: for it, the result and the checkpoint do not exist yet."""
+    import pathlib
+    _torchrun_env(rank, 2, port)
+    out = tmp / "shared"
+    first = run_experiment("smoke", out_dir=out)
+    result = out / "results" / "smoke" / "baseline" / "seed0.json"
+    if rank == 0:
+        result.unlink()                                  # a run killed after its last checkpoint
+    dist.barrier()
+    if rank == 1:
+        exists = pathlib.Path.exists
+        pathlib.Path.exists = lambda p: False if p.name in ("seed0.json", "checkpoint.pt") else exists(p)
+    resumed = run_experiment("smoke", out_dir=out, resume=True)
+    reused = run_experiment("smoke", out_dir=out)
+    (tmp / f"rank{rank}.json").write_text(json.dumps({
+        "first": first.get("train", {}).get("resumed_from"), "resumed": resumed.get("train", {}).get("resumed_from"),
+        "same": resumed.get("metrics") == reused.get("metrics") == first.get("metrics")}))
+
+
+def test_resume_and_reuse_are_decided_on_rank_0_for_every_process(tmp_path):
+    """Whether a finished result is reused and which checkpoint a run continues from is rank 0's decision, sent to
+    every rank: a rank whose view of the folder lags continues from rank 0's checkpoint (step 6) and reuses rank 0's
+    result with the others (before: it started at step 0 while rank 0 resumed at 6, and the two waited forever)."""
+    spawn_two(_lagging_view_worker, (free_port(), tmp_path))
+    rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2))
+    assert rank0 == {"first": 0, "resumed": 6, "same": True}
+    assert rank1 == {"first": None, "resumed": None, "same": True}        # rank 1 returns {}; it trained along

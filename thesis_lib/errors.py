@@ -41,6 +41,20 @@ class OutputDirError(ThesisError):
     """An output directory that cannot be created or written."""
 
 
+class DistributedError(ThesisError):
+    """A run of several processes that cannot start or went out of step: launch variables missing or unreadable
+    (torchrun's or srun's), a process that left while the others waited for it."""
+
+
+class SharedFolderError(DistributedError, OutputDirError):
+    """A folder that a run of several processes needs every process to see (the output folder, the teacher-target
+    cache) which some process does not see as rank 0 does."""
+
+
+class DistributedTimeoutError(DistributedError):
+    """A process waited for another longer than the process-group timeout (--dist-timeout, THESIS_DIST_TIMEOUT)."""
+
+
 class MissingResultsError(ThesisError):
     """A figure whose runs have no stored results (of the selected seeds) yet; names the runs it needs and which are
     missing, and nothing is drawn."""

@@ -1,6 +1,8 @@
 """Training pairs: one image-caption pair per sample, as the thesis trains. Batches are a pure function of
 (seed, step, rank): the order is a seeded permutation per epoch and the views are drawn from a generator seeded by
-the step, so a resumed run sees exactly the batches an uninterrupted run would have seen."""
+the step, so a resumed run sees exactly the batches an uninterrupted run would have seen. A sample's pair and views
+depend on its place in the *global* batch (rank × per-process batch + its row), not on the number of processes:
+2 processes × 256 draw the same pairs and views as 1 × 512 (the seeds are those one process always drew with)."""
 from __future__ import annotations
 
 import warnings
@@ -100,16 +102,17 @@ class TrainPairs:
         "teacher_images" (the teacher's own view); "fits" for a variant with a fusion head."""
         idx = self.indices(step)
         image_idx = self.pair_image[idx]
-        g = torch.Generator().manual_seed(mix(self.seed, step, self.rank))
+        g = torch.Generator().manual_seed(mix(self.seed, step, 0))       # the global batch's views: as rank 0
+        rows = (self.rank * self.batch_size, self.global_batch)             # of one process drew them
         raw = self.images[image_idx]
         out = {"tokens": trim(self.tokens[idx], self.pad_id), "image_index": image_idx,
-               "images": self.student_aug(raw, g)}
+               "images": self.student_aug(raw, g, rows)}
         if self.itm:
             out["fits"] = self.fits(idx)
         if teacher_targets is not None:
             out["targets"] = teacher_targets[image_idx]
         elif self.data.teacher_view == "augmented":
-            out["teacher_images"] = self.teacher_aug(raw, g)
+            out["teacher_images"] = self.teacher_aug(raw, g, rows)
         else:
             out["teacher_images"] = normalise_uint8(raw, self.data.mean, self.data.std)
         return out
@@ -152,9 +155,10 @@ class TrainPairs:
 
 
 class _StepStream(Dataset):
-    """Item k = sample k % B of step start + k // B of this process; each sample's randomness is seeded by
-    (seed, step, rank, k), so the stream is the same whichever worker decodes it and after a resume. With cached
-    teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in for it."""
+    """Item k = sample j = k % B of step start + k // B of this process; each sample's randomness is seeded by
+    (seed, step, 0, rank × B + j), its place in the global batch (the 0 stands where one process's rank always
+    stood), so the stream is the same on any number of processes, whichever worker decodes it and after a resume.
+    With cached teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in."""
 
     def __init__(self, pairs: TrainPairs, start: int, stop: int, draw_teacher_view: bool = True):
         data, size = pairs.data, pairs.img_size
@@ -172,7 +176,7 @@ class _StepStream(Dataset):
         step, j = divmod(k, self.B)
         step += self.start
         pair, img, replaced = self._decodable(int(self.pairs.indices(step)[j]))
-        torch.manual_seed(mix(self.pairs.seed, step, self.pairs.rank, j))
+        torch.manual_seed(mix(self.pairs.seed, step, 0, self.pairs.rank * self.B + j))
         return self.student(img), self.teacher(img), self.pairs.tokens[pair], pair, int(replaced)
 
     def _decodable(self, pair: int):

@@ -73,19 +73,24 @@ class BatchAugment:
         cy = h / 2 + (1 - h) * u[:, 3]
         return torch.stack([cx, cy, w, h], dim=1)
 
-    def __call__(self, images: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    def __call__(self, images: torch.Tensor, g: torch.Generator, rows: tuple[int, int] | None = None) -> torch.Tensor:
+        """``rows=(first, total)``: the images are rows first .. first + B of a batch of ``total`` (one process's
+        share of the global batch): the views of all ``total`` are drawn and these rows' applied, so that a sample's
+        view depends on its place in the global batch, not on how many processes share it. Default: (0, B)."""
         B = images.shape[0]
-        cx, cy, w, h = self.crop_boxes(B, g).unbind(1)
-        sign = torch.where(torch.rand(B, generator=g) < 0.5, -1.0, 1.0) if self.flip else torch.ones(B)
+        first, total = rows or (0, B)
+        own = slice(first, first + B)
+        cx, cy, w, h = self.crop_boxes(total, g)[own].unbind(1)
+        sign = (torch.where(torch.rand(total, generator=g) < 0.5, -1.0, 1.0) if self.flip else torch.ones(total))[own]
         x = images.float()
         grid = crop_grid(w * sign, 2 * cx - 1, h, 2 * cy - 1, x.shape[-1]).to(x.device)
         x = F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False).clamp_(0, 255)
         if self.jitter:
-            x = self._colour_jitter(x, g)
+            x = self._colour_jitter(x, g, own, total)
         return (x - self.mean.to(x.device)) / self.std.to(x.device)
 
-    def _colour_jitter(self, x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-        b, c, s = (1 + self.jitter * (2 * torch.rand(3, x.shape[0], 1, 1, 1, generator=g) - 1)).to(x.device)
+    def _colour_jitter(self, x: torch.Tensor, g: torch.Generator, own: slice, total: int) -> torch.Tensor:
+        b, c, s = (1 + self.jitter * (2 * torch.rand(3, total, 1, 1, 1, generator=g)[:, own] - 1)).to(x.device)
         x = x * b                                                          # brightness
         gray = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]).unsqueeze(1)
         x = (x - gray.mean((2, 3), keepdim=True)) * c + gray.mean((2, 3), keepdim=True)  # contrast

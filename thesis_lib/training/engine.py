@@ -25,7 +25,7 @@ from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
 from .distributed import DistInfo
 from .losses import clip_loss, kd_contrastive, kd_mse
-from .results import RunPaths, append_jsonl, differences, read_jsonl
+from .results import RunPaths, append_jsonl, read_jsonl, resume_differences
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
 TTE_PARAMS = ("token_type_embeddings.", "tte_scale.")     # what a variant's ``tte_budget`` gives its own learning rate
@@ -201,13 +201,13 @@ def remove_stale_temporaries(paths: RunPaths) -> None:
 
 
 def load_checkpoint(path, s: TrainState, config: dict) -> int:
-    """Restore a run; refuses a checkpoint of another variant, seed, config or number of processes (the data
-    order and global batch depend on it). Returns the step to continue from."""
+    """Restore a run; refuses a checkpoint of another variant, seed, config or global batch (``train.batch_size`` ×
+    processes: the data order depends on it, not on the number of processes). Returns the step to continue from."""
     from ..models.checkpoints import torch_load
     state = torch_load(path)
     if not isinstance(state, dict) or "config" not in state or "optimizer" not in state:
         raise CheckpointError(f"{path} is not a training checkpoint of thesis_lib (no config/optimizer state)")
-    diffs = differences(state["config"], config, state.get("world_size"), s.info.world_size)
+    diffs = resume_differences(state["config"], config, state.get("world_size"), s.info.world_size)
     if diffs:
         raise CheckpointError(f"cannot resume from {path}: it belongs to another run ({'; '.join(diffs[:4])})")
     s.raw.load_state_dict(state["model"])

@@ -107,6 +107,33 @@ def identity_differences(stored: dict, wanted: dict, stored_world: int | None = 
     return [d.replace("train.batch_size", "global batch (train.batch_size × processes)", 1) for d in diffs]
 
 
+def resume_differences(stored: dict, wanted: dict, stored_world: int | None = None, world_size: int = 1) -> list[str]:
+    """What keeps a checkpoint from being continued by this run: the config ``differences``, the batch compared as the
+    global batch (``train.batch_size`` × processes). How the global batch is split over processes is none: a sample's
+    pair and views depend on its place in the global batch (data/train_pairs.py), the learning rate on the global
+    batch, and the contrastive loss is gathered over every process. Another global batch says which setting keeps it."""
+    stored_world = stored_world or 1
+    diffs = differences(_global_batch(stored, stored_world), _global_batch(wanted, world_size))
+    out = []
+    for d in diffs:
+        if d.startswith("train.batch_size:"):
+            total = stored.get("train", {}).get("batch_size", 0) * stored_world
+            keep = (f"--set train.batch_size={total // world_size} on {world_size} process"
+                    f"{'es' if world_size > 1 else ''}" if total % world_size == 0 else
+                    f"a number of processes that divides {total}, with train.batch_size = {total} / processes")
+            d = d.replace("train.batch_size", "global batch (train.batch_size × processes)", 1) + \
+                f" (to continue this checkpoint keep its global batch: {keep})"
+        out.append(d)
+    return out
+
+
+def _global_batch(config: dict, world_size: int) -> dict:
+    out = json.loads(json.dumps(config))
+    if "batch_size" in out.get("train", {}):
+        out["train"]["batch_size"] *= world_size
+    return out
+
+
 RESULT_FIELDS = ("preset", "variant", "seed", "metrics", "config", "train")
 
 

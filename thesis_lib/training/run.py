@@ -35,7 +35,8 @@ from ..numerics import kernels, one_thread, warn_if_unpinned
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
-from .distributed import barrier, check_in_sync, init_distributed, rank_device
+from .distributed import (barrier, check_in_sync, check_shared_folder, init_distributed, on_every_rank, on_main,
+                          rank_device)
 from .engine import (
     TrainState,
     autocast,
@@ -86,8 +87,11 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
 
     if info.is_main:
         build_once(path, compute)                        # parallel runs compute it once
-    barrier(info)
-    return torch.load(path, mmap=True)         # memory-mapped: 3.3 M × 768 floats are 10 GB at the thesis mixture
+    barrier(info, "rank 0 to build the teacher-target cache")
+    check_shared_folder(path.parent, info, "teacher-target cache", "THESIS_DATA on a file system every node mounts: "
+                        "rank 0 builds the teacher-target cache there and every rank reads it")
+    return on_every_rank(info, lambda: torch.load(path, mmap=True),   # memory-mapped: 3.3 M × 768 floats are
+                         "to read the teacher-target cache")          # 10 GB at the thesis mixture
 
 
 def _teacher_identity(cfg: ExperimentConfig) -> str:
@@ -98,27 +102,29 @@ def _teacher_identity(cfg: ExperimentConfig) -> str:
 
 def run_experiment(preset: str | None = None, variant: str | None = None, seed: int | None = None, out_dir=None,
                    device: str = "cpu", resume=False, overwrite: bool = False, overrides: dict | None = None,
-                   config: ExperimentConfig | None = None) -> dict:
+                   config: ExperimentConfig | None = None, dist_timeout: str | float | None = None) -> dict:
     """Train one run and evaluate it; returns the result (also written to disk). The run is named either by
     ``preset`` (default demo), ``variant`` (baseline), ``seed`` (0) and ``overrides``, or by a resolved ``config``
     alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
-    where and how it runs. On CPU the run computes on one thread, so that its numbers do not depend on the machine's
-    core count (thesis_lib.numerics)."""
+    where and how it runs; ``dist_timeout``, how long a process of several waits for another (seconds or e.g. "6h";
+    default THESIS_DIST_TIMEOUT, else 6 h: training.distributed). On CPU the run computes on one thread, so that
+    its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
     cfg = run_config(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
     warn_if_unpinned(cfg.preset, dev)
-    info = init_distributed(dev)
+    info = init_distributed(dev, dist_timeout)
     dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
-    if info.is_main:
-        check_writable(paths.dir)
+    on_main(info, lambda: check_writable(paths.dir), "rank 0 to create the output folder")
+    check_shared_folder(paths.dir, info)        # several processes: every one must see what rank 0 writes
     lock = paths.lock() if info.world_size == 1 else None
     if lock:
         lock.acquire()
-    try:
-        found = existing_result(paths, asdict(cfg), overwrite, info.world_size)
+    try:                                        # decided on rank 0: every process reuses, or none does
+        found = on_main(info, lambda: existing_result(paths, asdict(cfg), overwrite, info.world_size),
+                        "rank 0 to look for a finished result")
         if found is not None:
-            return found
+            return found if info.is_main else {}
         with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
             return _train_and_evaluate(cfg, dev, info, paths, resume)
     finally:
@@ -151,18 +157,18 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     if data_rate:
         print(data_rate.message(), file=sys.stderr)
     model = raw
+    barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's collectives
     if info.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[info.local_rank] if device.type == "cuda" else None)
+        model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda"
+                                                          else None)
     if cfg.train.compile:
         model = torch.compile(model)
     state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size, cfg.model.spec.tte_budget), info, device,
                        grad_scaler(cfg.train.precision, device))
     start = 0
-    ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
-    if resume and ckpt.exists():
-        start = load_checkpoint(ckpt, state, asdict(cfg))
-    elif resume and isinstance(resume, (str, Path)):
-        raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
+    ckpt = on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
+    if ckpt is not None:                        # every process continues from rank 0's checkpoint, or none does
+        start = on_every_rank(info, lambda: load_checkpoint(ckpt, state, asdict(cfg)), f"to load {ckpt}")
     probe = _probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
     monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
     stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
@@ -172,12 +178,23 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
         stats["replaced_samples"] = pairs.replaced_samples
     check_in_sync(raw, info)
     if not info.is_main:
-        barrier(info)
+        barrier(info, "rank 0 to evaluate the run")
         return {}
     result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats, probe)
     write_json_atomic(paths.result, result)
-    barrier(info)
+    barrier(info, "rank 0 to evaluate the run")
     return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
+
+
+def _checkpoint_to_resume(resume, paths: RunPaths) -> Path | None:
+    """The checkpoint to continue from: the given file (which must exist), the run's own if ``resume`` is True and
+    it has one, else None."""
+    ckpt = Path(resume) if isinstance(resume, (str, Path)) else paths.checkpoint
+    if resume and ckpt.exists():
+        return ckpt
+    if resume and isinstance(resume, (str, Path)):
+        raise ThesisError(f"checkpoint to resume from not found: {ckpt}")
+    return None
 
 
 def _probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -226,6 +243,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set train.steps=100 (repeatable)")
+    p.add_argument("--dist-timeout", default=None, metavar="TIME",
+                   help="several processes: how long one waits for another, e.g. for rank 0 building the teacher "
+                        "cache or evaluating (seconds, or 45m, 6h; default $THESIS_DIST_TIMEOUT, else 6h)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
     return p.parse_args(argv)
@@ -247,7 +267,7 @@ def main(argv=None) -> int:
         if args.checkpoints:
             overrides.update({"weights.checkpoint_dir": args.checkpoints})
         result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
-                                args.overwrite, overrides)
+                                args.overwrite, overrides, dist_timeout=args.dist_timeout)
     except ThesisError as err:
         if args.debug:
             raise
