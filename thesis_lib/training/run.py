@@ -163,8 +163,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
                                                           else None)
     if cfg.train.compile:
         model = torch.compile(model)
-    state = TrainState(model, raw, teacher, *make_optimizer(raw, cfg.train, info.world_size, cfg.model.spec.tte_budget), info, device,
-                       grad_scaler(cfg.train.precision, device))
+    optimiser = make_optimizer(raw, cfg.train, info.world_size, cfg.model.spec.tte_budget)
+    state = TrainState(model, raw, teacher, *optimiser, info, device, grad_scaler(cfg.train.precision, device))
     start = 0
     ckpt = on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
     if ckpt is not None:                        # every process continues from rank 0's checkpoint, or none does
