@@ -53,15 +53,17 @@ pretrained: setup
 # the README's results block (the demo's). Everything is written to $(STAGE) first and swapped in only when every notebook has
 # finished: a failed or killed reproduce leaves the stored results as they were, and no other preset's are touched.
 STAGE = build/reproduce-$(PRESET)
-ABLATIONS = results/_ablations/random-init/results
+ABLATIONS = random-init thesis-regularisation
+# thesis_lib.study.runs.ABLATIONS: the baseline's ablations, stored apart under results/_ablations/<name>/results/
 reproduce: setup
 	rm -rf $(STAGE) && mkdir -p $(STAGE)/notebooks
 	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
 	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET) THESIS_RESULTS=$(STAGE)/results THESIS_FIGURES=$(STAGE)/figures; \
 	for nb in $(NOTEBOOKS); do $(PAPERMILL) --log-output notebooks/$$nb.ipynb $(STAGE)/notebooks/$$nb.ipynb || exit 1; done
-	rm -rf results/$(PRESET) $(ABLATIONS)/$(PRESET) && mkdir -p $(ABLATIONS)
+	rm -rf results/$(PRESET) $(foreach a,$(ABLATIONS),results/_ablations/$(a)/results/$(PRESET))
 	mv $(STAGE)/results/$(PRESET) results/$(PRESET)
-	if [ -d $(STAGE)/$(ABLATIONS)/$(PRESET) ]; then mv $(STAGE)/$(ABLATIONS)/$(PRESET) $(ABLATIONS)/; fi
+	for a in $(ABLATIONS); do d=results/_ablations/$$a/results; mkdir -p $$d; \
+	  if [ -d $(STAGE)/$$d/$(PRESET) ]; then mv $(STAGE)/$$d/$(PRESET) $$d/; fi; done
 	mkdir -p figures && cp -R $(STAGE)/figures/. figures/
 	cp $(STAGE)/notebooks/*.ipynb notebooks/
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi

@@ -245,7 +245,7 @@ def fidelity_markdown(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
     from ..training.results import load_results
-    root = params.results_root / "_ablations" / "thesis-regularisation" / "results"
+    root = params.results_root / "_ablations" / runs.ABLATIONS[1] / "results"
     runs = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not runs:
         return ""
