@@ -76,6 +76,8 @@ def results_markdown(params) -> str:
         f"Every claim, decided on {tables.METRIC_LABELS[reference.PRIMARY_METRIC]} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
+        verdicts.thesis_noise_note(verdicts.thesis_noise(claimed)) + " "
+        + verdicts.sensitivity_note(verdicts.sensitivity(claimed)),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         table, alike_note(df, present),
@@ -213,8 +215,7 @@ def disagreements(primary: pd.DataFrame) -> str:
         if row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
             lines.append(f"- **{claim}**: the thesis says so; here it is **{row.verdict}** ({where}).")
         elif row.verdict == "inconclusive":
-            open_.append(f"- **{claim}**: undecided at {row['seeds']} seeds ({where}; {row['seeds to decide']} "
-                         "seeds would decide it).")
+            open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it).")
     parts = []
     if lines:
         parts.append("Where this scale disagrees with the thesis:\n\n" + "\n".join(lines))

@@ -110,8 +110,8 @@ def thesis_noise_note(table: pd.DataFrame) -> str:
     return (f"Of the thesis's {n} differences in Tables 1-2, {clear} exceed{'s' if clear == 1 else ''} {Z_CRIT:.2f} "
             f"test-set standard errors even at the smaller SE; with the seed noise the demo measures for the same "
             f"contrast added ({len(seeds)} of them), {with_seeds} do{'es' if with_seeds == 1 else ''}. One run per "
-            "variant can show an effect of this size only where its z clears that bar; elsewhere the thesis's "
-            "direction is as compatible with noise as with an effect.")
+            "variant tells an effect of this size from noise only where its z clears that bar; elsewhere a single run "
+            "cannot tell the thesis's difference from noise.")
 
 
 def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[str]:
