@@ -309,3 +309,21 @@ def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
     same = pd.DataFrame([{**r, "variant": "tte_after"} for r in rows if r["variant"] == "baseline"] + rows)
     assert (f"within 0 points on every metric, and all {4 * len(TABLE_METRICS)} of its per-seed values equal"
             in alike_note(same, ["baseline", "tte_after"]))
+
+
+def test_the_results_table_has_a_metric_and_a_source_level():
+    """Notebooks 01-03's table: one column per (metric, source), the sources short ("ours", "thesis Aug 2024",
+    "thesis final"), the thesis's values beside ours; the final text reports no ImageNet top-5."""
+    from thesis_lib.study.reference import thesis_value
+    from thesis_lib.study.tables import TABLE_METRICS, results_table
+    df = pd.DataFrame([{"variant": v, "seed": s, **{m: 10.0 + s for m in TABLE_METRICS}}
+                       for v in ("baseline", "tte_after_ls") for s in range(3)])
+    table = results_table(df, ["baseline", "tte_after_ls"])
+    assert table.columns.names == ["metric", "source"]
+    assert set(table.columns.get_level_values("source")) == {"ours", "thesis Aug 2024", "thesis final"}
+    assert ("ImageNet top-5", "thesis final") not in table.columns
+    row = table.loc["EMKUM (no TTE)"]
+    assert row[("seeds", "ours")] == 3 and row[("COCO retrieval", "ours")].startswith("11.00 ±")
+    assert row[("COCO retrieval", "thesis Aug 2024")] == f"{thesis_value('aug', 'baseline', 'coco_mean'):.2f}"
+    assert list(results_table(df, ["baseline"], version="aug").columns.get_level_values("source")).count(
+        "thesis final") == 0
