@@ -1,17 +1,28 @@
-# Every target sets up .venv on first use (Python ≥ 3.10 with pip; torch comes from PyPI or the local wheel cache).
+# One setup path, taken by every target on first use (Python ≥ 3.10 with pip, and make):
+#   - .venv, then torch: where no NVIDIA GPU is found (no `nvidia-smi`), the CPU-only wheels from PyTorch's index
+#     (TORCH_INDEX; a few hundred MB instead of several GB of CUDA wheels); where that index cannot be reached, pip
+#     goes on and the package brings torch from PyPI. On a GPU machine, PyPI's CUDA build. `make … TORCH_INDEX=` skips it.
+#   - the package with the `notebooks` extra (papermill, JupyterLab, ipykernel): all that `make demo` needs;
+#   - the Jupyter kernel "Python (thesis-tte)", registered for this user (`make lab` starts it; any JupyterLab lists it);
+#   - `make test`, `make verify` and `make golden` add the `dev` extra (pytest, nbval, the peers the tests compare with).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PRESET ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
-# the study prints one line per finished run (thesis_lib/study/runs.py: Log); --log-output shows them in the terminal
+# the study prints one line per finished run to the terminal, not into the notebook (thesis_lib/study/runs.py: Log);
+# --log-output echoes the notebook's own outputs there too
 LOGGED := THESIS_PROGRESS=0 $(PAPERMILL) --log-output
+KERNEL := thesis-tte
+TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+TORCH_SPEC := $(shell sed -n 's/^ *"\(torch[<>=~!][^"]*\)",.*/\1/p' pyproject.toml)
 
 # The CPU instruction-set pin (docs/reproducibility.md), exported to every target below so that the numbers compared
 # with stored ones are the same bits on every x86-64 CPU; `make … CPU_PIN=0` runs without it (faster on AVX-512).
+# The pin names x86-64 instruction sets: on another architecture (macOS arm64: untested) it is off.
 PIN_FILE := thesis_lib/assets/cpu_pin.env
-CPU_PIN ?= 1
+CPU_PIN ?= $(if $(filter x86_64 amd64,$(shell uname -m)),1,0)
 ifeq ($(CPU_PIN),1)
 include $(PIN_FILE)
 export $(shell sed -n 's/^\([A-Z_]*\)=.*/\1/p' $(PIN_FILE))
@@ -19,29 +30,45 @@ endif
 
 .PHONY: setup demo test verify golden pretrained reproduce rehearsal figures lab clean-results
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+# torch before the package, so that the package's own install finds it (no index reached: PyPI's, with the package)
+$(BIN)/.torch: | $(BIN)/python
+	$(if $(TORCH_INDEX),$(BIN)/pip install --quiet --retries 1 --timeout 30 --index-url $(TORCH_INDEX) \
+	    "$(TORCH_SPEC)" torchvision || echo "$(TORCH_INDEX) could not be reached: torch comes from PyPI")
+	touch $@
+
+$(BIN)/.installed: pyproject.toml | $(BIN)/.torch
+	$(BIN)/pip install --quiet -e ".[notebooks]"
+	touch $@
+
+$(BIN)/.installed-dev: pyproject.toml | $(BIN)/.installed
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
-setup: $(BIN)/.installed
+$(BIN)/.kernel: $(BIN)/.installed
+	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"
+	touch $@
+
+setup: $(BIN)/.installed $(BIN)/.kernel
 
 # The main job: notebook 03 (Table 2) at the embedded default, trained from scratch into build/demo/.
 demo: setup
 	mkdir -p build/demo
 	$(LOGGED) notebooks/03_tte_layerscale.ipynb build/demo/03_tte_layerscale.ipynb -p output_dir build/demo
 
-test: setup
+test: setup $(BIN)/.installed-dev
 	$(BIN)/python -m pytest
 
 # Retrain one committed demo run (seed 0) of each variant family and compare it with results/demo bit for bit
 # (about 15 min on 2 cores; set THESIS_DATA to reuse the demo's prepared assets).
-verify: setup
+verify: setup $(BIN)/.installed-dev
 	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo
 
 # Rewrite tests/golden/smoke_seed0.json: only on purpose (a change meant to alter the numbers), only with the pin.
-golden: setup
+golden: setup $(BIN)/.installed-dev
 	$(BIN)/python tests/test_reproducible.py --update
 
 # Rebuild the demo's pretrained stand-ins the package ships (thesis_lib/assets/pretrained-demo-*, ≈ 4 min): only on
@@ -79,6 +106,8 @@ figures: setup
 	$(BIN)/python -m thesis_lib.study.figures --preset $(PRESET)
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi
 
-# --allow-root only where it is needed (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
+# JupyterLab on the notebooks, new notebooks on the kernel "Python (thesis-tte)"; --allow-root only where it is needed
+# (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise
 lab: setup
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+	$(BIN)/jupyter lab notebooks/ --MappingKernelManager.default_kernel_name=$(KERNEL) \
+	    $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)

@@ -1,6 +1,7 @@
 """The package's layout is its architecture. Each room imports only its own room or rooms below it, no module comes
 back to itself through its imports, a variant's name is decoded by the registry alone, docstrings cite what a reader
-can open, equations are named with their document, loading never trains, and the README's layout names every module.
+can open, equations are named with their document, loading never trains, and the layout page (docs/layout.md) names
+every module.
 """
 import ast
 import os
@@ -64,7 +65,7 @@ def graph() -> dict[str, set]:
 
 
 def test_every_module_belongs_to_a_declared_room():
-    assert {room(m) for m in graph()} <= set(LEVEL), "a new room: declare it in LAYERS and in the README's layout"
+    assert {room(m) for m in graph()} <= set(LEVEL), "a new room: declare it in LAYERS and in docs/layout.md"
 
 
 def test_no_module_imports_a_room_above_its_own():
@@ -123,23 +124,26 @@ def test_equations_are_named_with_their_document():
     assert not bare, bare
 
 
-def test_the_readme_layout_names_every_module():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Layout"):]
-    section = section[:section.index("\n## ", 4)]
+def _layout_section() -> str:
+    """docs/layout.md's "## Layout" section (the README links to it)."""
+    page = (ROOT / "docs" / "layout.md").read_text()
+    section = page[page.index("## Layout"):]
+    return section[:section.index("\n## ", 4)]
+
+
+def test_the_layout_page_names_every_module():
+    section = _layout_section()
     missing = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
                if p.name != "__init__.py" and p.name not in section]
-    assert not missing, f"README '## Layout' does not name {missing}"
+    assert not missing, f"docs/layout.md '## Layout' does not name {missing}"
     for folder in ("data/", "models/", "training/", "study/"):
         assert folder in section
 
 
-def test_the_readme_layout_names_every_benchmark_script():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Layout"):]
-    section = section[:section.index("\n## ", 4)]
+def test_the_layout_page_names_every_benchmark_script():
+    section = _layout_section()
     missing = [p.name for p in (ROOT / "benchmarks").iterdir() if p.suffix in (".py", ".sh") and p.name not in section]
-    assert not missing, f"README '## Layout' does not name benchmarks/{missing}"
+    assert not missing, f"docs/layout.md '## Layout' does not name benchmarks/{missing}"
 
 
 def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
@@ -155,11 +159,12 @@ def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
         assert listed == {f for f in FIGURES if f.startswith(number + "_")}, f"notebook {number}: {sorted(listed)}"
 
 
-def test_the_readme_and_benchmarks_name_only_files_that_exist():
-    """No stale reference: every script named in README.md and BENCHMARKS.md (docs/sources.md cites other
-    repositories' files) is one of this repository's, and every thesis_lib/… path exists."""
+def test_the_documents_name_only_files_that_exist():
+    """No stale reference: every script named in README.md, BENCHMARKS.md and docs/ (but docs/sources.md, which cites
+    other repositories' files) is one of this repository's, and every thesis_lib/… path exists."""
     ours = {p.name for p in ROOT.rglob("*") if p.suffix in (".py", ".sh") and not {".venv", "build"} & set(p.parts)}
-    for doc in ("README.md", "BENCHMARKS.md"):
+    pages = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "sources.md"]
+    for doc in ("README.md", "BENCHMARKS.md", *pages):
         text = (ROOT / doc).read_text()
         assert not sorted(set(re.findall(r"\b(\w+\.(?:py|sh))\b", text)) - ours), doc
         assert not [p for p in set(re.findall(r"thesis_lib/[\w/]+\.py", text)) if not (ROOT / p).exists()], doc

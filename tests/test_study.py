@@ -189,7 +189,7 @@ def test_a_grid_of_finished_runs_prepares_nothing_and_starts_no_worker(monkeypat
     assert results[6]["metrics"] == stored["metrics"]
 
 
-def test_a_grid_of_reused_and_trained_runs_keeps_the_grids_order(monkeypatch, capsys):
+def test_a_grid_of_reused_and_trained_runs_keeps_the_grids_order(monkeypatch, capfd):
     """Some runs finished, the others trained by workers that finish in any order: the results come back in the
     order of the jobs, the trained ones from the workers, and only their configs are prepared."""
     from concurrent.futures import Future
@@ -225,15 +225,16 @@ def test_a_grid_of_reused_and_trained_runs_keeps_the_grids_order(monkeypatch, ca
     assert [(r["variant"], r["seed"]) for r in out] == [(j["variant"], j["seed"]) for j in jobs]
     assert [bool(r.get("trained")) for r in out] == [s % 2 == 0 for s in range(4)] * 2
     assert sorted(prepared) == ["mome", "noln"]
-    assert "runs: 0/8, assets ready" in capsys.readouterr().out
+    assert "runs: 0/8, assets ready" in capfd.readouterr().err
     monkeypatch.setattr(runs, "finished_result", lambda job: {"variant": job["variant"], "seed": job["seed"]})
     runs.run_many(jobs)
-    assert "runs: 0/8, all reused (nothing to prepare)" in capsys.readouterr().out
+    assert "runs: 0/8, all reused (nothing to prepare)" in capfd.readouterr().err
 
 
-def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capsys):
-    """make demo shows these lines in the terminal (papermill --log-output): done of total and the time left,
-    estimated from the runs that trained (a reused result returns in a second and is not counted)."""
+def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, capfd):
+    """make demo shows these lines in the terminal: done of total and the time left, estimated from the runs that
+    trained (a reused result returns in a second and is not counted). They go to the process's stderr file
+    descriptor, which a Jupyter kernel does not copy into the notebook (``Log.terminal``), and nothing to stdout."""
     import time
 
     from thesis_lib.study.runs import Log
@@ -241,13 +242,41 @@ def test_without_progress_bars_the_grid_prints_one_line_per_run(monkeypatch, cap
     log = Log(5, time.monotonic() - 30)
     log.run_done("baseline seed 0", 0.5, workers=2)
     log.run_done("tte_after_ls seed 0", 120.0, workers=2)
-    lines = capsys.readouterr().out.splitlines()
+    out, err = capfd.readouterr()
+    lines = err.splitlines()
+    assert out == ""
     assert lines[0] == "[0:30] runs: 0/5, assets ready"
     assert lines[1] == "[0:30] runs: 1/5 (baseline seed 0 reused), ≈ 0:00 left"
     assert lines[2] == "[0:30] runs: 2/5 (tte_after_ls seed 0 done), ≈ 3:00 left"      # 3 runs × 2 min ÷ 2 at once
     monkeypatch.setenv("THESIS_PROGRESS", "1")                  # with bars (a notebook opened by hand): silent
     Log(2, time.monotonic()).run_done("x", 10.0)
-    assert capsys.readouterr().out == ""
+    assert capfd.readouterr() == ("", "")
+
+
+def test_the_run_lines_reach_the_terminal_but_not_the_notebook(tmp_path, monkeypatch, capfd):
+    """Under papermill (make demo) the lines reach the terminal papermill runs in and stay out of the executed
+    notebook. ipykernel (≥ 6) copies file descriptor 2, hence ``sys.__stderr__``, into the cell's outputs as well;
+    ``Log.terminal`` writes to the kernel's original stderr instead. The kernel inherits this process's stderr
+    (captured here); without pytest's variable it watches the descriptors as it does under make demo."""
+    nbformat = pytest.importorskip("nbformat")
+    papermill = pytest.importorskip("papermill")
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)   # ipykernel leaves the descriptors alone under pytest
+    monkeypatch.setenv("THESIS_PROGRESS", "0")
+    cell = ("import time\nfrom thesis_lib.study.runs import Log\n"
+            "Log(2, time.monotonic()).run_done('baseline seed 0', 100.0)\n"
+            "Log.terminal('look 1 of 6 (4 seeds): inconclusive')\nprint('a table')")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               progress_bar=False, cwd=str(ROOT))          # this checkout's thesis_lib
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
+    shown = "".join(o.get("text", "") for o in outputs)
+    terminal = capfd.readouterr().err
+    assert shown == "a table\n"
+    for line in ("runs: 0/2, assets ready", "runs: 1/2 (baseline seed 0 done)", "look 1 of 6 (4 seeds): inconclusive"):
+        assert line in terminal, terminal[-2000:]
+
 
 
 def test_the_readme_results_block_is_what_the_committed_results_give():
@@ -280,3 +309,21 @@ def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
     same = pd.DataFrame([{**r, "variant": "tte_after"} for r in rows if r["variant"] == "baseline"] + rows)
     assert (f"within 0 points on every metric, and all {4 * len(TABLE_METRICS)} of its per-seed values equal"
             in alike_note(same, ["baseline", "tte_after"]))
+
+
+def test_the_results_table_has_a_metric_and_a_source_level():
+    """Notebooks 01-03's table: one column per (metric, source), the sources short ("ours", "thesis Aug 2024",
+    "thesis final"), the thesis's values beside ours; the final text reports no ImageNet top-5."""
+    from thesis_lib.study.reference import thesis_value
+    from thesis_lib.study.tables import TABLE_METRICS, results_table
+    df = pd.DataFrame([{"variant": v, "seed": s, **{m: 10.0 + s for m in TABLE_METRICS}}
+                       for v in ("baseline", "tte_after_ls") for s in range(3)])
+    table = results_table(df, ["baseline", "tte_after_ls"])
+    assert table.columns.names == ["metric", "source"]
+    assert set(table.columns.get_level_values("source")) == {"ours", "thesis Aug 2024", "thesis final"}
+    assert ("ImageNet top-5", "thesis final") not in table.columns
+    row = table.loc["EMKUM (no TTE)"]
+    assert row[("seeds", "ours")] == 3 and row[("COCO retrieval", "ours")].startswith("11.00 ±")
+    assert row[("COCO retrieval", "thesis Aug 2024")] == f"{thesis_value('aug', 'baseline', 'coco_mean'):.2f}"
+    assert list(results_table(df, ["baseline"], version="aug").columns.get_level_values("source")).count(
+        "thesis final") == 0

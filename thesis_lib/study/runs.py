@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import os
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
@@ -173,9 +174,9 @@ REUSED_S = 5.0     # a run that returns faster than this found its result on dis
 
 
 class Log:
-    """Without progress bars (``THESIS_PROGRESS=0``: make demo, make reproduce, which pass papermill's
-    ``--log-output``, so that these lines reach the terminal), one plain line per finished run: how many of how many,
-    time elapsed since the grid started (asset preparation included) and an estimate of what is left."""
+    """Without progress bars (``THESIS_PROGRESS=0``: make demo, make reproduce), one plain line per finished run: how
+    many of how many, time elapsed since the grid started (asset preparation included) and an estimate of what is
+    left. The lines go to the terminal, never into a notebook's outputs (``Log.terminal``)."""
 
     def __init__(self, total: int, started: float, to_train: int | None = None):
         self.total, self.done, self.started, self.trained = total, 0, started, []
@@ -197,7 +198,27 @@ class Log:
 
     def say(self, line: str) -> None:
         if not show_progress():
-            print(f"[{_minutes(self.elapsed())}] {line}", flush=True)
+            self.terminal(f"[{_minutes(self.elapsed())}] {line}")
+
+    @staticmethod
+    def terminal(line: str) -> None:
+        """One line on the process's real stderr, so that it reaches the terminal but not a notebook. In a Jupyter
+        kernel (papermill, JupyterLab) ``sys.__stderr__`` is no way out: ipykernel (≥ 6) redirects file descriptor 2
+        into a pipe whose every byte it copies both into the executing cell's outputs and to the kernel's original
+        stderr, the terminal papermill runs in. ``sys.stderr.fileno()`` is, there, a copy of that original descriptor
+        (``OutStream.fileno``); elsewhere it is descriptor 2 itself. A stream without a descriptor (pytest's
+        ``capsys``, an ipykernel that captures nothing) falls back to ``sys.__stderr__``."""
+        text = (line + "\n").encode("utf-8", "replace")
+        try:
+            fd = sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):       # io.UnsupportedOperation is both OSError and ValueError
+            fd = None
+        if fd is not None:
+            sys.stderr.flush()
+            os.write(fd, text)
+        elif sys.__stderr__ is not None:
+            sys.__stderr__.write(line + "\n")
+            sys.__stderr__.flush()
 
 
 def _minutes(seconds: float) -> str:

@@ -105,20 +105,29 @@ def summary(df: pd.DataFrame, variants, metrics=TABLE_METRICS, suffix: str = "")
 
 
 def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: str | None = None) -> pd.DataFrame:
-    """``summary`` with the thesis's numbers as reference columns beside each of ours (both versions)."""
-    ours = summary(df, variants, metrics, suffix=" (ours)")
+    """``summary`` with the thesis's numbers as reference columns beside each of ours (both versions, or
+    ``version``), under a two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's
+    EMKUM, Data2Vec2 text) and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out.
+    The final text reports no ImageNet top-5."""
+    short = {"aug": "thesis Aug 2024", "final": "thesis final"}
+    ours = summary(df, variants, metrics)
+    columns = [("seeds", "ours")] + [
+        (METRIC_LABELS[m], source) for m in metrics
+        for source in ["ours"] + [short[ver] for ver in ([version] if version else ["aug", "final"])
+                                  if not (ver == "final" and m == "imagenet_top5")]]
     rows = []
     for v in variants:
-        row = {"variant": VARIANT_LABELS[v], "seeds": ours.loc[VARIANT_LABELS[v], "seeds"]}
+        row = {("seeds", "ours"): ours.loc[VARIANT_LABELS[v], "seeds"]}
         for m in metrics:
-            row[f"{METRIC_LABELS[m]} (ours)"] = ours.loc[VARIANT_LABELS[v], f"{METRIC_LABELS[m]} (ours)"]
+            row[(METRIC_LABELS[m], "ours")] = ours.loc[VARIANT_LABELS[v], METRIC_LABELS[m]]
             for ver in ([version] if version else ["aug", "final"]):
-                value = reference.thesis_value(ver, v, m)
                 if ver == "final" and m == "imagenet_top5":
                     continue
-                row[f"{METRIC_LABELS[m]} ({reference.SOURCES[ver]})"] = "–" if value is None else f"{value:.2f}"
+                value = reference.thesis_value(ver, v, m)
+                row[(METRIC_LABELS[m], short[ver])] = "–" if value is None else f"{value:.2f}"
         rows.append(row)
-    return pd.DataFrame(rows).set_index("variant")
+    table = pd.DataFrame(rows, index=pd.Index([VARIANT_LABELS[v] for v in variants], name="variant"))
+    return table.reindex(columns=pd.MultiIndex.from_tuples(columns, names=["metric", "source"]))
 
 
 def difference_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS) -> pd.DataFrame:

@@ -139,11 +139,12 @@ def sequential_claim(design: sequential.SequentialDesign, claims=reference.CLAIM
 def run_sequential(params, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
     """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of the design at this scale
     (``design.looks_for``), and stop at the first look whose verdict is not inconclusive (or at the cap); finished
-    runs are reused. Prints one line per look; returns the last look's seeds and verdict."""
+    runs are reused. Prints one line per look to the terminal, not into the notebook (``runs.Log.terminal``); returns
+    the last look's seeds and verdict."""
     import dataclasses
 
     from .grids import CLAIMED
-    from .runs import run_grid
+    from .runs import Log, run_grid
     from .tables import results_frame
     claim = sequential_claim(design)
     looks = design.looks_for(params.preset)
@@ -152,7 +153,7 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
         run_grid(block, claim.arms_variants)
         df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))), CLAIMED)
         row = next(r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
-        print(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}", flush=True)
+        Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
         if row["verdict"] != "inconclusive":
             break
     return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
