@@ -19,7 +19,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("data",),
     ("models",),
     ("evaluate", "analysis"),
-    ("training",),
+    ("training", "evaluate_cli"),
     ("study",),
     ("__init__",),
 )
@@ -34,10 +34,20 @@ def modules() -> dict[str, ast.Module]:
     return out
 
 
+def _main_guard(node) -> bool:
+    """``if __name__ == "__main__":``: code that runs only when the file is executed as ``__main__``
+    (``python -m thesis_lib.evaluate``), a module of its own that nothing imports."""
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__"
+            and len(t.comparators) == 1 and getattr(t.comparators[0], "value", None) == "__main__")
+
+
 def imports(name: str, tree: ast.Module, known: set) -> set:
-    """Every thesis_lib module ``name`` imports, at the top or inside a function."""
+    """Every thesis_lib module ``name`` imports, at the top or inside a function; not what its main guard imports
+    (an entry point's dispatch: ``python -m thesis_lib.evaluate`` runs the CLI that a room above holds)."""
     is_package = name == "__init__" or any(k.startswith(name + ".") for k in known)
     package = [] if name == "__init__" else name.split(".")[:None if is_package else -1]
+    tree = ast.Module(body=[n for n in tree.body if not _main_guard(n)], type_ignores=[])
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

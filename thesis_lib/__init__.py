@@ -8,15 +8,17 @@ from .config import PRESETS, ExperimentConfig, get_config  # noqa: E402
 from .data.datasets import load_karpathy_split  # noqa: E402
 from .errors import (CheckpointError, ConfigError, DataError, DeviceError, MissingResultsError,  # noqa: E402
                      NonFiniteLossError, OutputDirError, ResultConflictError, ThesisError, TokenizerError)
-from .evaluate import retrieval_recalls, zero_shot_accuracy  # noqa: E402
 from .models.emkum import build_model  # noqa: E402
 from .variants import VARIANTS  # noqa: E402
 
 
-def __getattr__(name):  # run_experiment lazily, so `python -m thesis_lib.training.run` does not import its module twice
+def __getattr__(name):  # lazily, so `python -m thesis_lib.training.run` or `.evaluate` does not import it twice
     if name == "run_experiment":
         from .training.run import run_experiment
         return run_experiment
+    if name in ("retrieval_recalls", "zero_shot_accuracy"):
+        from . import evaluate
+        return getattr(evaluate, name)
     raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
 
 __all__ = [

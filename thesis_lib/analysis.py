@@ -11,12 +11,18 @@ just trained, or one loaded from a checkpoint (``load_trained``):
 from __future__ import annotations
 
 import contextlib
+import copy
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from .config import config_of
+from .errors import CheckpointError, ConfigError
 from .evaluate import EvalContext, evaluate
-from .models.emkum import IMAGE, TEXT, tte_ablation
+from .models.checkpoints import load_strict, torch_load
+from .models.emkum import IMAGE, TEXT, build_model, tte_ablation
+from .version import __version__
 
 ABLATION_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
 PROBE_ITEMS = 256            # test pictures and captions a run's analyses look at (the first of the COCO-like set)
@@ -107,13 +113,57 @@ def modality_probe(model, images: torch.Tensor, tokens: torch.Tensor, per_class:
     return out
 
 
-def load_trained(checkpoint, device="cpu"):
-    """The EMKUM of a run's checkpoint (``results/<preset>/<variant>/seed<N>/checkpoint.pt``), in eval mode, built
-    from the config stored with it and without any pretrained files (the checkpoint holds every weight)."""
-    from .config import config_of
-    from .models.checkpoints import torch_load
-    from .models.emkum import build_model
-    state = torch_load(checkpoint)
-    model = build_model(config_of(state["config"]), pretrained=False)
-    model.load_state_dict(state["model"])
+CHECKPOINT_KEYS = ("model", "config", "step")      # what every checkpoint of a run holds (training.engine)
+
+
+def read_checkpoint(path) -> dict:
+    """A run's checkpoint (``results/<preset>/<variant>/seed<N>/checkpoint.pt``) as training saved it: the model's
+    weights, its ``config``, its ``step``, the optimiser's state. A CheckpointError that names the file for a missing
+    file, a folder, a file torch cannot read, or one that is not a checkpoint of a thesis_lib run."""
+    path = Path(path)
+    if path.is_dir():
+        inside = path / "checkpoint.pt"
+        raise CheckpointError(f"{path} is a folder, not a checkpoint file" +
+                              (f"; its run's checkpoint is {inside}" if inside.is_file() else ""))
+    if not path.exists():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        state = torch_load(path)
+    except CheckpointError as err:
+        raise CheckpointError(f"{path} is not a checkpoint of a thesis_lib run: {err}") from None
+    if not _is_run_checkpoint(state):
+        raise CheckpointError(f"{path} is not a checkpoint of a thesis_lib run (it lacks the model, config or step "
+                              "that training saves in results/<preset>/<variant>/seed<N>/checkpoint.pt)")
+    return state
+
+
+def _is_run_checkpoint(state) -> bool:
+    if not (isinstance(state, dict) and all(k in state for k in CHECKPOINT_KEYS) and isinstance(state["config"], dict)):
+        return False
+    stored = state["config"]
+    return {"preset", "seed"} <= set(stored) and isinstance(stored.get("model"), dict) and "variant" in stored["model"]
+
+
+def checkpoint_config(state: dict, source="the checkpoint", paths: dict | None = None):
+    """The resolved config of a checkpoint's run (``config.config_of`` of its stored config), with ``paths``
+    replacing where the files lie on this machine ({"data.root": …, "weights.checkpoint_dir": …}). A stored config
+    this thesis_lib cannot resolve (an unknown preset, variant or field) is a ConfigError naming ``source``."""
+    stored = copy.deepcopy(state["config"])
+    for key, value in (paths or {}).items():
+        section, name = key.split(".")
+        stored.setdefault(section, {})[name] = value
+    try:
+        return config_of(stored)
+    except ConfigError as err:
+        raise ConfigError(f"{source} holds a config that thesis_lib {__version__} cannot resolve: {err}") from None
+
+
+def load_trained(checkpoint, device="cpu", config=None):
+    """The EMKUM of a run's checkpoint (a path, or ``read_checkpoint``'s dict), in eval mode, built from ``config``
+    (default: the config stored with it) without any pretrained files (the checkpoint holds every weight); weights
+    that do not fit that model are a CheckpointError naming each key."""
+    state = checkpoint if isinstance(checkpoint, dict) else read_checkpoint(checkpoint)
+    source = "the checkpoint" if isinstance(checkpoint, dict) else f"checkpoint {checkpoint}"
+    model = build_model(config or checkpoint_config(state, source), pretrained=False)
+    load_strict(model, state["model"], source)
     return model.to(device).eval()

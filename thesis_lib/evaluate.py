@@ -263,3 +263,10 @@ def fusion_metrics(model, rs, sims: torch.Tensor, ctx: EvalContext) -> dict:
     out["rerank_mean"] = sum(out[f"rerank_{d}@{K}"] for d in ("tr", "ir") for K in (1, 5, 10)) / 6
     total = {key: {layer: (c / c.sum()).tolist() for layer, c in v.items()} for key, v in choices.items()}
     return {"metrics": out, "choices": {key: [v[layer] for layer in sorted(v)] for key, v in total.items()}}
+
+
+if __name__ == "__main__":       # python -m thesis_lib.evaluate CKPT --out DIR: a checkpoint evaluated (evaluate_cli)
+    import sys
+
+    from .evaluate_cli import main
+    sys.exit(main())

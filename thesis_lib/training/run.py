@@ -169,7 +169,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     ckpt = on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
     if ckpt is not None:                        # every process continues from rank 0's checkpoint, or none does
         start = on_every_rank(info, lambda: load_checkpoint(ckpt, state, asdict(cfg)), f"to load {ckpt}")
-    probe = _probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
+    probe = probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
     monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
     stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
     if pairs.shard_reports:
@@ -197,7 +197,7 @@ def _checkpoint_to_resume(resume, paths: RunPaths) -> Path | None:
     return None
 
 
-def _probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
+def probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch.Tensor]:
     """The first ``PROBE_ITEMS`` pictures and captions of the COCO-like test set, in memory or read from files: what
     the analyses of ``thesis_lib.analysis`` look at."""
     coco, ctx = eval_sets[0][0], EvalContext.of(cfg, device, tokenizer.pad_id)
@@ -207,25 +207,38 @@ def _probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torc
 
 
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict, probe) -> dict:
+    found = evaluate_trained(cfg, raw, tokenizer, eval_sets, device, probe)
+    result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": found.pop("metrics"),
+              "chance": found.pop("chance"), "train": {**stats, "device": str(device)},
+              "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
+              "versions": {"thesis_lib": __version__, "torch": torch.__version__}, **found}
+    if "layerscale" in result:
+        np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
+        result["layerscale"]["values_file"] = str(paths.layerscale.relative_to(paths.result.parent))
+    return result
+
+
+def evaluate_trained(cfg, raw, tokenizer, eval_sets, device, probe, say=lambda what: None) -> dict:
+    """What a run measures on its trained model at its end, the sections of its result in their order: metrics,
+    chance, fusion (fusion variants), modality_probe, tte_ablation and tte_contribution (a TTE after the encoders),
+    layerscale (γ's statistics and initial value, tte_after_ls). ``probe``: ``probe_inputs``'s. Also what
+    ``python -m thesis_lib.evaluate`` measures on a checkpoint; ``say(what)`` is told each step before it starts."""
     retrieval, zero_shot = eval_sets
     extras, ctx = {}, EvalContext.of(cfg, device, tokenizer.pad_id, autocast(cfg.train.precision, device))
-    metrics = evaluate(raw, retrieval, zero_shot, ctx, extras)
-    result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": metrics,
-              "chance": chance_levels(retrieval, zero_shot), "train": {**stats, "device": str(device)},
-              "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
-              "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
+    say("metrics")
+    out = {"metrics": evaluate(raw, retrieval, zero_shot, ctx, extras), "chance": chance_levels(retrieval, zero_shot)}
     if extras:
-        result["fusion"] = extras                                # the switches' hard choices (notebook 05)
-    result["modality_probe"] = modality_probe(raw, *probe)       # is the modality readable without a TTE? (04)
+        out["fusion"] = extras                                   # the switches' hard choices (notebook 05)
+    say("modality probe")
+    out["modality_probe"] = modality_probe(raw, *probe)          # is the modality readable without a TTE? (04)
     if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
-        result["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, ctx)
-        result["tte_contribution"] = tte_contribution(raw, *probe)    # the TTE's share of the encoder output
+        say("TTE ablation")
+        out["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, ctx)
+        out["tte_contribution"] = tte_contribution(raw, *probe)  # the TTE's share of the encoder output
     ls = layerscale_stats(raw)
     if ls is not None:
-        np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
-        result["layerscale"] = {**ls, "init": tte_gamma_init(cfg.model),
-                                "values_file": str(paths.layerscale.relative_to(paths.result.parent))}
-    return result
+        out["layerscale"] = {**ls, "init": tte_gamma_init(cfg.model)}
+    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
