@@ -164,7 +164,7 @@ def alike_note(df: pd.DataFrame, variants) -> str:
         return ""
     return ("Rows that look alike: " + "; ".join(notes) + ". Paired by seed, a variant starts from the baseline's "
             "weights and sees its batches, so one that changes training little changes the metrics little; the "
-            "claims below decide whether that little matters.")
+            "claims decide whether that little matters.")
 
 
 def _at_most(x: float) -> str:
@@ -247,13 +247,13 @@ def fidelity_markdown(params) -> str:
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
     from ..training.results import load_results
     root = params.results_root / "_ablations" / runs.ABLATIONS[1] / "results"
-    runs = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
-    if not runs:
+    stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
+    if not stored:
         return ""
     ours = tables.runs_of(tables.results_frame(params, ("baseline",)), "baseline")
     rows = {}
     for m in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
-        mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in runs}, dict(zip(ours.seed, ours[m])))
+        mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
         rows[tables.METRIC_LABELS[m]] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "metric"
