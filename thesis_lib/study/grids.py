@@ -14,7 +14,7 @@ DOSE = ("tte_after_ls", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's 
 BUDGET = ("baseline", "tte_after_ls_budget")  # the TTE' given the thesis's learning-rate budget (notebook 04)
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
 TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")              # is the TTE used? (ablated at evaluation)
-TTE_CONTRIBUTION = (*DOSE, "tte_after")     # γ's initial value rising, then no LayerScale (γ = 1, fixed)
+TTE_CONTRIBUTION = (*DOSE, "tte_after_ls_budget", "tte_after")   # γ rising: its start, its budget, no LayerScale
 WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements of why the TTE does not matter
 CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE + BUDGET))      # every variant some claim reads
 THESIS_DIFFERENCES = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))   # Tables 1-2
