@@ -19,6 +19,16 @@ from thesis_lib.training.distributed import DistInfo, Launch, check_in_sync, fir
 LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_", "TORCHELASTIC_")
 
 
+def _exiting(rank, worker, *args):
+    """Run ``worker(rank, *args)`` in a spawned process, then leave it at once (``os._exit``): gloo's connection
+    threads, torn down by the interpreter's exit while the other rank is leaving too, can abort the process
+    ("terminate called without an active exception") after the work is done and written. An exception still fails."""
+    worker(rank, *args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
 def clean_env(**extra) -> dict:
     """This environment without any launcher's variables (torchrun's, Slurm's), plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARIABLES)}
@@ -55,7 +65,7 @@ def _sync_worker(rank, world, init_file, out_dir, diverge):
 
 @pytest.mark.parametrize("diverge", [False, True])
 def test_check_in_sync_names_the_parameter_that_differs_on_every_rank(tmp_path, diverge):
-    mp.spawn(_sync_worker, args=(2, str(tmp_path / "init"), tmp_path, diverge), nprocs=2, join=True)
+    mp.spawn(_exiting, args=(_sync_worker, 2, str(tmp_path / "init"), tmp_path, diverge), nprocs=2, join=True)
     messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
     if not diverge:
         assert messages == ["", ""]
@@ -188,7 +198,7 @@ def test_a_rank_0_phase_longer_than_the_timeout_is_an_error_that_names_it(tmp_pa
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    mp.spawn(_slow_cache_worker, args=(2, port, tmp_path, timeout), nprocs=2, join=True)
+    mp.spawn(_exiting, args=(_slow_cache_worker, 2, port, tmp_path, timeout), nprocs=2, join=True)
     messages = [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)]
     if timeout is None:
         assert messages == ["ok (1, 8)", "ok (1, 8)"]
@@ -266,7 +276,7 @@ def spawn_two(worker, args, timeout: float = 240):
     """``worker(rank, *args)`` in 2 processes; fails the test (and kills them) if they have not ended in ``timeout``
     seconds: a hang is a failure, not a stuck test run."""
     import time
-    ctx = mp.start_processes(worker, args=args, nprocs=2, join=False, start_method="spawn")
+    ctx = mp.start_processes(_exiting, args=(worker, *args), nprocs=2, join=False, start_method="spawn")
     deadline = time.monotonic() + timeout
     while not ctx.join(timeout=5):
         if time.monotonic() > deadline:

@@ -583,6 +583,7 @@ def test_draw_raises_missing_results_and_writes_nothing(tmp_path):
 def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
     """`make -n` prints the recipe: nothing under results/ is removed before the last notebook has run, the other
     presets' results and ablations are never removed, and only the demo rewrites the README's results block."""
+    from thesis_lib.study.runs import ABLATIONS
     from thesis_lib.paths import ROOT
     for preset in ("thesis", "demo"):
         lines = subprocess.run(["make", "-n", "-C", str(ROOT), "reproduce", f"PRESET={preset}", "VENV=/nonexistent"],
@@ -591,6 +592,7 @@ def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
         removals = [(i, line) for i, line in enumerate(lines) if "rm -rf" in line and "results/" in line]
         assert removals and all(i > papermill for i, _ in removals), removals
         removed = [w for _, line in removals for w in line.split("rm -rf", 1)[1].split("&&")[0].split()]
-        assert sorted(removed) == sorted([f"results/{preset}", f"results/_ablations/random-init/results/{preset}"])
+        assert sorted(removed) == sorted([f"results/{preset}", *(f"results/_ablations/{a}/results/{preset}"
+                                                                   for a in ABLATIONS)])
         readme = [line for line in lines if "--update-readme" in line]
         assert len(readme) == 1 and 'if [ "' + preset + '" = demo ]' in readme[0]

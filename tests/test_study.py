@@ -12,6 +12,9 @@ from thesis_lib.study.reference import CLAIMS, PRIMARY_METRIC
 SEEDS = range(5)
 
 
+DECLARED_DESIGNS = dict(sequential.DESIGNS)
+
+
 @pytest.fixture(autouse=True)
 def fixed_design(monkeypatch):
     """The verdict rule on five seeds, every claim at the fixed design (Table 1's primary claim is sequential:
@@ -279,15 +282,19 @@ def test_the_run_lines_reach_the_terminal_but_not_the_notebook(tmp_path, monkeyp
 
 
 
-def test_the_readme_results_block_is_what_the_committed_results_give():
+def test_the_readme_results_block_is_what_the_committed_results_give(monkeypatch):
     """One source for every number of the README's results block: regenerated from results/demo, it is the block
-    the README holds (make figures / make reproduce rewrite it), notebook 04's 'why' table included."""
+    the README holds (make figures / make reproduce rewrite it), and docs/results.md the page (notebook 04's 'why'
+    table included); with the declared sequential design."""
+    monkeypatch.setattr(sequential, "DESIGNS", DECLARED_DESIGNS)
     from thesis_lib.paths import ROOT
     from thesis_lib.study import report, runs
     text = report.results_markdown(runs.study_params("demo", need_data=False))
     readme = (ROOT / "README.md").read_text()
     assert f"{report.START}\n{text}\n{report.END}" in readme, "README results block is stale: run `make figures`"
-    assert "modality probe, vector" in text and "γ init 1e-1" in text
+    page = report.results_page(runs.study_params("demo", need_data=False))
+    assert (ROOT / "docs" / "results.md").read_text() == page, "docs/results.md is stale: run `make figures`"
+    assert "modality probe, vector" in page and "γ init 1e-1" in page and "sequentially" in page
 
 
 def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
