@@ -35,9 +35,12 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch before the package, so that the package's own install finds it (no index reached: PyPI's, with the package)
+# (the index is probed first: where it cannot be reached nothing is installed from it, so that pip never mixes a
+# CPU-only torch found elsewhere with PyPI's torchvision, whose operators would then not load)
 $(BIN)/.torch: | $(BIN)/python
-	$(if $(TORCH_INDEX),$(BIN)/pip install --quiet --retries 1 --timeout 30 --index-url $(TORCH_INDEX) \
-	    "$(TORCH_SPEC)" torchvision || echo "$(TORCH_INDEX) could not be reached: torch comes from PyPI")
+	$(if $(TORCH_INDEX),if $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/', timeout=10)" \
+	    2>/dev/null; then $(BIN)/pip install --quiet --index-url $(TORCH_INDEX) "$(TORCH_SPEC)" torchvision; \
+	    else echo "$(TORCH_INDEX) cannot be reached: torch comes from PyPI with the package"; fi)
 	touch $@
 
 $(BIN)/.installed: pyproject.toml | $(BIN)/.torch
