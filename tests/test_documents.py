@@ -598,8 +598,8 @@ PERTURBATIONS = [
     ("run_counts", "BENCHMARKS.md", "all six notebooks, 53 new runs", "all six notebooks, 44 new runs"),
     ("run_counts", "README.md", "trains its 8 runs", "trains its 20 runs"),
     ("run_counts", "README.md", "are 15 runs, 207 GPU-hours", "are 15 runs, 124 GPU-hours"),
-    ("measured_times", "README.md", "took **11 min 15 s**", "took **11 min 16 s**"),
-    ("measured_times", "docs/reproducibility.md", "11 min 15 s now,", "12 min 15 s now,"),
+    ("measured_times", "README.md", "**8 min 20 s** on 2026-11-25", "**8 min 21 s** on 2026-11-25"),
+    ("measured_times", "docs/reproducibility.md", "8 min 20 s now,", "9 min 20 s now,"),
     ("measured_times", "docs/commands.md", "it passes on the committed results, 12 min 26 s",
      "it passes on the committed results, 13 min 59 s"),
     ("measured_times", "BENCHMARKS.md", "| 8 min 56 s (pytest 7 min 10 s) |", "| 8 min 56 s (pytest 7 min 11 s) |"),
@@ -633,8 +633,8 @@ def test_each_check_reports_a_perturbed_document(name, doc, old, new, documents)
 
 def test_a_measurement_that_differs_names_both_places(documents):
     """The issue's example: a README that quotes another `make demo` time than BENCHMARKS.md."""
-    problems = check_measured_times(perturb(documents, "README.md", "took **11 min 15 s**", "took **11 min 59 s**"))
-    assert any("README.md:" in p and "11 min 59 s" in p and "11 min 15 s" in p for p in problems), problems
+    problems = check_measured_times(perturb(documents, "README.md", "**8 min 20 s** on 2026-11-25", "**8 min 59 s** on 2026-11-25"))
+    assert any("README.md:" in p and "8 min 59 s" in p and "8 min 20 s" in p for p in problems), problems
 
 
 def test_a_statement_that_is_gone_fails_loudly(documents):
