@@ -12,8 +12,8 @@ from .tables import METRIC_LABELS, TABLE_METRICS, ablation_table, arm_values, cl
 from .tables import contrast_test, declared_claims, declared_variants, difference_frame, difference_table, factorial_means
 from .tables import paired_comparison, paired_test
 from .tables import precision_table, preconditions, results_frame, results_table, runs_of, summary
-from .tables import family_claims, gamma_table
-from .verdicts import conclusions, run_sequential, sensitivity, sensitivity_note, shown, thesis_noise, thesis_noise_note
+from .tables import family_claims
+from .verdicts import conclusions, gamma_table, run_sequential, sensitivity, sensitivity_note, shown, thesis_noise, thesis_noise_note
 
 __all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "run_thesis_regularisation", "study_params", "METRIC_LABELS",
            "TABLE_METRICS", "ablation_table", "arm_values", "claim_table", "contrast_test", "curves", "declared_claims",

@@ -136,7 +136,7 @@ def results_page(params) -> str:
         "Each trained model evaluated with its TTE removed or the type vectors swapped:",
         _markdown(ablation.set_index("variant")) if len(ablation) else "",
         "## The learned LayerScale γ beside the thesis's",
-        _markdown(tables.gamma_table(claimed)), budget_sentence(claimed),
+        _markdown(verdicts.gamma_table(claimed)), budget_sentence(claimed),
         why_markdown(params), fidelity_markdown(params), mechanisms_markdown(params)]
         if part).strip() + "\n"
 

@@ -243,7 +243,6 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     for r in _claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], _digits(r["margin"])
         sig, tost = r["levels"]
-        need = seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"] else sig, tost)
         out.append({"claim": c.text, "family": c.family, "metric": METRIC_LABELS[r["metric"]],
                     "role": "primary" if r["primary"] else "secondary",
                     "difference (95 % CI)": fmt(t.mean, t.half95, digits),
@@ -253,7 +252,8 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     "ours ÷ thesis": _ratio(r["ratio"]), "seeds": t.n,
                     "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
                     "p (unadjusted)": round(t.p, 3), "verdict": r["words"] if r["primary"] else f"({r['words']})",
-                    "seeds to decide": fmt_seeds(need) if v == "inconclusive" else "–"})
+                    "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"]
+                                                              else sig, tost)) if v == "inconclusive" else "–"})
     return pd.DataFrame(out)
 
 
@@ -314,28 +314,6 @@ def precision_table(df: pd.DataFrame, variants=grids.PRECISION) -> pd.DataFrame:
                          "SD of the paired difference": round(t.sd, 3), "95 % half-width": round(t.half95, 3),
                          "target": f"≤ {target}", "pass": bool(t.half95 <= target)})
     return pd.DataFrame(rows)
-
-
-def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1])) -> pd.DataFrame:
-    """The learned TTE LayerScale γ over its channels (mean over seeds) beside the thesis's (``reference.LAYERSCALE``):
-    signed mean, SD, largest |γ|, it in SDs, and the TTE's share of the shared block's input."""
-    rows = {}
-    for v in [v for v in variants if v in set(df.variant)]:
-        sub = runs_of(df, v)
-        rows[VARIANT_LABELS[v]] = {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}",
-                                   "SD": f"{sub.gamma_std.mean():.2g}", "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
-                                   "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
-                                   "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
-                                                                     f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
-    for version, label in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
-        t = reference.LAYERSCALE[version]
-        rows[label] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
-                       "max |γ|": f"{t['max']:.2g}",
-                       "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
-                       "share ‖γ⊙t‖/‖H‖ (image, text)": "–"}
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "γ after training"
-    return table
 
 
 def ablation_table(df: pd.DataFrame, variants, metrics=("coco_mean", "imagenet_top1", "flickr_mean")) -> pd.DataFrame:

@@ -4,7 +4,8 @@
   margin stays the one that decides);
 - ``thesis_noise``: the thesis's own differences against the noise of a single run (test-set sampling, and the seed
   noise the demo measures, carried to the thesis's scale);
-- ``conclusions``: one plain line per claim, the template every notebook ends with and the README's summary uses.
+- ``conclusions``: one plain line per claim, the template every notebook ends with and the README's summary uses;
+- ``gamma_table``: the learned LayerScale γ beside the thesis's, which its "the TTE is used" claim rests on.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from scipy import stats as sps
 
 from . import grids, reference, sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test
+from ..variants import VARIANT_LABELS
+from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test, runs_of
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
                "other version": "the other version's relative effect",
@@ -157,3 +159,25 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
         if row["verdict"] != "inconclusive":
             break
     return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
+
+
+def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1])) -> pd.DataFrame:
+    """The learned TTE LayerScale γ over its channels (mean over seeds) beside the thesis's (``reference.LAYERSCALE``):
+    signed mean, SD, largest |γ|, it in SDs, and the TTE's share of the shared block's input."""
+    rows = {}
+    for v in [v for v in variants if v in set(df.variant)]:
+        sub = runs_of(df, v)
+        rows[VARIANT_LABELS[v]] = {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}",
+                                   "SD": f"{sub.gamma_std.mean():.2g}", "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
+                                   "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
+                                   "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
+                                                                     f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
+    for version, label in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
+        t = reference.LAYERSCALE[version]
+        rows[label] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
+                       "max |γ|": f"{t['max']:.2g}",
+                       "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
+                       "share ‖γ⊙t‖/‖H‖ (image, text)": "–"}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "γ after training"
+    return table
