@@ -33,7 +33,7 @@ from .numerics import one_thread, warn_if_unpinned
 from .paths import show_progress
 from .training.prepare import prepare_assets
 from .training.results import check_writable
-from .training.run import evaluate_trained, probe_inputs, resolve_device
+from .training.run import add_source_args, add_user_args, evaluate_trained, probe_inputs, resolve_device
 from .version import __version__
 
 
@@ -104,10 +104,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("checkpoint", help="a run's checkpoint.pt (results/<preset>/<variant>/seed<N>/checkpoint.pt)")
     p.add_argument("--out", required=True, help="folder the result JSON is written to")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
-    p.add_argument("--data-root", default=None, help="real data: folder with coco/, flickr30k/, imagenet/val/")
-    p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
-    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
+    add_source_args(p)
+    add_user_args(p)
     return p.parse_args(argv)
 
 

@@ -252,16 +252,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--resume", nargs="?", const=True, default=False,
                    help="continue the run from its last checkpoint (or from the given checkpoint file)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing result of this run")
-    p.add_argument("--data-root", default=None, help="real data: folder with coco/, flickr30k/, imagenet/val/")
-    p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
+    add_source_args(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set train.steps=100 (repeatable)")
     p.add_argument("--dist-timeout", default=None, metavar="TIME",
                    help="several processes: how long one waits for another, e.g. for rank 0 building the teacher "
                         "cache or evaluating (seconds, or 45m, 6h; default $THESIS_DIST_TIMEOUT, else 6h)")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
+    add_user_args(p)
     return p.parse_args(argv)
+
+
+def add_source_args(p: argparse.ArgumentParser) -> None:
+    """The flags that say where the thesis scale's real data and original weights are (this CLI, the evaluation's)."""
+    p.add_argument("--data-root", default=None, help="real data: folder with coco/, flickr30k/, imagenet/val/")
+    p.add_argument("--checkpoints", default=None, help="folder with the original checkpoint and tokenizer files")
+
+
+def add_user_args(p: argparse.ArgumentParser) -> None:
+    """Progress and tracebacks (this CLI, the evaluation's)."""
+    p.add_argument("--no-progress", action="store_true", help="no progress lines")
+    p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
 
 
 def main(argv=None) -> int:
