@@ -2,7 +2,7 @@
 ``OUT/gpu.md`` (paste the latter into BENCHMARKS.md), in calls of at most 10 minutes each.
 
     bash benchmarks/gpu.sh                                    # on the GPU host: set up .venv-gpu, then this
-    bash benchmarks/gpu.sh --only-notebook                    # a second call: notebook 03 on the GPU
+    bash benchmarks/gpu.sh --only-notebook --merge FIRST/gpu.json   # a second call: notebook 03 on the GPU, merged
     python benchmarks/gpu.py --device cuda --out build/gpu    # the same, in an existing environment
     python benchmarks/gpu.py --dry --out build/gpu-dry        # CPU, smoke preset (what the test runs)
 
@@ -12,20 +12,29 @@ runs past its budget is recorded as an error or as timed out and the next one ru
 rewritten after every section, so a call killed at 10 minutes keeps every finished one.
 
 1. ``peak matmul``: a large square bf16 matmul, the denominator of every MFU;
-2. ``step batch B eager|compiled`` (B = 256, 512): the thesis preset's training step on one synthetic batch of the
-   real shapes (224 px, 64 tokens, random weights) made on the device, so the step is timed without the data path;
-   eager and ``torch.compile`` (dynamo reset before each shape, so each compiles a static-shape graph); pairs/s,
-   ms/step, MFU, the teacher's share of the step, peak memory. FLOPs: 3 × the student's forward + the frozen
-   teacher's forward (every thesis step runs it), counted by ``torch.utils.flop_counter.FlopCounterMode``
-   (``bench.forward_flops``). fp32 matmuls run as TF32 on CUDA (recorded under ``fp32_matmul``);
-3. ``data path`` (``data_pipeline.py``): decode + both views per CPU core for each decoder; ``data path, GPU
-   decode``: ``decode_jpeg`` on the GPU, batched, and the views there.
+2. ``step batch B eager|compiled`` (B = 256, 512): the training step of docs/full_scale.md's recipe — the thesis
+   preset's config as the recipe trains it (``tte_after_ls``; the teacher on its own augmented view every step, the
+   preset's ``data.teacher_view``; bf16 autocast, the preset's ``train.precision``; fp32 matmuls as training leaves
+   them: no TF32) and its step as ``training.engine.train_loop`` takes it (loss, backward, AdamW, schedule, logit
+   scale clamp) — on one synthetic batch of the real shapes (224 px, 64 tokens, random weights) made on the device,
+   so the step is timed without the data path. "eager" is the recipe's step; "compiled" is the same config with
+   ``train.compile=true`` (the option training has: ``torch.compile`` of the student; dynamo reset before each shape),
+   measured to say whether the recipe should use it — it does not yet. Each row records the options it ran with.
+   pairs/s, ms/step, MFU, the teacher's share of the step, peak memory. FLOPs: 3 × the student's forward + the
+   frozen teacher's forward, counted by ``torch.utils.flop_counter.FlopCounterMode`` (``bench.forward_flops``);
+3. ``data path`` (``data_pipeline.py``): decode + both views per CPU core for each decoder training has
+   (``data.decoder``; it has no GPU decoder).
 
-``--only-notebook`` (a second call, merged into the same report): ``demo assets`` (world and the demo pretraining,
-which thesis_lib computes on the CPU, on one thread, with the CPU pin, so that they equal the committed ones) and
-``notebook 03`` at the demo preset with ``-p device cuda`` (time, and its Table 2 means beside the committed CPU
-ones). Its runs are written under ``--notebook-dir``; a call cut short is resumed by the next (finished runs and
-cached assets are reused).
+``--only-notebook`` (a second call): ``demo assets`` (world and the demo pretraining, which thesis_lib computes on the
+CPU, on one thread, with the CPU pin, so that they equal the committed ones) and ``notebook 03`` at the demo preset
+with ``-p device cuda`` (time, and its Table 2 means beside the committed CPU ones). Its runs are written under
+``--notebook-dir``; a call cut short is resumed by the next (finished runs and cached assets are reused).
+
+``--merge PATH``: the ``gpu.json`` of an earlier call (on a lent machine ``$OUT`` is emptied before every command:
+bring the first call's file along); its sections are kept and this call's added, a section run again replacing its
+earlier record, so one report holds both calls. A sticky CUDA error (an illegal address, a device-side assert:
+every later CUDA call of the process fails) ends the call: the sections after it are recorded as skipped, the report
+is written with what was measured, and the command says so and exits with status 3.
 """
 from __future__ import annotations
 
@@ -44,10 +53,11 @@ import torch  # noqa: E402
 
 from thesis_lib import get_config  # noqa: E402
 from thesis_lib.numerics import PIN  # noqa: E402
+from thesis_lib.training.engine import grad_scaler, resolve_precision  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # seconds per section: (default call on a GPU, --dry on CPU). The default call's sections (peak, 2 eager and 2 compiled
-# steps, 2 data paths) sum to 510 s: with start-up they fit in --budget 540
+# steps, the data path) sum to 470 s: with start-up they fit in --budget 540
 BUDGETS = {"peak matmul": (30, 30), "step eager": (60, 90), "step compiled": (140, 150), "data path": (40, 60),
            "demo assets": (420, 300), "notebook 03": (540, 300)}
 DEFAULT_BUDGET = 540.0          # seconds for one call: 9 of a 10-minute limit, a minute kept for start-up and writing
@@ -64,15 +74,11 @@ def _module(name: str):
 bench, data, sections = _module("bench"), _module("data_pipeline"), _module("sections")
 
 
-def fp32_matmul(device: torch.device) -> dict:
-    """On CUDA, fp32 matmuls as TF32 (``torch.set_float32_matmul_precision("high")``, which sets the legacy and the
-    new TF32 flags alike; cuDNN convolutions use TF32 by default); returns what is in effect."""
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")
+def fp32_matmul() -> dict:
+    """How fp32 matmuls run, as training leaves them (thesis_lib never enables TF32): recorded, not changed."""
     matmul = torch.backends.cuda.matmul
     return {"float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "cuda_matmul": getattr(matmul, "fp32_precision", "tf32" if matmul.allow_tf32 else "ieee"),
-            "applies": device.type == "cuda"}
+            "cuda_matmul": getattr(matmul, "fp32_precision", "tf32" if matmul.allow_tf32 else "ieee")}
 
 
 def fresh_compile(model, **kwargs):
@@ -82,19 +88,29 @@ def fresh_compile(model, **kwargs):
     return torch.compile(model, **kwargs)
 
 
-def step_config(preset: str, batch: int, device: torch.device):
+def step_config(preset: str, batch: int, compiled: bool):
+    """The recipe's training config at ``batch`` (random weights: no files); the dry run's smoke preset takes the
+    thesis preset's teacher view and precision, so that it runs the same code path."""
+    thesis = get_config("thesis")
     return get_config(preset, "tte_after_ls", overrides={
-        "train.batch_size": batch, "weights.source": "random", "data.teacher_view": "fixed",
-        "train.cache_teacher": False, "train.precision": "bf16" if device.type == "cuda" else "fp32"})
+        "train.batch_size": batch, "weights.source": "random", "train.compile": compiled,
+        "data.teacher_view": thesis.data.teacher_view, "train.precision": thesis.train.precision})
+
+
+def step_options(cfg, device: torch.device) -> dict:
+    """What a timed step ran with: the config fields that change its speed, and fp32 matmuls as in effect."""
+    return {"train.precision": resolve_precision(cfg.train.precision, device), "data.teacher_view":
+            cfg.data.teacher_view, "train.compile": cfg.train.compile, **fp32_matmul()}
 
 
 def step_rate(preset: str, batch: int, device: torch.device, steps: int, compiled: bool) -> dict:
-    """One training step of ``preset`` at ``batch`` on one synthetic batch made on ``device``."""
-    cfg = step_config(preset, batch, device)
-    model, teacher, pairs, _, opt, _ = bench.build(cfg, device, synthetic=True)
-    run_model = fresh_compile(model) if compiled else model
+    """The recipe's training step at ``batch`` (``train.compile=compiled``) on one synthetic batch made on
+    ``device``, as ``training.engine.train_loop`` takes it."""
+    cfg = step_config(preset, batch, compiled)
+    model, teacher, pairs, _, opt, sched = bench.build(cfg, device, synthetic=True)
+    run_model = fresh_compile(model) if cfg.train.compile else model       # training.run: torch.compile(model)
     batch_t = pairs.batch(0)                                      # already on the device
-    amp = bench.autocast(cfg.train.precision, device)
+    amp, scaler = bench.autocast(cfg.train.precision, device), grad_scaler(cfg.train.precision, device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
 
@@ -102,8 +118,12 @@ def step_rate(preset: str, batch: int, device: torch.device, steps: int, compile
         for _ in range(n):
             loss, _ = bench.compute_loss(run_model, model, batch_t, teacher, cfg.train, bench.SINGLE, amp)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            sched.step()
+            with torch.no_grad():
+                model.logit_scale.clamp_(0, cfg.train.logit_scale_max)
         bench.sync(device)
 
     steps_of(3)                                                   # warm-up (and compilation)
@@ -116,7 +136,8 @@ def step_rate(preset: str, batch: int, device: torch.device, steps: int, compile
         flops += bench.forward_flops(teacher, batch_t["teacher_images"])
         teacher_s = _teacher_seconds(teacher, batch_t["teacher_images"], device)
     return {"batch": batch, "compiled": compiled, "pairs_per_s": batch / step_s, "ms_per_step": 1000 * step_s,
-            "flop_per_s": flops / step_s, "teacher_share": teacher_s / step_s, "peak_memory_gib": memory}
+            "flop_per_s": flops / step_s, "teacher_share": teacher_s / step_s, "peak_memory_gib": memory,
+            "options": step_options(cfg, device)}
 
 
 def _teacher_seconds(teacher, images, device, repeats: int = 3) -> float:
@@ -132,10 +153,6 @@ def _teacher_seconds(teacher, images, device, repeats: int = 3) -> float:
 
 def cpu_data_rates(jpegs: list[bytes]) -> dict:
     return {f"{name}, per CPU core": data.cpu_rate(name, jpegs) for name in data.DECODERS}
-
-
-def gpu_data_rate(jpegs: list[bytes], device: torch.device) -> dict:
-    return {"decode_jpeg on the GPU + views on the GPU": data.gpu_rate(jpegs, str(device))}
 
 
 def pinned_env(preset: str) -> dict:
@@ -183,19 +200,19 @@ def _fmt(x, spec: str, unit: str = "") -> str:
 
 def markdown(report: dict) -> str:
     lines = [f"# GPU measurements: {report['device']}, torch {report['torch']}, {report['date']}", "",
-             f"preset {report['preset']}; fp32 matmul: {report['fp32_matmul']}", "",
+             f"preset {report['preset']}; the timed step is the recipe's training step (docs/full_scale.md)", "",
              "| section | status | seconds | budget s |", "|---|---|---:|---:|"]
     lines += [f"| {name} | {s['status']} | {s['seconds']:.0f} | {s['budget_s']:.0f} |"
               for name, s in report["sections"].items()]
     peak = _fmt(report.get("peak_tflops"), ".3g", " TFLOP/s")
     lines += ["", f"{report.get('peak_dtype', '')} matmul peak: {peak}", ""]
     if report.get("steps"):
-        lines += ["| step (synthetic tensors) | pairs/s | ms/step | MFU | teacher share | peak memory |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += ["| step (synthetic tensors) | pairs/s | ms/step | MFU | teacher share | peak memory | ran with |",
+                  "|---|---:|---:|---:|---:|---:|---|"]
         lines += [f"| batch {r['batch']}, {'compiled' if r['compiled'] else 'eager'} | {r['pairs_per_s']:.0f} | "
                   f"{r['ms_per_step']:.1f} | {_fmt(r['mfu'] and 100 * r['mfu'], '.0f', ' %')} | "
-                  f"{100 * r['teacher_share']:.0f} % | {_fmt(r['peak_memory_gib'], '.1f', ' GiB')} |"
-                  for r in report["steps"]]
+                  f"{100 * r['teacher_share']:.0f} % | {_fmt(r['peak_memory_gib'], '.1f', ' GiB')} | "
+                  + ", ".join(f"{k} {v}" for k, v in r.get("options", {}).items()) + " |" for r in report["steps"]]
     if report.get("data"):
         lines += ["", "| data path | images/s (both views) |", "|---|---:|"]
         lines += [f"| {k} | {v:.0f} |" for k, v in report["data"].items()]
@@ -206,6 +223,8 @@ def markdown(report: dict) -> str:
         lines += [f"- {v}: " + ", ".join(f"{k} {x:.2f}" for k, x in row.items())
                   for v, row in nb.get("table2_means", {}).items()]
     lines += [""] + [f"error in {e['section']}: {e['error']}" for e in report["errors"]]
+    if report.get("sticky"):
+        lines += [f"stopped: {report['sticky']}"]
     lines += [f"skipped: {s}" for s in report["skipped"]]
     return "\n".join(lines) + "\n"
 
@@ -213,8 +232,18 @@ def markdown(report: dict) -> str:
 def header(device: torch.device, preset: str, budget: float) -> dict:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu (dry run)"
     return {"device": name, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"), "preset": preset,
-            "budget_s": budget, "fp32_matmul": fp32_matmul(device), "peak_tflops": None, "steps": [], "data": {},
-            "sections": {}, "errors": [], "skipped": []}
+            "budget_s": budget, "peak_tflops": None, "steps": [], "data": {}, "sections": {}, "errors": [],
+            "skipped": []}
+
+
+def merged(earlier: dict, report: dict, where: str) -> dict:
+    """``report`` (this call's, nothing measured yet) on top of an earlier call's: its sections, steps, data and
+    notebook kept; refused when it was measured on another device (their numbers would sit in one table)."""
+    if earlier.get("device") != report["device"]:
+        raise SystemExit(f"gpu.py: --merge {where} was measured on {earlier.get('device')!r}, this call runs on "
+                         f"{report['device']!r}; merge only calls on the same device")
+    calls = earlier.get("calls") or [{k: earlier.get(k) for k in ("date", "torch", "preset")}]
+    return {**earlier, "calls": calls + [{k: report[k] for k in ("date", "torch", "preset")}], "sticky": None}
 
 
 def measure(runner, report: dict, device: torch.device, dry: bool) -> None:
@@ -232,16 +261,13 @@ def measure(runner, report: dict, device: torch.device, dry: bool) -> None:
                     lambda: step_rate(preset, batch, device, steps, compiled), minimum=MINIMUM)
             if r is not None:
                 r["mfu"] = r["flop_per_s"] / (peak * 1e12) if peak else None
+                report["steps"] = [s for s in report["steps"] if (s["batch"], s["compiled"]) != (batch, compiled)]
                 report["steps"].append(r)
     jpegs = functools.cache(lambda: data.coco_like_jpegs(4 if dry else 100))      # made inside a section
-    report["data"] = run("data path", BUDGETS["data path"][i], lambda: cpu_data_rates(jpegs()), minimum=MINIMUM) or {}
-    if device.type == "cuda":
-        report["data"].update(run("data path, GPU decode", BUDGETS["data path"][i],
-                                  lambda: gpu_data_rate(jpegs(), device), minimum=MINIMUM) or {})
-        runner.write(report)
-    else:
-        runner.skip("data path, GPU decode", "CUDA only")
-    runner.skip("notebook 03", "not in this call (a second call: --only-notebook)")
+    rates = run("data path", BUDGETS["data path"][i], lambda: cpu_data_rates(jpegs()), minimum=MINIMUM)
+    report["data"] = rates if rates is not None else report.get("data", {})
+    if "notebook 03" not in report["sections"]:
+        runner.skip("notebook 03", "not in this call (a second call: --only-notebook)")
 
 
 def notebook(runner, report: dict, args, out: Path) -> None:
@@ -267,22 +293,32 @@ def main(argv=None) -> int:
     p.add_argument("--notebook-dir", default="build/gpu-notebook", help="where notebook 03's runs are written")
     p.add_argument("--force-error", action="append", default=[], metavar="SECTION", help="(checks) raise in it")
     p.add_argument("--force-timeout", action="append", default=[], metavar="SECTION", help="(checks) hang in it")
+    p.add_argument("--force-sticky", action="append", default=[], metavar="SECTION",
+                   help="(checks) raise CUDA's illegal-address error in it")
+    p.add_argument("--merge", default=None, metavar="GPU_JSON",
+                   help="an earlier call's gpu.json: its sections are kept and this call's added")
     args = p.parse_args(argv)
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     args.notebook_dir = Path(args.notebook_dir).resolve()
     device = torch.device("cpu" if args.dry else args.device)
     report = header(device, "smoke" if args.dry else "demo" if args.only_notebook else "thesis", args.budget)
-    if args.only_notebook and (out / "gpu.json").exists():       # merged into the default call's report
-        report = {**json.loads((out / "gpu.json").read_text()), "fp32_matmul": report["fp32_matmul"]}
+    if args.merge:
+        report = merged(json.loads(Path(args.merge).read_text()), report, args.merge)
     write = sections.json_writer(out, markdown)
-    runner = sections.Sections(report, write, args.budget, args.force_error, args.force_timeout, start=STARTED)
+    runner = sections.Sections(report, write, args.budget, args.force_error, args.force_timeout, start=STARTED,
+                               force_sticky=args.force_sticky)
     write(report)
     if args.only_notebook:
         notebook(runner, report, args, out)
     else:
         measure(runner, report, device, args.dry)
     print(markdown(report))
+    if report.get("sticky"):
+        print(f"gpu.py: stopped after a sticky CUDA error ({report['sticky']}); what was measured before it is in "
+              f"{out / 'gpu.json'} and gpu.md; run the remaining sections in a new call with --merge "
+              f"{out / 'gpu.json'}", file=sys.stderr)
+        return 3
     return 0
 
 

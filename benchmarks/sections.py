@@ -5,6 +5,10 @@ A section's budget is enforced in the main thread by ``time_limit``: ``signal.se
 when it runs out, and the handler raises ``SectionTimeout`` at the next Python bytecode, which also interrupts
 ``time.sleep``, lock and subprocess waits. Long C calls (one CUDA kernel, one C++ compile) finish first. Subprocesses
 are started in their own session (``run_subprocess``) so that a timeout kills their whole process group.
+
+A sticky CUDA error (``STICKY_CUDA``: an illegal address, a device-side assert) leaves the process's CUDA context
+unusable, so every later section would fail with it: it is recorded under ``report["sticky"]`` and every later
+section is skipped, the report written each time.
 """
 from __future__ import annotations
 
@@ -20,6 +24,16 @@ from pathlib import Path
 
 FORCED_TIMEOUT_S = 1.0          # the budget of a section named in --force-timeout
 ERROR_CHARS = 300               # the end of an exception's message kept in the report
+# CUDA errors after which the context is corrupt and every later CUDA call of the process fails (the CUDA runtime's
+# cudaErrorIllegalAddress, cudaErrorAssert, cudaErrorLaunchFailure, cudaErrorMisalignedAddress,
+# cudaErrorIllegalInstruction, as torch words them)
+STICKY_CUDA = ("an illegal memory access was encountered", "device-side assert triggered",
+               "unspecified launch failure", "misaligned address", "an illegal instruction was encountered")
+FORCED_STICKY = "CUDA error: an illegal memory access was encountered (forced by --force-sticky)"
+
+
+def is_sticky(err: BaseException) -> bool:
+    return any(text in str(err) for text in STICKY_CUDA)
 
 
 class SectionTimeout(BaseException):
@@ -89,9 +103,11 @@ class Sections:
     section ``write(report)`` rewrites the report files. ``force_error`` / ``force_timeout``: names of sections made
     to raise at their start / to hang under a budget of ``FORCED_TIMEOUT_S`` (the dry run checks the capture)."""
 
-    def __init__(self, report: dict, write, total_budget: float, force_error=(), force_timeout=(), start=None):
+    def __init__(self, report: dict, write, total_budget: float, force_error=(), force_timeout=(), start=None,
+                 force_sticky=()):
         self.report, self.write, self.total = report, write, total_budget
         self.force_error, self.force_timeout = set(force_error), set(force_timeout)
+        self.force_sticky = set(force_sticky)
         self.start = time.perf_counter() if start is None else start       # perf_counter() when the call began
         for key in ("sections", "errors", "skipped"):
             report.setdefault(key, {} if key == "sections" else [])
@@ -108,7 +124,10 @@ class Sections:
 
     def run(self, name: str, budget: float, body, minimum: float = 0.0):
         """``body()`` under ``min(budget, time left)`` seconds; its return value, or None when it failed, timed out
-        or was skipped (less than ``minimum`` seconds left)."""
+        or was skipped (less than ``minimum`` seconds left, or a sticky CUDA error earlier)."""
+        if self.report.get("sticky"):
+            self.skip(name, f"the CUDA context is broken by a sticky error ({self.report['sticky'][:120]})")
+            return None
         if self.left() < max(minimum, 1.0):
             self.skip(name, f"time (the call's budget of {self.total:.0f} s is spent)")
             return None
@@ -119,6 +138,8 @@ class Sections:
             with time_limit(budget):
                 if name in self.force_error:
                     raise RuntimeError(f"forced by --force-error {name!r}")
+                if name in self.force_sticky:
+                    raise RuntimeError(FORCED_STICKY)
                 result = _hang() if name in self.force_timeout else body()
             status = "ok"
         except SectionTimeout as err:
@@ -127,10 +148,13 @@ class Sections:
         except Exception as err:                      # torch.cuda.OutOfMemoryError and compile errors included
             status = "error"
             self.report["errors"].append({"section": name, "error": error_text(err)})
+            if is_sticky(err):
+                self.report["sticky"] = f"{name}: {error_text(err)}"
         finally:
             self.report["sections"][name] = {"status": status, "seconds": round(time.perf_counter() - t, 2),
                                              "budget_s": round(budget, 1)}
-            _free_memory()
+            if not self.report.get("sticky"):              # a broken context fails in empty_cache too
+                _free_memory()
             self.write(self.report)
         return result
 

@@ -292,7 +292,7 @@ def check_thesis_schedule(docs) -> list[str]:
     c.equal("mixture total", total, "docs/sources.md", r"= ([\d,]+) pairs \(", source="its three parts")
     c.equal("mixture (M pairs)", half_up(total / 1e6, 1), "notebooks/*", r"(\d\.\d) M (?:image-caption )?pairs",
             source="its three parts")
-    c.equal("CC3M subset in the command", parts["cc3m"], "docs/full_scale.md", r"tar@(\d+),wds:DATA/cc12m",
+    c.equal("CC3M subset in the command", parts["cc3m"], "docs/full_scale.md", r"tar@(\d+),wds:\$DATA/cc12m",
             source="the subset size stated")
     c.equal("CC12M subset in the command", parts["cc12m"], "docs/full_scale.md", r"cc12m/\{[\d.]+\}\.tar@(\d+)",
             source="the subset size stated")
@@ -301,10 +301,11 @@ def check_thesis_schedule(docs) -> list[str]:
     for where, pattern in (("docs/full_scale.md", r"schedule was set for ([\d,]+) steps"),
                            ("docs/full_scale.md", r"`train\.steps` is the ([\d,]+) the thesis's schedule"),
                            ("docs/full_scale.md", r"cosine schedule with 10 % warm-up, ([\d,]+) steps"),
-                           ("docs/full_scale.md", r"GPU-hours for ([\d,]+) × 512"),
+                           ("docs/full_scale.md", r"a run here is ([\d,]+) steps"),
                            ("docs/sources.md", r"([\d,]+) scheduled \("), ("docs/sources.md", r"2e-4 and ([\d,]+) \(§3\)")):
         c.equal(S, f["steps"], where, pattern)
     for where, pattern in (("docs/full_scale.md", r"ended at step ([\d,]+),"),
+                           ("docs/full_scale.md", r"for ([\d,]+) × 512 pairs"),
                            ("docs/full_scale.md", r"7 epochs = ([\d,]+) steps run"),
                            ("docs/sources.md", r"7 epochs = ([\d,]+) run"),
                            ("notebooks/04_*", r"trained for ([\d,]+) steps on"),
@@ -323,8 +324,8 @@ def check_thesis_schedule(docs) -> list[str]:
 
 
 def check_seeds(docs) -> list[str]:
-    """The study's seeds are thesis_lib.study.SEEDS; notebook 05 takes its own (its parameter cell); the GPU recipe's
-    are its loop's; the study before 2026-11-24 ran five (every place that says so agrees)."""
+    """The study's seeds are thesis_lib.study.SEEDS; notebook 05 takes its own (its parameter cell), and so does the
+    GPU recipe (study/recipe.py); the study before 2026-11-24 ran five (every place that says so agrees)."""
     f, c = facts(), Check(docs)
     n, S = len(f["seeds"]), "the study's seeds (thesis_lib.study.SEEDS)"
     as_list = lambda t: tuple(int(x) for x in t.split(","))  # noqa: E731
@@ -340,15 +341,9 @@ def check_seeds(docs) -> list[str]:
     c.equal(S, n, "BENCHMARKS.md", r"\d runs \(2 variants × (\d) seeds\): notebook 03")
     c.equal("notebook 05's seeds (its parameter cell)", len(f["nb05_seeds"]), "BENCHMARKS.md", r"notebook 05 (\w+)\. What")
     c.equal("notebook 05's seeds (its parameter cell)", len(f["nb05_seeds"]), "BENCHMARKS.md", r"switch \+ SIB; (\d) seeds\)")
-    loop = c.hits("the GPU recipe's seeds", "docs/full_scale.md", r"for seed in ([\d ]+);")
-    recipe = tuple(int(s) for s in loop[0].groups[0].split()) if loop else ()
-    c.equal("the GPU recipe's seeds", len(recipe), "docs/full_scale.md", r"the recipe below trains (\w+) paired seeds",
-            source="its loop")
-    c.equal("the GPU recipe's seeds", len(recipe), "docs/full_scale.md", r"\| runs, (\d) seeds \|", source="its loop")
-    c.equal("the GPU recipe's seeds", (recipe,), "docs/full_scale.md", r"\{seeds: \[([\d,\s]+)\], overrides",
-            parse=as_list, source="its loop")
-    c.equal("the GPU recipe's seeds", len(recipe), "README.md", r"Tables 1 and 2 with (\w+) paired seeds",
-            source="docs/full_scale.md's loop")
+    c.equal(S, (f["seeds"][0], f["seeds"][-1]), "docs/full_scale.md", r"seeds (\d)-(\d) \(`thesis_lib\.study\.SEEDS`\)")
+    c.equal("notebook 05's seeds (its parameter cell)", (f["nb05_seeds"][0], f["nb05_seeds"][-1]),
+            "docs/full_scale.md", r"SEEDS`\) in notebooks 01-04, (\d)-(\d) in notebook 05")
     c.same("the previous study's seeds", ("docs/reproducibility.md", r"seeds instead of (\w+)"),
            ("BENCHMARKS.md", r"committed (\w+)-seed results"), ("BENCHMARKS.md", r"estimated from (\w+) seeds"))
     return c.problems
@@ -403,7 +398,7 @@ def check_demo_schedule(docs) -> list[str]:
 def check_run_counts(docs) -> list[str]:
     """make demo trains Table 2's variants × SEEDS; make reproduce's new runs are the union of the notebooks' grids;
     notebook 05's own; make verify retrains one run per family (tests/test_reproducible.py DEMO_FAMILIES); the GPU
-    recipe's runs are its variants × its seeds, its GPU-hours runs × the per-run figures beside them."""
+    recipe's later looks of Table 1's sequential design (its table is generated: tests/test_recipe.py)."""
     f, c = facts(), Check(docs)
     M = "make demo's runs (grids.TABLE2 × SEEDS)"
     c.equal(M, f["demo_runs"], "README.md", r"(\d+) runs of \d+ steps \(")
@@ -423,30 +418,10 @@ def check_run_counts(docs) -> list[str]:
                  "tests/test_reproducible.py")
     c.equal(V, f["verify_runs"], "README.md", r"one committed demo run of each of (\w+) variant families")
     c.equal(V, f["verify_runs"], "BENCHMARKS.md", r"(\w+) committed seed-0 runs retrained")
-    loop = c.hits("the GPU recipe's seeds", "docs/full_scale.md", r"for seed in ([\d ]+);")
-    recipe = len(loop[0].groups[0].split()) if loop else 0
-    per_run = c.hits("GPU-hours per run", "docs/full_scale.md", r"i\.e\. ([\d.]+) GPU-hours for")
-    h100 = c.hits("H100 hours per run", "docs/full_scale.md", r"one H100 \(([\d.]+) h per run\)")
-    c.equal("tte_shared's runs in the recipe", recipe, "docs/full_scale.md", r"`tte_shared`, (\d+) runs more",
-            source="the recipe's loop")
-    variants, both = {}, None
-    for h in c.hits("GPU recipe rows", "docs/full_scale.md", r"\| (Table 1: [^|]+|Table 2: [^|]+|both \(baseline "
-                    r"shared\)) \| ([^|]+) \| (\d+) \| (\d+) \| (\d+) \|"):
-        names = re.findall(r"`(\w+)`", h.groups[1])
-        if h.groups[0].startswith("both"):
-            names, both = sorted(set(variants.get("Table 1", [])) | set(variants.get("Table 2", []))), h
-        variants[h.groups[0][:7]] = names
-        runs = len(names) * recipe
-        c.expect("GPU recipe runs", h, num(h.groups[2]), runs, "its variants × the recipe's seeds")
-        if per_run and h100:
-            c.expect("GPU recipe GPU-hours", h, num(h.groups[3]), half_up(runs * num(per_run[0].groups[0])),
-                     "runs × GPU-hours per run")
-            c.expect("GPU recipe H100 hours", h, num(h.groups[4]), half_up(runs * num(h100[0].groups[0])),
-                     "runs × H100 hours per run")
-    if both:
-        c.equal("Tables 1 and 2 (README)", tuple(num(g) for g in both.groups[2:]), "README.md",
-                r"three paired seeds are (\d+) runs, (\d+) GPU-hours at the thesis's rate, (\d+) at that",
-                source=f"{both.where}")
+    from thesis_lib.study.sequential import TABLE1_PRIMARY
+    later = 2 * (TABLE1_PRIMARY.looks[-1] - TABLE1_PRIMARY.looks[0])      # both arms, seeds past the first look
+    c.equal("the GPU recipe's runs of Table 1's later looks", later, "docs/full_scale.md", r"counts those (\d+) runs",
+            source="study/sequential.py's looks × 2 arms")
     return c.problems
 
 
@@ -493,8 +468,7 @@ def check_measured_times(docs) -> list[str]:
     c.same("make reproduce", ("README.md", r"\(" + T + r", \d+ new runs;"),
            ("docs/commands.md", r"touches only X's results; " + T + " on"),
            ("BENCHMARKS.md", r"\| `make reproduce`: all six notebooks[^\n]*\| " + T + r" \(189 % CPU\)"))
-    c.same("make rehearsal", ("README.md", r"took " + T + r" on a 2-core Intel machine"),
-           ("docs/full_scale.md", r"draws every figure and writes the report: " + T),
+    c.same("make rehearsal", ("docs/full_scale.md", r"draws every figure and writes the report: " + T),
            ("BENCHMARKS.md", r"\| `make rehearsal`:[^\n]*\| " + T + r" \(notebooks"))
     c.same("make rehearsal: its notebooks", ("docs/full_scale.md", r"the notebooks take (\d+ s) of it"),
            ("BENCHMARKS.md", r"\(notebooks (\d+ s), torchrun"))
@@ -522,14 +496,8 @@ def check_measured_times(docs) -> list[str]:
            ("docs/reproducibility.md", r"made a demo training step ([\d.]+)× slower"),
            ("docs/reproducibility.md", r"made a step ([\d.]+)× slower than unpinned"))
     # the thesis's own run and the GPU goal
-    c.same("the thesis's run on 2 × RTX 4090", ("docs/full_scale.md", r"derived below from its ([\d.]+ h) run"),
-           ("docs/full_scale.md", r"RTX 4090, derived below from its [\d.]+ h run\) ([\d.]+ h);"),
-           ("docs/full_scale.md", r"run took ([\d.]+ h) on 2 × RTX 4090"),
-           ("README.md", r"takes ([\d.]+ h) at the thesis's own rate"), ("notebooks/03_*", r"RTX 4090 for ([\d.]+ h)"))
-    c.same("the thesis's rate (derived)", ("docs/full_scale.md", r"own rate \(≈ (\d+) pairs/s"),
-           ("docs/full_scale.md", r"\(≈ (\d+) pairs/s, derived\)"), ("README.md", r"own rate \(≈ (\d+) pairs/s"))
-    c.same("one run at the H100 goal", ("docs/full_scale.md", r"pairs/s on one H100, ([\d.]+ h) —"),
-           ("docs/full_scale.md", r"one H100 \(([\d.]+ h) per run\)"), ("README.md", r"would take ([\d.]+ h) at the goal"))
+    c.same("the thesis's run on 2 × RTX 4090", ("docs/full_scale.md", r"run took ([\d.]+ h) on 2 × RTX 4090"),
+           ("notebooks/03_*", r"RTX 4090 for ([\d.]+ h)"))          # the recipe's figures: tests/test_recipe.py
     # the data path: docs/full_scale.md rounds BENCHMARKS.md's table
     pil, draft = (c.hits(f"data path: the {name} row", "BENCHMARKS.md", r"\| " + name + r" \([^|]*\| (\d+) \| "
                          r"([\d.]+)× \| ([\d,]+) \|") for name in ("pil", "pil_draft"))
@@ -588,7 +556,7 @@ PERTURBATIONS = [
     ("seeds", "README.md", "× 4 paired seeds,", "× 5 paired seeds,"),
     ("seeds", "notebooks/02_tte_before_encoders.ipynb", "At the study's four seeds", "At the study's five seeds"),
     ("seeds", "BENCHMARKS.md", "notebook 05 three.", "notebook 05 four."),
-    ("seeds", "docs/full_scale.md", "the recipe below trains three paired seeds", "the recipe below trains 4 paired seeds"),
+    ("seeds", "docs/full_scale.md", "0-2 in notebook 05", "0-3 in notebook 05"),
     ("demo_schedule", "BENCHMARKS.md", "the demo keeps 600 steps × batch 128 at 3e-3",
      "the demo keeps 600 steps × batch 128 at 1e-3"),
     ("demo_schedule", "README.md", "600 steps each", "500 steps each"),
@@ -597,7 +565,7 @@ PERTURBATIONS = [
      "fp16 autocast (the thesis trained with fp16 AMP"),
     ("run_counts", "BENCHMARKS.md", "all six notebooks, 53 new runs", "all six notebooks, 44 new runs"),
     ("run_counts", "README.md", "trains its 8 runs", "trains its 20 runs"),
-    ("run_counts", "README.md", "are 15 runs, 207 GPU-hours", "are 15 runs, 124 GPU-hours"),
+    ("run_counts", "docs/full_scale.md", "counts those 40 runs", "counts those 20 runs"),
     ("measured_times", "README.md", "**8 min 20 s** on 2026-11-25", "**8 min 21 s** on 2026-11-25"),
     ("measured_times", "docs/reproducibility.md", "8 min 20 s now,", "9 min 20 s now,"),
     ("measured_times", "docs/commands.md", "it passes on the committed results, 12 min 26 s",
@@ -606,7 +574,7 @@ PERTURBATIONS = [
     ("measured_times", "docs/reproducibility.md", "| pinned (`cpu_pin.env`) | 200.7, 199.2 | 1.25 |",
      "| pinned (`cpu_pin.env`) | 200.7, 199.2 | 1.26 |"),
     ("measured_times", "docs/full_scale.md", "the notebooks take 590 s", "the notebooks take 599 s"),
-    ("measured_times", "README.md", "takes\n6.9 h at the thesis's own rate", "takes\n7.9 h at the thesis's own rate"),
+    ("measured_times", "docs/full_scale.md", "run took 6.9 h on 2 × RTX 4090", "run took 7.9 h on 2 × RTX 4090"),
     ("sesoi", "docs/decision_rule.md", "becomes ±0.076 points", "becomes ±0.077 points"),
     ("sesoi", "BENCHMARKS.md", "(±0.076 on COCO)", "(±0.08 on COCO)"),
 ]

@@ -1,6 +1,7 @@
 """benchmarks/gpu.py (and gpu.sh) run end to end on CPU in dry mode, each section under its own budget and exception
-capture with the report rewritten after every section; gpu.sh fails clearly without its wheel folder; the data-path
-decoders agree with PIL."""
+capture with the report rewritten after every section; the timed step is the recipe's training step; a second call
+merges the first's report from a path; a sticky CUDA error ends the call with what was measured written; gpu.sh fails
+clearly without its wheel folder; the data-path decoders agree with PIL."""
 import importlib.util
 import json
 import os
@@ -37,10 +38,10 @@ def test_the_gpu_command_runs_dry_on_cpu_records_forced_failures_and_goes_on(tmp
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "gpu.json").read_text())
     status = {name: s["status"] for name, s in report["sections"].items()}
-    assert list(status) == ["peak matmul", *STEPS, "data path", "data path, GPU decode", "notebook 03"]
+    assert list(status) == ["peak matmul", *STEPS, "data path", "notebook 03"]
     assert status == {"peak matmul": "ok", "step batch 4 eager": "error", "step batch 8 eager": "ok",
                       "step batch 4 compiled": "timed out", "step batch 8 compiled": "ok", "data path": "ok",
-                      "data path, GPU decode": "skipped", "notebook 03": "skipped"}
+                      "notebook 03": "skipped"}
     errors = {e["section"]: e for e in report["errors"]}
     assert errors["step batch 4 eager"]["error"].startswith("RuntimeError: forced by --force-error")
     assert errors["step batch 4 compiled"]["timed_out"] and errors["step batch 4 compiled"]["error"].startswith(
@@ -50,27 +51,66 @@ def test_the_gpu_command_runs_dry_on_cpu_records_forced_failures_and_goes_on(tmp
                                                                                                      (8, True)}
     assert all(r["pairs_per_s"] > 0 and 0 < r["mfu"] < 1 and 0 < r["teacher_share"] < 1 for r in report["steps"])
     assert set(report["data"]) == {f"{d}, per CPU core" for d in DECODERS}
-    assert report["fp32_matmul"]["applies"] is False
+    for r in report["steps"]:                # the recipe's step: the preset's teacher view and precision, no TF32
+        assert r["options"] == {"train.precision": "fp32", "data.teacher_view": "augmented",
+                                "train.compile": r["compiled"], "float32_matmul_precision": "highest",
+                                "cuda_matmul": r["options"]["cuda_matmul"]}
+        assert r["options"]["cuda_matmul"] in ("ieee", "none")
     md = (tmp_path / "gpu.md").read_text()
     assert "| batch 8, compiled |" in md and "| step batch 4 compiled | timed out |" in md
+    assert "train.compile True" in md and "data.teacher_view augmented" in md
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert len(files) <= 8 and all(len(p.relative_to(tmp_path).parts) <= 3 for p in files)
 
 
-def test_the_notebook_call_is_merged_into_the_report_of_the_first(tmp_path):
-    first = {"sections": {"peak matmul": {"status": "ok", "seconds": 3.0, "budget_s": 30}}, "errors": [],
-             "skipped": ["notebook 03: not in this call (a second call: --only-notebook)"], "peak_tflops": 1.0,
-             "steps": [], "data": {}, "device": "cpu (dry run)", "torch": "x", "date": "d", "preset": "smoke"}
-    (tmp_path / "gpu.json").write_text(json.dumps(first))
-    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--only-notebook", "--out", str(tmp_path),
-                           "--notebook-dir", str(tmp_path / "runs"), "--force-error", "demo assets",
-                           "--force-timeout", "notebook 03"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+FIRST = {"sections": {"peak matmul": {"status": "ok", "seconds": 3.0, "budget_s": 30}}, "errors": [],
+         "skipped": ["notebook 03: not in this call (a second call: --only-notebook)"], "peak_tflops": 1.0,
+         "steps": [{"batch": 4, "compiled": False, "pairs_per_s": 9.0, "ms_per_step": 1.0, "mfu": 0.1,
+                    "teacher_share": 0.3, "peak_memory_gib": None}],
+         "data": {}, "device": "cpu (dry run)", "torch": "x", "date": "d", "preset": "smoke"}
+
+
+def test_the_notebook_call_merges_the_first_calls_report_from_the_path_it_is_given(tmp_path):
+    """On a lent machine $OUT is empty at every call: the first call's gpu.json comes from elsewhere (--merge)."""
+    (tmp_path / "first").mkdir()
+    (tmp_path / "first" / "gpu.json").write_text(json.dumps(FIRST))
+    out = tmp_path / "second"
+    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--only-notebook", "--out", str(out),
+                           "--merge", str(tmp_path / "first" / "gpu.json"), "--notebook-dir", str(tmp_path / "runs"),
+                           "--force-error", "demo assets", "--force-timeout", "notebook 03"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads((tmp_path / "gpu.json").read_text())
+    report = json.loads((out / "gpu.json").read_text())
     assert {n: s["status"] for n, s in report["sections"].items()} == {
         "peak matmul": "ok", "demo assets": "error", "notebook 03": "timed out"}
-    assert report["skipped"] == [] and report["peak_tflops"] == 1.0
-    assert report["notebook"]["runs_done"] == 0 and "notebook 03 on the device" in (tmp_path / "gpu.md").read_text()
+    assert report["skipped"] == [] and report["peak_tflops"] == 1.0 and report["steps"] == FIRST["steps"]
+    assert [c["date"] for c in report["calls"]][0] == "d" and len(report["calls"]) == 2
+    md = (out / "gpu.md").read_text()
+    assert "notebook 03 on the device" in md and "| batch 4, eager | 9 |" in md     # both calls' sections
+
+
+def test_a_report_of_another_device_is_not_merged(tmp_path):
+    (tmp_path / "gpu.json").write_text(json.dumps({**FIRST, "device": "NVIDIA H100 80GB HBM3"}))
+    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--only-notebook", "--out",
+                           str(tmp_path / "out"), "--merge", str(tmp_path / "gpu.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "merge only calls on the same device" in done.stderr
+
+
+def test_a_sticky_cuda_error_ends_the_call_with_what_was_measured_written(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/gpu.py", "--dry", "--out", str(tmp_path),
+                           "--force-sticky", "step batch 8 eager"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "stopped after a sticky CUDA error" in done.stderr and "--merge" in done.stderr
+    report = json.loads((tmp_path / "gpu.json").read_text())
+    status = {name: s["status"] for name, s in report["sections"].items()}
+    assert status == {"peak matmul": "ok", "step batch 4 eager": "ok", "step batch 8 eager": "error",
+                      **{n: "skipped" for n in STEPS[2:]}, "data path": "skipped", "notebook 03": "skipped"}
+    assert report["peak_tflops"] > 0 and [r["batch"] for r in report["steps"]] == [4]
+    assert "illegal memory access" in report["sticky"]
+    assert all("sticky" in s for s in report["skipped"] if not s.startswith("notebook 03"))
+    assert "stopped: step batch 8 eager" in (tmp_path / "gpu.md").read_text()
 
 
 def test_gpu_sh_without_its_wheel_folder_names_the_download_command(tmp_path):
@@ -147,14 +187,34 @@ def test_each_compiled_shape_gets_a_fresh_static_graph(gpu):
     assert dynamic == [False, False]                 # without the reset the second would be a dynamic-shape graph
 
 
-def test_fp32_matmuls_run_as_tf32_on_cuda_and_the_report_says_so(gpu):
-    before = torch.get_float32_matmul_precision()
-    try:
-        assert gpu.fp32_matmul(torch.device("cpu"))["float32_matmul_precision"] == before
-        assert gpu.fp32_matmul(torch.device("cuda")) == {"float32_matmul_precision": "high", "cuda_matmul": "tf32",
-                                                         "applies": True}
-    finally:
-        torch.set_float32_matmul_precision(before)
+def test_the_timed_step_runs_the_recipes_config(gpu):
+    """The thesis preset as the recipe trains it: only the batch, the random weights and (compiled rows)
+    train.compile differ; the teacher sees its augmented view; nothing switches TF32 on."""
+    from dataclasses import asdict
+
+    from thesis_lib.config import config_diff, get_config
+    recipe = asdict(get_config("thesis", "tte_after_ls"))
+    assert config_diff(recipe, asdict(gpu.step_config("thesis", 512, False))) == [
+        "train.batch_size: 256 -> 512", "weights.source: 'thesis' -> 'random'"]
+    assert config_diff(recipe, asdict(gpu.step_config("thesis", 256, True))) == [
+        "train.compile: False -> True", "weights.source: 'thesis' -> 'random'"]
+    smoke = gpu.step_config("smoke", 4, False)
+    assert (smoke.data.teacher_view, smoke.train.precision) == ("augmented", "auto")
+    assert "set_float32_matmul_precision" not in (ROOT / "benchmarks" / "gpu.py").read_text()
+
+
+def test_a_sticky_cuda_error_skips_every_later_section(gpu, tmp_path):
+    report, sections = {}, gpu.sections
+    runner = sections.Sections(report, sections.json_writer(tmp_path, lambda r: ""), total_budget=60)
+
+    def device_assert():
+        raise RuntimeError("CUDA error: device-side assert triggered\nCompile with TORCH_USE_CUDA_DSA")
+
+    assert runner.run("ok", 10, lambda: 1) == 1
+    assert runner.run("other error", 10, lambda: 1 / 0) is None and not report.get("sticky")
+    assert runner.run("assert", 10, device_assert) is None and report["sticky"].startswith("assert: RuntimeError")
+    assert runner.run("later", 10, lambda: 1) is None
+    assert report["sections"]["later"]["status"] == "skipped" and "sticky" in report["skipped"][-1]
 
 
 def test_the_decoders_give_the_same_picture():
@@ -177,5 +237,5 @@ def test_the_data_pipeline_benchmark_prints_its_table(capsys):
 
 def test_the_default_call_fits_in_one_10_minute_call(gpu):
     b = {k: v[0] for k, v in gpu.BUDGETS.items()}
-    sections = b["peak matmul"] + 2 * b["step eager"] + 2 * b["step compiled"] + 2 * b["data path"]
+    sections = b["peak matmul"] + 2 * b["step eager"] + 2 * b["step compiled"] + b["data path"]
     assert gpu.DEFAULT_BUDGET <= 540 and sections <= gpu.DEFAULT_BUDGET - 20        # 20 s: torch's import, CUDA

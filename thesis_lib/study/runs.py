@@ -97,12 +97,17 @@ def expects_learning(result: dict) -> bool:
 
 def run_grid(params: StudyParams, variants) -> list[dict]:
     """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
+    return run_many(grid_jobs(params, variants))
+
+
+def grid_jobs(params: StudyParams, variants) -> list[dict]:
+    """``run_experiment``'s arguments for every (variant, seed) of ``run_grid`` (the recipe of docs/full_scale.md
+    trains the same runs from the command line)."""
     for v in variants:
         if v not in VARIANTS:
             raise ConfigError(f"unknown variant {v!r}; choose from {', '.join(VARIANTS)}")
-    jobs = [dict(preset=params.preset, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
+    return [dict(preset=params.preset, variant=v, seed=s, out_dir=params.output_dir, device=params.device, resume=True,
                  overwrite=not params.reuse, overrides=params.overrides()) for v in variants for s in params.seeds]
-    return run_many(jobs)
 
 
 def cpu_workers() -> int:
@@ -228,10 +233,15 @@ def _minutes(seconds: float) -> str:
 def run_random_init(params: StudyParams) -> list[dict]:
     """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
     Stored apart, under ``results/_ablations/random-init/``."""
+    return run_ablation(params, "random-init", random_init_overrides(params))
+
+
+def random_init_overrides(params: StudyParams) -> dict:
+    """Random encoders, the pretrained teacher kept (named by its file, or the demo's)."""
     from ..models.sources import part_source
     cfg = get_config(params.preset, overrides=params.overrides())
     teacher = "demo" if cfg.weights.source == "demo" and not cfg.weights.teacher else part_source(cfg, "teacher")
-    return run_ablation(params, "random-init", {"weights.source": "random", "weights.teacher": teacher})
+    return {"weights.source": "random", "weights.teacher": teacher}
 
 
 THESIS_REGULARISATION = {"model.text_dropout": 0.1, "train.decay_rule": "thesis"}
@@ -250,6 +260,11 @@ ABLATIONS = ("random-init", "thesis-regularisation")   # results/_ablations/<nam
 
 def run_ablation(params: StudyParams, name: str, overrides: dict) -> list[dict]:
     """The baseline over the study's seeds with ``overrides``, stored apart (another config of the same variant)."""
+    return run_many(ablation_jobs(params, name, overrides))
+
+
+def ablation_jobs(params: StudyParams, name: str, overrides: dict) -> list[dict]:
+    """``run_experiment``'s arguments for ``run_ablation``'s runs."""
     out = params.results_root / "_ablations" / name
-    return run_many([dict(preset=params.preset, variant="baseline", seed=s, out_dir=out, device=params.device,
-                          resume=True, overrides={**params.overrides(), **overrides}) for s in params.seeds])
+    return [dict(preset=params.preset, variant="baseline", seed=s, out_dir=out, device=params.device,
+                 resume=True, overrides={**params.overrides(), **overrides}) for s in params.seeds]

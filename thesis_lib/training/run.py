@@ -274,23 +274,29 @@ def add_user_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
 
 
+def overrides_of(args: argparse.Namespace) -> dict:
+    """The config overrides the parsed command line names: every ``--set KEY=VALUE``, ``--data-root`` and
+    ``--checkpoints`` (what docs/full_scale.md's check compares with the notebooks' own)."""
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ThesisError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key] = value
+    if args.data_root:
+        overrides["data.root"] = args.data_root
+    if args.checkpoints:
+        overrides["weights.checkpoint_dir"] = args.checkpoints
+    return overrides
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.no_progress:
         os.environ["THESIS_PROGRESS"] = "0"
     try:
-        overrides = {}
-        for item in args.set:
-            key, sep, value = item.partition("=")
-            if not sep:
-                raise ThesisError(f"--set expects KEY=VALUE, got {item!r}")
-            overrides[key] = value
-        if args.data_root:
-            overrides.update({"data.root": args.data_root})
-        if args.checkpoints:
-            overrides.update({"weights.checkpoint_dir": args.checkpoints})
         result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
-                                args.overwrite, overrides, dist_timeout=args.dist_timeout)
+                                args.overwrite, overrides_of(args), dist_timeout=args.dist_timeout)
     except ThesisError as err:
         if args.debug:
             raise
