@@ -13,6 +13,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ..cache import write_text_atomic
 from ..config import WANTED, config_diff, field_metadata, fields_with
 from ..errors import OutputDirError, ResultConflictError
 
@@ -203,3 +204,19 @@ def read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError:  # a line torn by a kill; the resumed run rewrites it
             break
     return rows
+
+
+def trim_curve(paths: RunPaths, start_step: int) -> None:
+    """Before a run continues from its checkpoint at ``start_step``: drop the training curve's rows after it (a
+    killed run logged them, the resumed one logs them again). A row is logged at every checkpoint, so the curve must
+    reach the checkpoint's step, in order; one that does not was cut or edited, and continuing would lose part of it:
+    a ResultConflictError. A fresh run (``start_step`` 0) starts an empty curve."""
+    rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]
+    steps = [0] + [r["step"] for r in rows]
+    in_order = all(b > a for a, b in zip(steps, steps[1:]))
+    if start_step and paths.metrics.exists() and (steps[-1] != start_step or not in_order):
+        raise ResultConflictError(
+            f"{paths.metrics} does not reach the checkpoint's step {start_step} (it holds {len(rows)} rows, the "
+            f"last at step {steps[-1]}): the training curve was cut or edited, and resuming would lose part of "
+            f"it. Delete {paths.dir} to train this run again, or restore the file")
+    write_text_atomic(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
