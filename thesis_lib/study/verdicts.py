@@ -14,10 +14,11 @@ import math
 import pandas as pd
 from scipy import stats as sps
 
+from ..metrics import label
+from ..variants import VARIANT_LABELS
 from . import grids, reference, sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from ..variants import VARIANT_LABELS
-from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test, runs_of
+from .tables import _claim_rows, _digits, paired_test, runs_of
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
                "other version": "the other version's relative effect",
@@ -54,7 +55,6 @@ def sensitivity_note(table: pd.DataFrame) -> str:
             + "; ".join(changed) + ". The declared convention decides.")
 
 
-NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")
 Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
 
 
@@ -72,7 +72,7 @@ def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
     notebook's grid)."""
     rows = []
     for treated, control in [p for p in grids.THESIS_DIFFERENCES if variants is None or p[0] in variants]:
-        for metric in NOISE_METRICS:
+        for metric in grids.NOISE_METRICS:
             for version in ("aug", "final"):
                 a = reference.thesis_value(version, treated, metric)
                 b = reference.thesis_value(version, control, metric)
@@ -82,7 +82,7 @@ def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
                 seed = _seed_sd(df, treated, control, metric, b)
                 both = [math.sqrt(x * x + (seed if not math.isnan(seed) else 0.0) ** 2) for x in se]
                 d = a - b
-                rows.append({"comparison": f"{treated} − {control}", "metric": METRIC_LABELS[metric],
+                rows.append({"comparison": f"{treated} − {control}", "metric": label(metric),
                              "version": reference.SOURCES[version].removeprefix("thesis, "), "difference": round(d, 2),
                              "test-set SE": f"{se[0]:.2f}-{se[1]:.2f}",
                              "z (test set)": f"{d / se[1]:+.1f} … {d / se[0]:+.1f}",
@@ -126,7 +126,7 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
         seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
                                   if design and t.n in design.looks else "")
         line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
-                f"(95 % CI) on {METRIC_LABELS[r['metric']]} against ±{r['margin']:.{digits}f}, {seeds}")
+                f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
         if r["verdict"] == "inconclusive":
             sig, tost = r["levels"]
             line += f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} seeds would decide it"
