@@ -73,7 +73,7 @@ def results_markdown(params) -> str:
     claims = tables.claim_table(claimed)
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
-        disagreements(claims[claims.role.eq("primary")].set_index("claim")),
+        disagreements(tables.family_claims(claims)),
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
@@ -93,8 +93,6 @@ def results_page(params) -> str:
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     claims = tables.claim_table(claimed)
-    primary = claims[claims.role.eq("primary")].drop(columns=["role", "metric"]).set_index("claim")
-    secondary = claims[claims.role.eq("secondary")].drop(columns=["role", "p (Holm, family)", "seeds to decide"])
     ablation = tables.ablation_table(claimed, [v for v in grids.TTE_USED if v in set(claimed.variant)])
     sensitivity, noise = verdicts.sensitivity(claimed), verdicts.thesis_noise(claimed)
     design = sequential.TABLE1_PRIMARY
@@ -106,7 +104,7 @@ def results_page(params) -> str:
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
         "an open claim, in parentheses the range from the SD's own 95 % interval.",
-        _markdown(primary),
+        _markdown(tables.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
         f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/sequential.py`): looks at "
         f"{', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & DeMets "
@@ -130,7 +128,7 @@ def results_page(params) -> str:
         _markdown(tables.factorial_means(tables.results_frame(params, grids.TABLE1))),
         "## Secondary metrics",
         "Unadjusted p; their verdicts, in parentheses, decide nothing:",
-        _markdown(secondary.set_index("claim")),
+        _markdown(tables.family_claims(claims, role="secondary")),
         "## Precision of the paired differences to the baseline",
         _markdown(tables.precision_table(df).set_index("variant")),
         "## Is the TTE used?",

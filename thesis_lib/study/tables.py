@@ -35,9 +35,12 @@ def declared_variants(variants) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant").fillna("")
 
 
-def declared_claims(claims=reference.CLAIMS) -> pd.DataFrame:
+def declared_claims(families=None, claims=reference.CLAIMS) -> pd.DataFrame:
     """The claims as decided, fixed before any run: the paired contrast, the direction, the Holm family, the
-    primary metric and the thesis's relative effect that becomes the smallest effect of interest (``sesoi``)."""
+    primary metric and the thesis's relative effect that becomes the smallest effect of interest (``sesoi``).
+    ``families``: only the claims of these families (a name or several; default all)."""
+    families = (families,) if isinstance(families, str) else families
+    claims = [c for c in claims if families is None or c.family in families]
     def arm(a):
         return a[0] + ("" if a[1] == "none" else f" (TTE {a[1]} at evaluation)")
 
@@ -256,11 +259,14 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def family_claims(claims: pd.DataFrame, family: str, role: str = "primary") -> pd.DataFrame:
-    """The rows of ``claim_table`` of one family and role, without the columns that are then constant (a
-    secondary metric decides nothing: no Holm p, no seeds to decide)."""
-    drop = ["family", "role"] + (["p (Holm, family)", "seeds to decide"] if role == "secondary" else [])
-    return claims[claims.family.eq(family) & claims.role.eq(role)].drop(columns=drop).set_index("claim")
+def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "primary") -> pd.DataFrame:
+    """The rows of ``claim_table`` of one role (and one family; None: every family), indexed by claim, without the
+    columns that are then constant: the role, the family if one is chosen, the metric of the primary rows (the
+    primary metric), and what a secondary metric lacks (it decides nothing: no Holm p, no seeds to decide)."""
+    drop = ["role"] + (["family"] if family else []) + (["p (Holm, family)", "seeds to decide"]
+                                                       if role == "secondary" else ["metric"])
+    rows = claims.role.eq(role) & (claims.family.eq(family) if family else True)
+    return claims[rows].drop(columns=drop).set_index("claim")
 
 
 def _ratio(ratio: tuple) -> str:
