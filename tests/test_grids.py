@@ -6,11 +6,15 @@ import json
 
 import pytest
 
+from thesis_lib.metrics import METRICS
 from thesis_lib.paths import PACKAGE, ROOT
 from thesis_lib.study import figures, grids, reference
 from thesis_lib.variants import VARIANT_SPECS
 
-GROUPS = {name: value for name, value in vars(grids).items() if name.isupper()}
+NAMES = {name: value for name, value in vars(grids).items() if name.isupper() and isinstance(value, str)}
+METRIC_GROUPS = {name: value for name, value in vars(grids).items() if name.endswith("_METRICS")}
+GROUPS = {name: value for name, value in vars(grids).items()
+          if name.isupper() and name not in NAMES and name not in METRIC_GROUPS}
 # where a literal of several variant names is not a group: a claim's contrast (two arms) is the claim itself
 CONTRASTS = {PACKAGE / "study" / "reference.py"}
 
@@ -24,6 +28,25 @@ def _names(group) -> set:
 def test_every_group_names_registered_variants():
     assert {"TABLE1", "TABLE2", "DOSE", "NOTEBOOKS", "DUAL"} <= set(GROUPS)
     assert {name: sorted(_names(g) - set(VARIANT_SPECS)) for name, g in GROUPS.items() if _names(g) - set(VARIANT_SPECS)} == {}
+
+
+def test_every_name_is_a_registered_variant_and_every_metric_group_registered_metrics():
+    assert {"BASELINE", "TTE_AFTER_LS"} <= set(NAMES) and set(NAMES.values()) <= set(VARIANT_SPECS)
+    assert {"DUAL_METRICS", "FUSION_METRICS"} <= set(METRIC_GROUPS)
+    assert {name: sorted(set(g) - set(METRICS)) for name, g in METRIC_GROUPS.items() if set(g) - set(METRICS)} == {}
+
+
+def test_a_variant_is_spelled_only_where_it_is_declared_or_grouped():
+    """Outside variants.py and grids.py no module of the package spells a variant of the chapter's tables or its
+    controls as a string (a docstring or comment may name one; the baseline is every comparison's control and the
+    default of the CLIs, and stays a word)."""
+    import re
+    spelled = {v for v in grids.CLAIMED if v != grids.BASELINE}
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in sorted(PACKAGE.rglob("*.py"))
+            if p.name not in ("variants.py", "grids.py", "rehearsal.py")     # rehearsal.py: its torchrun run (issue 39)
+            for i, line in enumerate(p.read_text().splitlines(), 1)
+            if any(re.search(rf"[\"']{re.escape(v)}[\"']", line) for v in spelled)]
+    assert hits == []
 
 
 def test_every_claim_is_decided_from_one_notebooks_runs():

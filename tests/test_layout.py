@@ -15,7 +15,7 @@ from thesis_lib.paths import PACKAGE, ROOT
 
 LAYERS = (   # lowest first; a module may import from its own room (without a cycle) or from any room below
     ("errors", "paths", "cache", "version", "numerics"),
-    ("variants", "config_checks", "config"),
+    ("variants", "metrics", "config_checks", "config"),
     ("data",),
     ("models",),
     ("evaluate", "analysis"),

@@ -7,7 +7,8 @@ import pytest
 from thesis_lib import study
 from thesis_lib.paths import ROOT
 from thesis_lib.study import sequential
-from thesis_lib.study.reference import CLAIMS, PRIMARY_METRIC
+from thesis_lib.metrics import PRIMARY, label
+from thesis_lib.study.reference import CLAIMS
 
 SEEDS = range(5)
 
@@ -50,7 +51,7 @@ def test_the_five_verdicts():
     v, table = verdicts(frame({"tte_before": -2.0, "tte_after_ls": +2.0}, removed=-1.5))
     assert v[BEFORE] == v[AFTER] == "reproduced in direction, 20 × the thesis's size"      # −2 against ±0.10
     assert v[USED] == "reproduced in direction, 15 × the thesis's size"
-    assert set(table[table.role == "primary"].metric) == {study.METRIC_LABELS[PRIMARY_METRIC]}
+    assert set(table[table.role == "primary"].metric) == {label(PRIMARY)}
     v, _ = verdicts(frame({"tte_before": +2.0, "tte_after_ls": -2.0}, removed=+1.0))
     assert (v[BEFORE], v[AFTER], v[USED]) == ("contradicted",) * 3
     v, _ = verdicts(frame({"tte_before": 0.0, "tte_after_ls": 0.0}, noise=QUIET))
@@ -301,7 +302,7 @@ def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
     """The README's first table: a variant whose means match the baseline's on every metric is explained right
     there (how close, and how many per-seed values differ); one that differs by more gets no note."""
     from thesis_lib.study.report import ALIKE, alike_note
-    from thesis_lib.study.tables import TABLE_METRICS
+    from thesis_lib.metrics import TABLE as TABLE_METRICS
     rows = []
     for s in range(4):
         base = {m: 20.0 + s + i for i, m in enumerate(TABLE_METRICS)}
@@ -322,7 +323,8 @@ def test_the_results_table_has_a_metric_and_a_source_level():
     """Notebooks 01-03's table: one column per (metric, source), the sources short ("ours", "thesis Aug 2024",
     "thesis final"), the thesis's values beside ours; the final text reports no ImageNet top-5."""
     from thesis_lib.study.reference import thesis_value
-    from thesis_lib.study.tables import TABLE_METRICS, results_table
+    from thesis_lib.metrics import TABLE as TABLE_METRICS
+    from thesis_lib.study.tables import results_table
     df = pd.DataFrame([{"variant": v, "seed": s, **{m: 10.0 + s for m in TABLE_METRICS}}
                        for v in ("baseline", "tte_after_ls") for s in range(3)])
     table = results_table(df, ["baseline", "tte_after_ls"])
@@ -334,3 +336,25 @@ def test_the_results_table_has_a_metric_and_a_source_level():
     assert row[("COCO retrieval", "thesis Aug 2024")] == f"{thesis_value('aug', 'baseline', 'coco_mean'):.2f}"
     assert list(results_table(df, ["baseline"], version="aug").columns.get_level_values("source")).count(
         "thesis final") == 0
+
+
+def test_a_metric_no_stored_result_holds_shows_a_dash(tmp_path):
+    """A result stored before a metric existed (here: its imagenet_top5 removed) gives "–" in that metric's cells of
+    every table, never a KeyError; the other metrics are untouched."""
+    from thesis_lib.study.report import alike_note
+    shown = ("baseline", "tte_after_ls")
+    for v in shown:
+        (tmp_path / "results" / "demo" / v).mkdir(parents=True)
+        for f in sorted((ROOT / "results" / "demo" / v).glob("seed[0-3].json")):
+            r = json.loads(f.read_text())
+            del r["metrics"]["imagenet_top5"]
+            (tmp_path / "results" / "demo" / v / f.name).write_text(json.dumps(r))
+    params = study.study_params("demo", [0, 1, 2, 3], output_dir=str(tmp_path), need_data=False)
+    df = study.results_frame(params, shown)
+    assert "imagenet_top5" not in df and len(df) == 8
+    table = study.results_table(df, shown)
+    assert (table[("ImageNet top-5", "ours")] == "–").all()
+    assert table[("ImageNet top-1", "ours")].str.contains(" ± ").all()
+    assert (study.difference_table(df, shown)["Δ ImageNet top-5"] == "–").all()
+    assert (study.summary(df, shown)["ImageNet top-5"] == "–").all()
+    assert "within" in alike_note(df, shown) or alike_note(df, shown) == ""

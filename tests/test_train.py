@@ -11,6 +11,7 @@ from thesis_lib.models.emkum import build_model
 from thesis_lib.models.teacher import build_teacher
 from thesis_lib.training.engine import compute_loss, make_optimizer, param_groups
 from thesis_lib.training.losses import SINGLE
+from thesis_lib.training.results import RunPaths
 from thesis_lib.training.run import main
 
 
@@ -22,17 +23,18 @@ def smoke_ls(tmp_path_factory):
 
 def test_end_to_end_result_file(smoke_ls):
     out, result = smoke_ls
-    path = out / "results" / "smoke" / "tte_after_ls" / "seed0.json"
+    paths = RunPaths(out / "results", "smoke", "tte_after_ls", 0)
+    path = paths.result
     stored = json.loads(path.read_text())
     assert stored["metrics"] == result["metrics"] and stored["config"]["model"]["variant"] == "tte_after_ls"
-    keys = {"imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean"} | {
-        f"{d}_{k}" for d in ("coco", "flickr") for k in ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")}
+    from thesis_lib import metrics
+    keys = {*metrics.TABLE, *metrics.retrieval("coco"), *metrics.retrieval("flickr")}
     assert keys <= set(result["metrics"]) and all(math.isfinite(v) for v in result["metrics"].values())
     ls = result["layerscale"]
     gamma = __import__("numpy").load(path.parent / ls["values_file"])
     assert gamma.shape == (get_config("smoke").model.dim,) and abs(gamma.mean() - ls["mean"]) < 1e-7
     assert ls["init"] == 1e-5 and set(result["tte_contribution"]) == {"image", "text"}
-    rows = [json.loads(line) for line in (path.parent / "seed0" / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert [r["step"] for r in rows][-1] == get_config("smoke").train.steps
     assert all(r["layerscale"]["max"] >= r["layerscale"]["min"] for r in rows)
     assert all(0 <= math.log(r["logit_scale"]) <= math.log(100) + 1e-6 for r in rows)
@@ -139,7 +141,7 @@ def test_committed_demo_results_are_runs_of_the_current_demo_config():
     from thesis_lib.training.results import differences
     from thesis_lib.study.grids import TTE
     seeds = {}
-    for path in sorted((ROOT / "results" / "demo").glob("*/seed*.json")):
+    for path in RunPaths.results(ROOT / "results", "demo"):
         stored = json.loads(path.read_text())
         wanted = asdict(get_config("demo", stored["variant"], stored["seed"]))
         assert not differences(stored["config"], wanted, stored["train"].get("world_size")), path

@@ -20,10 +20,9 @@ from .data.eval_sets import RetrievalSet, ZeroShotSet, image_batches
 from .data.tokenizer import trim
 from .data.transforms import ImageView
 from .models.emkum import EMKUM
+from .metrics import METRICS, RECALLS, keyed
 from .models.fusion import FusionHead
 from .numerics import MIN_GEMM_COLUMNS
-
-RECALL_KEYS = ("tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10")
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ def retrieval_recalls(image_emb: torch.Tensor, text_emb: torch.Tensor, text_to_i
     own = best_idx == text_to_image[:, None]
     ir = torch.stack([own[:, :k].any(1).sum() for k in ks])
     recalls = torch.cat([100 * tr / n_img, 100 * ir / n_txt]).tolist()
-    out = dict(zip(RECALL_KEYS, recalls))
+    out = dict(zip(RECALLS, recalls))
     out["mean"] = sum(recalls) / len(recalls)
     return out
 
@@ -138,40 +137,30 @@ def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroSh
     acc = zero_shot_accuracy(embed_images(model, zero_shot.images, ctx), classes, zero_shot.labels)
     metrics.update({"imagenet_top1": acc["top1"], "imagenet_top5": acc["top5"]})
     for rs in retrieval_sets:
-        name = "coco" if rs.name == "coco" else "flickr"
+        name = test_set(rs)
         img = embed_images(model, rs.images, ctx)
         txt = embed_texts(model, rs.tokens, pad_id, device, bs, autocast)
-        for k, v in retrieval_recalls(img, txt, rs.text_to_image, ctx.chunk).items():
-            metrics[f"{name}_{k}"] = v
+        metrics.update(keyed(name, retrieval_recalls(img, txt, rs.text_to_image, ctx.chunk)))
         if getattr(model, "fusion", None) is not None and name in ctx.rerank_sets:
             fm = fusion_metrics(model, rs, img @ txt.t(), ctx)
-            metrics.update({f"{name}_{k}": v for k, v in fm["metrics"].items()})
+            metrics.update(keyed(name, fm["metrics"]))
             if extras is not None:
                 extras[f"{name}_switch_choices"] = fm["choices"]
     model.train(was_training)
     return metrics
 
 
+def test_set(rs: RetrievalSet) -> str:
+    """The test set a retrieval set's metrics are stored under (``thesis_lib.metrics``): coco, or flickr."""
+    return "coco" if rs.name == "coco" else "flickr"
+
+
 def chance_levels(retrieval_sets: list[RetrievalSet], zero_shot: ZeroShotSet) -> dict:
-    """What a model that ranks at random would score (percent), to print beside the measured numbers."""
-    C = len(zero_shot.classnames)
-    out = {"imagenet_top1": 100 / C, "imagenet_top5": 100 * min(5, C) / C}
-    for rs in retrieval_sets:
-        name = "coco" if rs.name == "coco" else "flickr"
-        n_img, n_txt = int(rs.text_to_image.max()) + 1, len(rs.text_to_image)
-        per_image = n_txt / n_img
-        tr = [100 * (1 - _none_in_top(n_txt, per_image, k)) for k in (1, 5, 10)]
-        ir = [100 * k / n_img for k in (1, 5, 10)]
-        out[f"{name}_mean"] = (sum(tr) + sum(ir)) / 6
-    return out
-
-
-def _none_in_top(n: int, good: float, k: int) -> float:
-    """P(no relevant item among the first k of a random ranking of n items with ``good`` relevant ones)."""
-    p = 1.0
-    for i in range(k):
-        p *= max(0.0, (n - good - i) / (n - i))
-    return p
+    """What a model that ranks at random would score (percent) on the chapter's tables' metrics
+    (``metrics.Metric.chance``), to print beside the measured numbers."""
+    sizes = {"imagenet": (len(zero_shot.labels), len(zero_shot.classnames))}
+    sizes |= {test_set(rs): (int(rs.text_to_image.max()) + 1, len(rs.text_to_image)) for rs in retrieval_sets}
+    return {k: m.chance(sizes) for k, m in METRICS.items() if m.table and m.test_set in sizes}
 
 
 # ------------------------------------------------------- the fusion head: image-text matching and re-ranking

@@ -7,16 +7,16 @@ from the library.
 
 The notebooks call it as ``study.<name>``: the names below.
 """
-from .runs import SEEDS, StudyParams, cpu_workers, expects_learning, run_grid, run_many, run_random_init, run_thesis_regularisation, study_params
-from .tables import METRIC_LABELS, TABLE_METRICS, ablation_table, arm_values, claim_table, curves  # noqa: I001
+from .runs import SEEDS, StudyParams, cpu_workers, expects_learning, run_grid, run_many, run_random_init, run_thesis_regularisation, start, study_params
+from .tables import ablation_table, arm_values, claim_table, curves  # noqa: I001
 from .tables import contrast_test, declared_claims, declared_variants, difference_frame, difference_table, factorial_means
 from .tables import paired_comparison, paired_test
 from .tables import precision_table, preconditions, results_frame, results_table, runs_of, summary
 from .tables import family_claims
 from .verdicts import conclusions, gamma_table, run_sequential, sensitivity, sensitivity_note, shown, thesis_noise, thesis_noise_note
 
-__all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "run_thesis_regularisation", "study_params", "METRIC_LABELS",
-           "TABLE_METRICS", "ablation_table", "arm_values", "claim_table", "contrast_test", "curves", "declared_claims",
+__all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "run_thesis_regularisation", "start", "study_params",
+           "ablation_table", "arm_values", "claim_table", "contrast_test", "curves", "declared_claims",
            "declared_variants", "difference_frame", "difference_table", "factorial_means", "paired_comparison", "paired_test", "precision_table",
            "preconditions", "results_frame", "results_table", "runs_of", "summary", "family_claims", "gamma_table",
            "conclusions", "run_sequential", "sensitivity", "sensitivity_note", "shown", "thesis_noise",

@@ -24,13 +24,12 @@ import torch
 from ..config import get_config
 from ..data import world
 from ..errors import MissingResultsError, ThesisError
+from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
 from . import forest, grids, mechanisms, plotting, reference, runs, tables
 
-ABLATION_METRICS = {"coco_mean": "COCO retrieval (primary)", "imagenet_top1": "ImageNet top-1",
-                    "flickr_mean": "Flickr retrieval"}
-ITM_CHANCE = {m: 50.0 for m in ("flickr_itm_acc", "flickr_itm_acc_random")}   # pairwise: the true caption or one other
+ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
 
 @dataclass(frozen=True)
@@ -136,18 +135,20 @@ def fig_pre_vs_post_ln(params, variants=()):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
-def _bars(params, variants, metrics=None, chance=None):
-    """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has)."""
+def _bars(params, variants, metrics=TABLE):
+    """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has), with
+    the chance level of each metric whose chance does not depend on the test set's size (the pairwise ITM's)."""
     df = _results(params, variants)
-    labels, present = {m: tables.METRIC_LABELS[m] for m in (metrics or tables.TABLE_METRICS)}, set(df.variant)
-    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance)
+    labels, present = {m: label(m) for m in metrics}, set(df.variant)
+    chance = {m: c for m in metrics if (c := METRICS[m].chance()) is not None}
+    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None)
 
 
 def fig_loss_curves(params, variants):
     return plotting.loss_curves(_curves(params, variants))
 
 
-def gammas(params, variant: str = "tte_after_ls") -> dict:
+def gammas(params, variant: str = grids.TTE_AFTER_LS) -> dict:
     """seed -> the final LayerScale γ of ``variant`` (``seed<N>/layerscale.npy``), for the seeds that have one."""
     out = {}
     for seed in params.seeds:
@@ -180,7 +181,7 @@ def _forest(params, variants, family: str):
 
 def fig_dual_encoder_forest(params, variants):
     df = _results(params, variants)
-    return forest.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS),
+    return forest.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, grids.DUAL_METRICS),
                            title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 
@@ -216,17 +217,17 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(_bars, Reads(grids.TABLE2)),
     "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
-    "04_gamma_histogram": Figure(lambda p, v: plotting.gamma_histogram(_gammas(p, v)), Reads(("tte_after_ls",))),
-    "04_gamma_per_channel": Figure(lambda p, v: plotting.gamma_per_channel(_gammas(p, v)), Reads(("tte_after_ls",))),
-    "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads(("tte_after_ls",))),
+    "04_gamma_histogram": Figure(lambda p, v: plotting.gamma_histogram(_gammas(p, v)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_per_channel": Figure(lambda p, v: plotting.gamma_per_channel(_gammas(p, v)),
+                                   Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads((grids.TTE_AFTER_LS,))),
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(grids.DOSE_ARMS)),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
-    "05_dual_encoder_bars": Figure(partial(_bars, metrics=mechanisms.DUAL_METRICS), Reads(grids.DUAL)),
+    "05_dual_encoder_bars": Figure(partial(_bars, metrics=grids.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(partial(_bars, metrics=mechanisms.FUSION_METRICS, chance=ITM_CHANCE),
-                             Reads(any_of=grids.FUSION)),
+    "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
 }
 

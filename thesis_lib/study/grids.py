@@ -1,12 +1,16 @@
 """Which variants each part of the study compares, declared once: the thesis's tables, the controls and doses, and
-what each notebook trains. Notebooks, figures, the claims and the README's results block read these names; a variant
-group is never listed a second time. The variants themselves (what each changes) are ``thesis_lib.variants``.
+what each notebook trains; and which metrics (``thesis_lib.metrics`` keys) a table shows where that is the study's
+choice. Notebooks, figures, the claims and the README's results block read these names; a variant group is never
+listed a second time, and a variant's name is spelled only here and where it is declared (``thesis_lib.variants``:
+what each changes); elsewhere it is one of the names below.
 
 The chapter's rows are its Tables 1-2 (TTE chapter Eqs. 1-5); notebook 05's groups go beyond the chapter (VLMo,
 arXiv:2111.02358; Switch-BERT, ECCV 2022).
 """
 TTE = ("baseline", "tte_before", "tte_after", "tte_after_ls")       # the chapter's rows (the README's first table)
 TABLE1 = ("baseline", "tte_before", "noln", "tte_before_noln")      # Table 1 as a 2 × 2 (notebook 02)
+BASELINE, TTE_BEFORE, TTE_AFTER, TTE_AFTER_LS = TTE                # the chapter's rows by name
+_, _, NOLN, TTE_BEFORE_NOLN = TABLE1                               # the 2 × 2's control arms by name
 TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (notebook 03, the main job); the final
                                             # text's third row, TTE after without LayerScale, is notebook 04's
 CONTROLS = ("tte_before_noln", "noln", "tte_shared")
@@ -33,3 +37,10 @@ NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alon
     "04": ("baseline", "tte_after", "tte_after_ls", "tte_shared", *DOSE[1:], *BUDGET[1:]),
     "05": DUAL,
 }
+
+# metric groups a table shows (the metrics themselves, their labels and roles: thesis_lib.metrics)
+DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")                         # notebook 05, dual-encoder use
+FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")   # + fusion heads
+FUSION_COMPARED_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")  # between fusion heads
+NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")      # the thesis's differences vs noise
+WHY_METRICS = ("probe_accuracy_vector", "probe_accuracy_norm", "tte_ratio_image", "tte_ratio_text")  # notebook 04

@@ -11,18 +11,14 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..config import get_config
+from ..metrics import METRICS, label
 from ..models.emkum import build_model, parameter_table
 from ..models.fusion import INPUTS, MODES
 from ..training.results import load_results
 from ..variants import VARIANT_LABELS
 from .grids import DUAL, FUSION, SWITCHES
-from .reference import resolution
 from .stats import PairedTest, compare, fmt, holm
-from .tables import METRIC_LABELS, contrast_values, items_of, runs_of
-
-DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
-FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")
-FUSION_COMPARED = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")
+from .tables import contrast_values, items_of, runs_of
 
 
 def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
@@ -43,7 +39,7 @@ def _pair_tests(df: pd.DataFrame, pairs, metrics) -> list[tuple]:
     for a, b in pairs:
         for m in metrics:
             diffs = list(contrast_values(df, (((a, "none"), 1.0), ((b, "none"), -1.0)), m).values())
-            out.append((a, b, m, diffs, PairedTest.of(diffs, _resolution(m, items))))
+            out.append((a, b, m, diffs, PairedTest.of(diffs, METRICS[m].resolution(items))))
     return out
 
 
@@ -51,7 +47,7 @@ def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """Paired (by seed) differences a − b with their 95 % CI, p-values and a verdict (better / worse /
     inconclusive), Holm over every row of the table."""
     tests = _pair_tests(df, pairs, metrics)
-    rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": METRIC_LABELS[m],
+    rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": label(m),
              "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n} for a, b, m, _, t in tests]
     return _with_holm(rows, [t for *_, t in tests])
 
@@ -83,18 +79,11 @@ def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
     rows, tests = [], []
     for v in variants:
         sub = runs_of(df, v)
-        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, _resolution("flickr_mean", items))
+        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, METRICS["flickr_mean"].resolution(items))
         tests.append(t)
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(t.mean, t.half95),
                      "seeds": len(sub)})
     return _with_holm(rows, tests).set_index("variant")
-
-
-def _resolution(metric: str, items: dict) -> float:
-    """One test item; an ITM accuracy (one comparison per Flickr test image, ties counted ½): half an image."""
-    if metric.startswith("flickr_itm"):
-        return 100.0 / (2 * items["flickr"][0])
-    return resolution(metric.replace("_rerank", ""), items)
 
 
 def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:

@@ -12,19 +12,21 @@ from dataclasses import dataclass
 import math
 
 from ..config import get_config
+from ..metrics import METRICS
 from ..variants import VARIANT_SPECS
 from . import grids
+from .grids import BASELINE, NOLN, TTE_AFTER, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
 
 THESIS_AUG = {  # TTE chapter, Aug-2024 version, Tables 1-2 (docs/sources.md §5)
-    "baseline": {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
-    "tte_before": {"imagenet_top1": 25.6, "imagenet_top5": 49.5, "coco_mean": 66.0, "flickr_mean": 77.36},
-    "tte_after_ls": {"imagenet_top1": 26.7, "imagenet_top5": 50.9, "coco_mean": 66.6, "flickr_mean": 78.09},
+    BASELINE: {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
+    TTE_BEFORE: {"imagenet_top1": 25.6, "imagenet_top5": 49.5, "coco_mean": 66.0, "flickr_mean": 77.36},
+    TTE_AFTER_LS: {"imagenet_top1": 26.7, "imagenet_top5": 50.9, "coco_mean": 66.6, "flickr_mean": 78.09},
 }
 THESIS_FINAL = {  # final text tte.typ@HEAD, Tables 1-2 (BERT text encoder)
-    "baseline": {"imagenet_top1": 30.4, "coco_mean": 66.87, "flickr_mean": 77.1},
-    "tte_before": {"imagenet_top1": 29.6, "coco_mean": 66.0, "flickr_mean": 76.5},
-    "tte_after": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.08},
-    "tte_after_ls": {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.29},
+    BASELINE: {"imagenet_top1": 30.4, "coco_mean": 66.87, "flickr_mean": 77.1},
+    TTE_BEFORE: {"imagenet_top1": 29.6, "coco_mean": 66.0, "flickr_mean": 76.5},
+    TTE_AFTER: {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.08},
+    TTE_AFTER_LS: {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.29},
 }
 SOURCES = {"aug": "thesis, Aug 2024 chapter (Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
 LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training
@@ -32,11 +34,6 @@ LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training
     "final": {"mean": 2e-4, "max": 0.37},
     "init": 1e-5,
 }
-PRIMARY_METRIC = "coco_mean"
-"""The one metric that decides every claim: COCO-5K retrieval (the mean of the six recalls). Declared before any
-run: it is the largest test set (fewest ties and least sampling noise), and the only metric on which both versions
-of the thesis move the same way for both performance claims (before: -0.3 / -0.87, after + LayerScale: +0.3 / +0.33)."""
-SECONDARY_METRICS = ("imagenet_top1", "flickr_mean")
 
 
 @dataclass(frozen=True)
@@ -72,30 +69,25 @@ def _half(*pairs) -> tuple:
 
 
 TABLE1, TABLE2, DOSE, BUDGET = "Table 1 (2 × 2)", "Table 2", "γ init (dose-response)", "TTE' at the thesis's budget"
+BEFORE, AFTER = (TTE_BEFORE, BASELINE), (TTE_AFTER_LS, BASELINE)   # the thesis rows whose difference sets a margin
 CLAIMS = (
-    Claim("TTE before the encoders hurts", _vs("tte_before", "baseline"), -1, ("tte_before", "baseline"), TABLE1,
-          True),
+    Claim("TTE before the encoders hurts", _vs(*BEFORE), -1, BEFORE, TABLE1, True),
     Claim("Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts",
-          _vs("tte_before_noln", "baseline"), -1, ("tte_before", "baseline"), TABLE1, True),
-    Claim("2 × 2 main effect of the TTE before", _half(("tte_before", "baseline"), ("tte_before_noln", "noln")), -1,
-          ("tte_before", "baseline"), TABLE1),
-    Claim("2 × 2 main effect of skipping the input LayerNorm",
-          _half(("noln", "baseline"), ("tte_before_noln", "tte_before")), -1, ("tte_before", "baseline"), TABLE1),
+          _vs(TTE_BEFORE_NOLN, BASELINE), -1, BEFORE, TABLE1, True),
+    Claim("2 × 2 main effect of the TTE before", _half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, TABLE1),
+    Claim("2 × 2 main effect of skipping the input LayerNorm", _half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)),
+          -1, BEFORE, TABLE1),
     Claim("2 × 2 interaction: the TTE before hurts more without the LayerNorm",
-          _vs("tte_before_noln", "noln") + tuple((arm, -w) for arm, w in _vs("tte_before", "baseline")), -1,
-          ("tte_before", "baseline"), TABLE1),
-    Claim("TTE after the encoders with LayerScale helps", _vs("tte_after_ls", "baseline"), +1,
-          ("tte_after_ls", "baseline"), TABLE2, True),
-    Claim("The TTE' is used: removing it at evaluation costs accuracy", _vs("tte_after_ls", "tte_after_ls", "removed"),
-          -1, ("tte_after_ls", "baseline"), TABLE2, True),
-    *(Claim(f"TTE after with γ initialised at {VARIANT_SPECS[v].layerscale_init:g} helps", _vs(v, "baseline"), +1,
-            ("tte_after_ls", "baseline"), DOSE) for v in grids.DOSE[1:]),
-    Claim("TTE after with LayerScale helps, given the thesis's learning-rate budget for the TTE", _vs(*grids.BUDGET[::-1]),
-          +1, ("tte_after_ls", "baseline"), BUDGET),
+          _vs(TTE_BEFORE_NOLN, NOLN) + tuple((arm, -w) for arm, w in _vs(*BEFORE)), -1, BEFORE, TABLE1),
+    Claim("TTE after the encoders with LayerScale helps", _vs(*AFTER), +1, AFTER, TABLE2, True),
+    Claim("The TTE' is used: removing it at evaluation costs accuracy", _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"),
+          -1, AFTER, TABLE2, True),
+    *(Claim(f"TTE after with γ initialised at {VARIANT_SPECS[v].layerscale_init:g} helps", _vs(v, BASELINE), +1,
+            AFTER, DOSE) for v in grids.DOSE[1:]),
+    Claim("TTE after with LayerScale helps, given the thesis's learning-rate budget for the TTE",
+          _vs(*grids.BUDGET[::-1]), +1, AFTER, BUDGET),
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CLAIMS))
-RESOLUTION_ITEMS = 1
-"""A paired difference whose mean is below one test item of the metric (``resolution``) is never significant."""
 
 
 def relative_effect(rows: tuple, metric: str) -> float | None:
@@ -154,29 +146,21 @@ def thesis_effect(rows: tuple, metric: str) -> float | None:
     return min(effects) if effects else None
 
 
-TEST_ITEMS = {  # the real test sets (Karpathy COCO 5K, Flickr30K 1K, ImageNet-1K val): images, captions
-    "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, None)}
-
-
-def resolution(metric: str, items: dict = TEST_ITEMS) -> float:
-    """The smallest change of a metric (points): one test item. A retrieval mean averages three text→image recalls
-    (one per caption) and three image→text ones (one per image): one caption moves it by 100 / (6 · captions).
-    ``items``: {"coco" | "flickr" | "imagenet": (images, captions)} of the test sets at hand."""
-    if metric.startswith("imagenet"):
-        return 100.0 / items["imagenet"][0]
-    images, captions = items[metric.split("_")[0]]
-    return 100.0 / (6 * max(images, captions))
+TEST_ITEMS = {  # the real test sets (Karpathy COCO 5K, Flickr30K 1K): images, captions; ImageNet-1K val: images, classes
+    "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
 
 
 def binomial_se(metric: str, score: float, items: dict = TEST_ITEMS) -> tuple[float, float]:
     """The standard error (points) of one model's score from the finite test set, every recall taken to be
     ``score`` (the thesis reports only the retrieval mean): for a retrieval mean, the six recalls' errors perfectly
     correlated (the upper value) or independent (the lower); for ImageNet top-k, one binomial proportion (both)."""
-    p = score / 100
-    if metric.startswith("imagenet"):
-        se = math.sqrt(p * (1 - p) / items["imagenet"][0]) * 100
+    p, m = score / 100, METRICS[metric]
+    images, captions = items[m.test_set]
+    if m.kind == "accuracy":
+        se = math.sqrt(p * (1 - p) / images) * 100
         return se, se
-    images, captions = items[metric.split("_")[0]]
+    if m.kind != "recall mean":
+        raise ValueError(f"binomial_se: {metric} is neither a top-k accuracy nor a retrieval mean")
     per = [math.sqrt(p * (1 - p) / n) * 100 for n in (images,) * 3 + (captions,) * 3]   # image→text, text→image
     return math.sqrt(sum(x * x for x in per)) / 6, sum(per) / 6
 

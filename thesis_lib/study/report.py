@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..cache import write_text_atomic
 from ..errors import ThesisError
+from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
 from ..paths import ROOT
 from ..variants import VARIANT_LABELS
 from . import grids, reference, runs, sequential, tables, verdicts
@@ -45,12 +46,12 @@ def _frames(params):
 
 
 def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
-    thesis = {VARIANT_LABELS[v]: {tables.METRIC_LABELS[m]: "/".join(
+    thesis = {VARIANT_LABELS[v]: {label(m): "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
-        for ver in ("aug", "final")) for m in tables.TABLE_METRICS} for v in present}
+        for ver in ("aug", "final")) for m in TABLE} for v in present}
     table = tables.summary(df, present).drop(columns="seeds")
-    for m in tables.TABLE_METRICS:
-        table[f"thesis: {tables.METRIC_LABELS[m]}"] = [thesis[i][tables.METRIC_LABELS[m]] for i in table.index]
+    for m in TABLE:
+        table[f"thesis: {label(m)}"] = [thesis[i][label(m)] for i in table.index]
     table.index.name = "variant"
     return table
 
@@ -72,8 +73,8 @@ def results_markdown(params) -> str:
     claims = tables.claim_table(claimed)
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
-        disagreements(claims[claims.role.eq("primary")].set_index("claim")),
-        f"Every claim, decided on {tables.METRIC_LABELS[reference.PRIMARY_METRIC]} by the rule of "
+        disagreements(tables.family_claims(claims)),
+        f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
         verdicts.thesis_noise_note(verdicts.thesis_noise(claimed)) + " "
@@ -92,8 +93,6 @@ def results_page(params) -> str:
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     claims = tables.claim_table(claimed)
-    primary = claims[claims.role.eq("primary")].drop(columns=["role", "metric"]).set_index("claim")
-    secondary = claims[claims.role.eq("secondary")].drop(columns=["role", "p (Holm, family)", "seeds to decide"])
     ablation = tables.ablation_table(claimed, [v for v in grids.TTE_USED if v in set(claimed.variant)])
     sensitivity, noise = verdicts.sensitivity(claimed), verdicts.thesis_noise(claimed)
     design = sequential.TABLE1_PRIMARY
@@ -102,10 +101,10 @@ def results_page(params) -> str:
         "Written by `python -m thesis_lib.study.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
         "## The claims",
-        f"Paired by seed, decided on the primary metric ({tables.METRIC_LABELS[reference.PRIMARY_METRIC]}) by the "
+        f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
         "an open claim, in parentheses the range from the SD's own 95 % interval.",
-        _markdown(primary),
+        _markdown(tables.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
         f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/sequential.py`): looks at "
         f"{', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & DeMets "
@@ -129,7 +128,7 @@ def results_page(params) -> str:
         _markdown(tables.factorial_means(tables.results_frame(params, grids.TABLE1))),
         "## Secondary metrics",
         "Unadjusted p; their verdicts, in parentheses, decide nothing:",
-        _markdown(secondary.set_index("claim")),
+        _markdown(tables.family_claims(claims, role="secondary")),
         "## Precision of the paired differences to the baseline",
         _markdown(tables.precision_table(df).set_index("variant")),
         "## Is the TTE used?",
@@ -147,10 +146,10 @@ ALIKE = 0.05   # points: a row this close to the baseline's on every metric gets
 def alike_note(df: pd.DataFrame, variants) -> str:
     """Beside the results table: the rows whose means match the baseline's to within ``ALIKE`` points on every
     metric (they look like a copied row), with how many of their per-seed values differ from the baseline's."""
-    metrics = list(tables.TABLE_METRICS)
-    base = tables.runs_of(df, "baseline").set_index("seed")[metrics]
+    metrics = [m for m in TABLE if m in df]                 # a metric no stored result holds is left out
+    base = tables.runs_of(df, grids.BASELINE).set_index("seed")[metrics]
     notes = []
-    for v in [v for v in variants if v != "baseline"]:
+    for v in [v for v in variants if v != grids.BASELINE]:
         runs = tables.runs_of(df, v).set_index("seed")[metrics]
         seeds = base.index.intersection(runs.index)
         diff = runs.loc[seeds] - base.loc[seeds]
@@ -186,11 +185,9 @@ def why_markdown(params) -> str:
     for v in [v for v in grids.WHY if v in set(df.variant)]:
         sub = tables.runs_of(df, v)
         cell = {"seeds": len(sub)}
-        for col, label, digits in (("probe_accuracy_vector", "modality probe, vector (held-out acc. %)", 2),
-                                   ("probe_accuracy_norm", "modality probe, norm only (held-out acc. %)", 2),
-                                   ("tte_ratio_image", "‖γ⊙t‖/‖H‖ image", 4), ("tte_ratio_text", "‖γ⊙t‖/‖H‖ text", 4)):
+        for col in grids.WHY_METRICS:
             values = sub[col].dropna() if col in sub else []
-            cell[label] = fmt(*mean_ci(values), digits) if len(values) else "–"
+            cell[short(col)] = fmt(*mean_ci(values), METRICS[col].digits) if len(values) else "–"
         rows[VARIANT_LABELS[v]] = cell
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "variant"
@@ -250,11 +247,11 @@ def fidelity_markdown(params) -> str:
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
         return ""
-    ours = tables.runs_of(tables.results_frame(params, ("baseline",)), "baseline")
+    ours = tables.runs_of(tables.results_frame(params, (grids.BASELINE,)), grids.BASELINE)
     rows = {}
-    for m in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
+    for m in CLAIMED:
         mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
-        rows[tables.METRIC_LABELS[m]] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
+        rows[label(m)] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "metric"
     return ("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its text path "
@@ -270,14 +267,14 @@ def mechanisms_markdown(params) -> str:
     if df.empty or "mome" not in set(df.variant):
         return ""
     fusion = [v for v in grids.FUSION if v in set(df.variant)]
-    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, mechanisms.DUAL_METRICS).set_index("comparison")
+    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, grids.DUAL_METRICS).set_index("comparison")
     parts = ["## Beyond the chapter (notebook 05)", "MoME against TTE' in dual-encoder use, paired by seed over the "
              "seeds every row's variants have (Holm over the table's rows, as in the notebook):",
              _markdown(comparisons)]
     if fusion:
         parts += ["Fusion heads on the Flickr-like test set (pairwise ITM accuracy, chance 50 %; retrieval before "
                   "and after re-ranking the dual encoder's top candidates):",
-                  _markdown(tables.summary(df, fusion, mechanisms.FUSION_METRICS)),
+                  _markdown(tables.summary(df, fusion, grids.FUSION_METRICS)),
                   _markdown(mechanisms.rerank_gain(df, fusion))]
     return "\n\n".join(parts)
 

@@ -87,6 +87,15 @@ def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_
                        tuple(sorted((overrides or {}).items())))
 
 
+def start(preset="demo", seeds=None, device="cpu", output_dir=None, data_root=None, checkpoints=None, reuse=True,
+          overrides: dict | None = None, need_data: bool = True) -> StudyParams:
+    """A notebook's first step: its parameters cell checked (``study_params``) and torch's generator seeded with the
+    first seed (for what the notebook itself draws; every run seeds its own)."""
+    params = study_params(preset, seeds, device, output_dir, data_root, checkpoints, reuse, need_data, overrides)
+    torch.manual_seed(params.seeds[0])
+    return params
+
+
 MIN_LEARNING_STEPS = 100   # shorter runs (smoke: 6 steps, the rehearsal: 1) are not expected to beat chance
 
 

@@ -11,23 +11,17 @@ import pandas as pd
 
 from ..config import get_config
 from ..data.world import CLASSES
-from ..training.results import load_results, read_jsonl
+from ..metrics import CLAIMED, HEADLINE, METRICS, PRECISION, PRIMARY, TABLE, label
+from ..training.results import RunPaths, load_results, read_jsonl
 from ..variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from . import grids, reference, sequential
+from .grids import BASELINE
 from .runs import StudyParams
 from .stats import ALPHA, PairedTest, decide, fmt, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed, words
 
-TABLE_METRICS = ("imagenet_top1", "imagenet_top5", "coco_mean", "flickr_mean")
-METRIC_LABELS = {"imagenet_top1": "ImageNet top-1", "imagenet_top5": "ImageNet top-5",
-                 "coco_mean": "COCO retrieval", "flickr_mean": "Flickr retrieval",
-                 "flickr_itm_acc": "Flickr ITM acc. (hard negative)", "flickr_itm_acc_random": "Flickr ITM acc. (random)",
-                 "flickr_rerank_mean": "Flickr retrieval, re-ranked",
-                 "probe_accuracy_vector": "modality probe: vector (held-out acc. %)",
-                 "probe_accuracy_norm": "modality probe: norm only (held-out acc. %)"}
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
 OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random ranking scores
-PRECISION_TARGETS = {"imagenet_top1": 0.5, "coco_mean": 0.5, "flickr_mean": 0.75}  # 95 % half-width, points
 
 
 def declared_variants(variants) -> pd.DataFrame:
@@ -41,19 +35,22 @@ def declared_variants(variants) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("variant").fillna("")
 
 
-def declared_claims(claims=reference.CLAIMS) -> pd.DataFrame:
+def declared_claims(families=None, claims=reference.CLAIMS) -> pd.DataFrame:
     """The claims as decided, fixed before any run: the paired contrast, the direction, the Holm family, the
-    primary metric and the thesis's relative effect that becomes the smallest effect of interest (``sesoi``)."""
+    primary metric and the thesis's relative effect that becomes the smallest effect of interest (``sesoi``).
+    ``families``: only the claims of these families (a name or several; default all)."""
+    families = (families,) if isinstance(families, str) else families
+    claims = [c for c in claims if families is None or c.family in families]
     def arm(a):
         return a[0] + ("" if a[1] == "none" else f" (TTE {a[1]} at evaluation)")
 
     def contrast(c):
         return " ".join(f"{'+' if w > 0 else '−'} {'' if abs(w) == 1 else f'{abs(w):g}·'}{arm(a)}"
                         for a, w in c.contrast).lstrip("+ ")
-    rel = lambda c: reference.relative_effect(c.margin_from, reference.PRIMARY_METRIC)  # noqa: E731
+    rel = lambda c: reference.relative_effect(c.margin_from, PRIMARY)  # noqa: E731
     return pd.DataFrame([{"claim": c.text, "family (Holm)": c.family, "contrast": contrast(c),
                           "says": "higher" if c.direction > 0 else "lower",
-                          "decided on": METRIC_LABELS[reference.PRIMARY_METRIC],
+                          "decided on": label(PRIMARY),
                           "smallest effect of interest": f"±{abs(rel(c)) * 100:.2f} % of the baseline"}
                          for c in claims]).set_index("claim")
 
@@ -64,14 +61,14 @@ def items_of(df: pd.DataFrame) -> dict:
 
 
 def eval_items(preset: str) -> dict:
-    """{"coco" | "flickr" | "imagenet": (images, captions)} of the preset's test sets: the world's when it makes
-    them (5 captions per image, 48 classes), else the real ones (``reference.TEST_ITEMS``)."""
+    """{"coco" | "flickr": (images, captions), "imagenet": (images, classes)} of the preset's test sets: the
+    world's when it makes them (5 captions per image, 48 classes), else the real ones (``reference.TEST_ITEMS``)."""
     cfg = get_config(preset)
     if cfg.data.source != "world":
         return reference.TEST_ITEMS
     w = cfg.data.world
     return {"coco": (w.n_coco_test, 5 * w.n_coco_test), "flickr": (w.n_flickr_test, 5 * w.n_flickr_test),
-            "imagenet": (w.n_zeroshot_per_class * len(CLASSES), None)}
+            "imagenet": (w.n_zeroshot_per_class * len(CLASSES), len(CLASSES))}
 
 
 def results_frame(params: StudyParams, variants=grids.TTE, sequential_seeds: bool = False) -> pd.DataFrame:
@@ -96,15 +93,20 @@ def runs_of(df: pd.DataFrame, variant: str) -> pd.DataFrame:
     return df[df["variant"].eq(variant)]
 
 
-def summary(df: pd.DataFrame, variants, metrics=TABLE_METRICS, suffix: str = "") -> pd.DataFrame:
+def column(df: pd.DataFrame, metric: str):
+    """A metric's column of a results frame; empty where no stored result holds the metric (a table shows "–")."""
+    return df[metric] if metric in df else pd.Series(dtype=float)
+
+
+def summary(df: pd.DataFrame, variants, metrics=TABLE, suffix: str = "") -> pd.DataFrame:
     """Mean ± 95 % CI over seeds (``stats.mean_ci``, Student t) per variant and metric: the one summary every
-    notebook, the README's results block and the figures use."""
+    notebook, the README's results block and the figures use; "–" for a metric the variant's results lack."""
     rows = [{"variant": VARIANT_LABELS[v], "seeds": len(runs_of(df, v)),
-             **{METRIC_LABELS[m] + suffix: fmt(*mean_ci(runs_of(df, v)[m])) for m in metrics}} for v in variants]
+             **{label(m) + suffix: fmt(*mean_ci(column(runs_of(df, v), m))) for m in metrics}} for v in variants]
     return pd.DataFrame(rows).set_index("variant")
 
 
-def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: str | None = None) -> pd.DataFrame:
+def results_table(df: pd.DataFrame, variants, metrics=TABLE, version: str | None = None) -> pd.DataFrame:
     """``summary`` with the thesis's numbers as reference columns beside each of ours (both versions, or
     ``version``), under a two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's
     EMKUM, Data2Vec2 text) and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out.
@@ -112,34 +114,34 @@ def results_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS, version: st
     short = {"aug": "thesis Aug 2024", "final": "thesis final"}
     ours = summary(df, variants, metrics)
     columns = [("seeds", "ours")] + [
-        (METRIC_LABELS[m], source) for m in metrics
+        (label(m), source) for m in metrics
         for source in ["ours"] + [short[ver] for ver in ([version] if version else ["aug", "final"])
                                   if not (ver == "final" and m == "imagenet_top5")]]
     rows = []
     for v in variants:
         row = {("seeds", "ours"): ours.loc[VARIANT_LABELS[v], "seeds"]}
         for m in metrics:
-            row[(METRIC_LABELS[m], "ours")] = ours.loc[VARIANT_LABELS[v], METRIC_LABELS[m]]
+            row[(label(m), "ours")] = ours.loc[VARIANT_LABELS[v], label(m)]
             for ver in ([version] if version else ["aug", "final"]):
                 if ver == "final" and m == "imagenet_top5":
                     continue
                 value = reference.thesis_value(ver, v, m)
-                row[(METRIC_LABELS[m], short[ver])] = "–" if value is None else f"{value:.2f}"
+                row[(label(m), short[ver])] = "–" if value is None else f"{value:.2f}"
         rows.append(row)
     table = pd.DataFrame(rows, index=pd.Index([VARIANT_LABELS[v] for v in variants], name="variant"))
     return table.reindex(columns=pd.MultiIndex.from_tuples(columns, names=["metric", "source"]))
 
 
-def difference_table(df: pd.DataFrame, variants, metrics=TABLE_METRICS) -> pd.DataFrame:
+def difference_table(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
     """Paired (by seed) difference to the baseline, with its own 95 % CI, per variant and metric."""
     rows = []
     for v in variants:
-        if v == "baseline":
+        if v == BASELINE:
             continue
         row = {"variant": VARIANT_LABELS[v]}
         for m in metrics:
-            mean, half, n = paired_difference(arm_values(df, (v, "none"), m), arm_values(df, ("baseline", "none"), m))
-            row[f"Δ {METRIC_LABELS[m]}"] = fmt(mean, half)
+            mean, half, n = paired_difference(arm_values(df, (v, "none"), m), arm_values(df, (BASELINE, "none"), m))
+            row[f"Δ {label(m)}"] = fmt(mean, half)
         rows.append(row)
     return pd.DataFrame(rows).set_index("variant")
 
@@ -190,20 +192,20 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
     rows = []
     for claim in claims:
         design = sequential.DESIGNS.get(claim.text)
-        for metric in (reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS):
+        for metric in CLAIMED:
             values = contrast_values(df, claim.contrast, metric)
             seeds = claim_seeds(claim, values)
             if not seeds:
                 continue
-            base = arm_values(df, ("baseline", "none"), metric)
+            base = arm_values(df, (BASELINE, "none"), metric)
             control = sum(base[s] for s in seeds if s in base) / max(1, sum(s in base for s in seeds)) \
                 if base else float("nan")
             rel = reference.relative_effect(claim.margin_from, metric)
-            primary = metric == reference.PRIMARY_METRIC
+            primary = metric == PRIMARY
             levels = design.levels(len(seeds)) if design and primary else (ALPHA, ALPHA)
             rows.append({"claim": claim, "metric": metric, "primary": primary, "seeds": seeds,
                          "diffs": [values[s] for s in seeds], "control": control, "relative": rel,
-                         "test": PairedTest.of([values[s] for s in seeds], reference.resolution(metric, items)),
+                         "test": PairedTest.of([values[s] for s in seeds], METRICS[metric].resolution(items)),
                          "margin": reference.sesoi(claim.margin_from, metric, control), "levels": levels,
                          "thesis": None if rel is None else rel * control, "family_size": sizes[claim.family]})
     for family in reference.FAMILIES:
@@ -243,7 +245,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     for r in _claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], _digits(r["margin"])
         sig, tost = r["levels"]
-        out.append({"claim": c.text, "family": c.family, "metric": METRIC_LABELS[r["metric"]],
+        out.append({"claim": c.text, "family": c.family, "metric": label(r["metric"]),
                     "role": "primary" if r["primary"] else "secondary",
                     "difference (95 % CI)": fmt(t.mean, t.half95, digits),
                     "equivalence interval": f"{fmt(t.mean, t.half(1 - 2 * tost), digits)} (TOST α {tost:.2g})",
@@ -257,11 +259,14 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def family_claims(claims: pd.DataFrame, family: str, role: str = "primary") -> pd.DataFrame:
-    """The rows of ``claim_table`` of one family and role, without the columns that are then constant (a
-    secondary metric decides nothing: no Holm p, no seeds to decide)."""
-    drop = ["family", "role"] + (["p (Holm, family)", "seeds to decide"] if role == "secondary" else [])
-    return claims[claims.family.eq(family) & claims.role.eq(role)].drop(columns=drop).set_index("claim")
+def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "primary") -> pd.DataFrame:
+    """The rows of ``claim_table`` of one role (and one family; None: every family), indexed by claim, without the
+    columns that are then constant: the role, the family if one is chosen, the metric of the primary rows (the
+    primary metric), and what a secondary metric lacks (it decides nothing: no Holm p, no seeds to decide)."""
+    drop = ["role"] + (["family"] if family else []) + (["p (Holm, family)", "seeds to decide"]
+                                                       if role == "secondary" else ["metric"])
+    rows = claims.role.eq(role) & (claims.family.eq(family) if family else True)
+    return claims[rows].drop(columns=drop).set_index("claim")
 
 
 def _ratio(ratio: tuple) -> str:
@@ -269,7 +274,7 @@ def _ratio(ratio: tuple) -> str:
     return "–" if math.isnan(mid) else f"{mid:.2g} × [{low:.2g}, {high:.2g}]"
 
 
-def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_METRIC, *reference.SECONDARY_METRICS),
+def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED,
                      claims=reference.CLAIMS) -> pd.DataFrame:
     """The forest plot's data (``forest.forest``): one row per claim of ``family`` and metric whose arms have
     runs: the per-seed contrasts, their mean, the 95 % CI's half-width (``half95``) and the 90 % one the equivalence
@@ -278,7 +283,7 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=(reference.PRIMARY_M
     rows = [r for r in _claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
     rows.sort(key=lambda r: list(metrics).index(r["metric"]))          # claims in declared order within each metric
     rows.sort(key=lambda r: claims.index(r["claim"]))
-    return pd.DataFrame([{"comparison": r["claim"].text, "metric": METRIC_LABELS[r["metric"]], "diffs": r["diffs"],
+    return pd.DataFrame([{"comparison": r["claim"].text, "metric": label(r["metric"]), "diffs": r["diffs"],
                           "mean": r["test"].mean, "half95": r["test"].half95,
                           "half90": r["test"].half90, "half_eq": r["test"].half(1 - 2 * r["levels"][1]),
                           "eq_level": f"{(1 - 2 * r['levels'][1]) * 100:.4g} %",
@@ -293,30 +298,31 @@ def _digits(margin) -> int:
     return 2 if margin is None or margin >= 0.1 else 3
 
 
-def factorial_means(df: pd.DataFrame, metric: str = reference.PRIMARY_METRIC) -> pd.DataFrame:
+def factorial_means(df: pd.DataFrame, metric: str = PRIMARY, variants=grids.TABLE1) -> pd.DataFrame:
     """Table 1 as a 2 × 2 (notebook 02): the mean ± 95 % CI of each cell, input LayerNorm kept / skipped × TTE
-    before no / yes; the effects and their interaction are rows of ``claim_table``."""
-    cells = {("kept", "no"): "baseline", ("kept", "yes"): "tte_before", ("skipped", "no"): "noln",
-             ("skipped", "yes"): "tte_before_noln"}
-    table = pd.DataFrame({f"TTE before: {t}": {f"input LayerNorm {ln}": fmt(*mean_ci(runs_of(df, v)[metric]))
+    before no / yes, each variant placed by what its registry entry changes; the effects and their interaction are
+    rows of ``claim_table``."""
+    cells = {("kept" if VARIANT_SPECS[v].image_input_norm else "skipped", "yes" if VARIANT_SPECS[v].tte else "no"): v
+             for v in variants}
+    table = pd.DataFrame({f"TTE before: {t}": {f"input LayerNorm {ln}": fmt(*mean_ci(column(runs_of(df, v), metric)))
                                                for (ln, tt), v in cells.items() if tt == t} for t in ("no", "yes")})
-    table.index.name = METRIC_LABELS[metric]
+    table.index.name = label(metric)
     return table
 
 
 def precision_table(df: pd.DataFrame, variants=grids.PRECISION) -> pd.DataFrame:
-    """The 95 % half-width of each paired difference to the baseline against its target (PRECISION_TARGETS)."""
+    """The 95 % half-width of each paired difference to the baseline against its target (``metrics.PRECISION``)."""
     rows = []
     for v in variants:
-        for m, target in PRECISION_TARGETS.items():
-            t = paired_test(df, (v, "none"), ("baseline", "none"), m)
-            rows.append({"variant": VARIANT_LABELS[v], "metric": METRIC_LABELS[m], "seeds": t.n,
+        for m, target in PRECISION.items():
+            t = paired_test(df, (v, "none"), (BASELINE, "none"), m)
+            rows.append({"variant": VARIANT_LABELS[v], "metric": label(m), "seeds": t.n,
                          "SD of the paired difference": round(t.sd, 3), "95 % half-width": round(t.half95, 3),
                          "target": f"≤ {target}", "pass": bool(t.half95 <= target)})
     return pd.DataFrame(rows)
 
 
-def ablation_table(df: pd.DataFrame, variants, metrics=("coco_mean", "imagenet_top1", "flickr_mean")) -> pd.DataFrame:
+def ablation_table(df: pd.DataFrame, variants, metrics=CLAIMED) -> pd.DataFrame:
     """Each trained TTE model evaluated with its TTE removed and with the two type vectors swapped: the change of
     each metric against the same model as trained, mean ± 95 % CI over seeds."""
     rows = []
@@ -325,7 +331,7 @@ def ablation_table(df: pd.DataFrame, variants, metrics=("coco_mean", "imagenet_t
             row = {"variant": VARIANT_LABELS[v], "TTE at evaluation": mode}
             for m in metrics:
                 t = paired_test(df, (v, mode), (v, "none"), m)
-                row[f"Δ {METRIC_LABELS[m]}"] = fmt(t.mean, t.half95)
+                row[f"Δ {label(m)}"] = fmt(t.mean, t.half95)
             row["seeds"] = t.n
             rows.append(row)
     return pd.DataFrame(rows)
@@ -335,8 +341,7 @@ def curves(params: StudyParams, variant: str) -> pd.DataFrame:
     """Training curves (metrics.jsonl) of a variant, all seeds, one row per logged step."""
     rows = []
     for seed in params.seeds:
-        path = params.results_root / params.preset / variant / f"seed{seed}" / "metrics.jsonl"
-        for r in read_jsonl(path):
+        for r in read_jsonl(RunPaths(params.results_root, params.preset, variant, seed).metrics):
             ls, ratio = r.pop("layerscale", None) or {}, r.pop("tte_ratio", None) or {}
             rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()},
                          **{f"tte_ratio_{k}": v for k, v in ratio.items()}, "seed": seed, "variant": variant})
@@ -353,10 +358,10 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
               f"{teacher[key]:.3f}", f"≥ {TEACHER_AUC_MIN} {'met' if teacher[key] >= TEACHER_AUC_MIN else 'NOT met'}"
               " (reported, decides nothing)", None)
              for a in ("colour", "shape") if (key := f"held_out_auc_{a}_scenes") in teacher]
-    for m in ("imagenet_top1", "coco_mean", "flickr_mean"):
+    for m in HEADLINE:
         mean, half, n = paired_difference(dict(zip(pretrained.seed, pretrained[m])),
                                           dict(zip(random_init.seed, random_init[m])))
-        rows.append((f"pretrained − random encoders, {METRIC_LABELS[m]} ({n} seeds, paired 95 % CI)",
+        rows.append((f"pretrained − random encoders, {label(m)} ({n} seeds, paired 95 % CI)",
                      fmt(mean, half), "CI above 0" if m == "imagenet_top1" else "reported",
                      bool(mean - half > 0) if m == "imagenet_top1" else None))
     top1 = pretrained.imagenet_top1.mean()
@@ -364,18 +369,18 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
                  f"≥ {TOP1_MIN:g} (chance {chance['imagenet_top1']:.2f})", bool(top1 >= TOP1_MIN)))
     for m in ("coco_mean", "flickr_mean"):
         value = pretrained[m].mean()
-        rows.append((f"baseline {METRIC_LABELS[m]} (mean over seeds)", f"{value:.2f}",
+        rows.append((f"baseline {label(m)} (mean over seeds)", f"{value:.2f}",
                      f"≥ {OFF_THE_FLOOR:g} × chance ({OFF_THE_FLOOR * chance[m]:.2f})",
                      bool(value >= OFF_THE_FLOOR * chance[m])))
     return pd.DataFrame(rows, columns=["check", "measured", "threshold", "pass"])
 
 
 def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b"),
-                      metrics=("imagenet_top1", "coco_mean", "flickr_mean")) -> pd.DataFrame:
+                      metrics=HEADLINE) -> pd.DataFrame:
     """Two sets of runs of the same seeds side by side, with the paired difference a − b and its 95 % CI."""
     rows = {}
     for m in metrics:
         diff = paired_difference(dict(zip(a.seed, a[m])), dict(zip(b.seed, b[m])))
-        rows[METRIC_LABELS[m]] = {labels[0]: fmt(*mean_ci(a[m])), labels[1]: fmt(*mean_ci(b[m])),
+        rows[label(m)] = {labels[0]: fmt(*mean_ci(a[m])), labels[1]: fmt(*mean_ci(b[m])),
                                   f"Δ {labels[0]} − {labels[1]}": fmt(diff[0], diff[1])}
     return pd.DataFrame(rows).T

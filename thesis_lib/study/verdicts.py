@@ -14,20 +14,22 @@ import math
 import pandas as pd
 from scipy import stats as sps
 
+from ..metrics import label
+from ..variants import VARIANT_LABELS
 from . import grids, reference, sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from ..variants import VARIANT_LABELS
-from .tables import METRIC_LABELS, _claim_rows, _digits, paired_test, runs_of
+from .tables import _claim_rows, _digits, paired_test, runs_of
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
                "other version": "the other version's relative effect",
                "log-odds": "the same change of log-odds", "error rate": "the same relative change of the error rate"}
 
 
-def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
-    """One row per primary claim: the contrast's equivalence interval and, under each margin convention
-    (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm p, same levels)."""
-    rows = []
+def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS, family: str | None = None) -> pd.DataFrame:
+    """One row per primary claim (of ``family``, if given): the contrast's equivalence interval and, under each
+    margin convention (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm
+    p, same levels)."""
+    claims, rows = [c for c in claims if family is None or c.family == family], []
     for r in [r for r in _claim_rows(df, claims) if r["primary"]]:
         t, digits, tost = r["test"], _digits(r["margin"]), r["levels"][1]
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
@@ -54,7 +56,6 @@ def sensitivity_note(table: pd.DataFrame) -> str:
             + "; ".join(changed) + ". The declared convention decides.")
 
 
-NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")
 Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
 
 
@@ -72,7 +73,7 @@ def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
     notebook's grid)."""
     rows = []
     for treated, control in [p for p in grids.THESIS_DIFFERENCES if variants is None or p[0] in variants]:
-        for metric in NOISE_METRICS:
+        for metric in grids.NOISE_METRICS:
             for version in ("aug", "final"):
                 a = reference.thesis_value(version, treated, metric)
                 b = reference.thesis_value(version, control, metric)
@@ -82,7 +83,7 @@ def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
                 seed = _seed_sd(df, treated, control, metric, b)
                 both = [math.sqrt(x * x + (seed if not math.isnan(seed) else 0.0) ** 2) for x in se]
                 d = a - b
-                rows.append({"comparison": f"{treated} − {control}", "metric": METRIC_LABELS[metric],
+                rows.append({"comparison": f"{treated} − {control}", "metric": label(metric),
                              "version": reference.SOURCES[version].removeprefix("thesis, "), "difference": round(d, 2),
                              "test-set SE": f"{se[0]:.2f}-{se[1]:.2f}",
                              "z (test set)": f"{d / se[1]:+.1f} … {d / se[0]:+.1f}",
@@ -126,7 +127,7 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
         seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
                                   if design and t.n in design.looks else "")
         line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
-                f"(95 % CI) on {METRIC_LABELS[r['metric']]} against ±{r['margin']:.{digits}f}, {seeds}")
+                f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
         if r["verdict"] == "inconclusive":
             sig, tost = r["levels"]
             line += f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} seeds would decide it"
@@ -161,17 +162,25 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
     return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
 
 
-def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1])) -> pd.DataFrame:
-    """The learned TTE LayerScale γ over its channels (mean over seeds) beside the thesis's (``reference.LAYERSCALE``):
-    signed mean, SD, largest |γ|, it in SDs, and the TTE's share of the shared block's input."""
+def _gamma_row(sub: pd.DataFrame) -> dict:
+    """γ's statistics over its channels, averaged over the runs of ``sub`` (one row of ``gamma_table``)."""
+    return {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}", "SD": f"{sub.gamma_std.mean():.2g}",
+            "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
+            "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
+            "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
+                                              f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
+
+
+def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per_seed: bool = False) -> pd.DataFrame:
+    """The learned TTE LayerScale γ over its channels (mean over seeds; ``per_seed``: each seed's row before it)
+    beside the thesis's (``reference.LAYERSCALE``): signed mean, SD, largest |γ|, it in SDs, and the TTE's share of
+    the shared block's input. The README's results page and notebook 04 show it."""
     rows = {}
     for v in [v for v in variants if v in set(df.variant)]:
         sub = runs_of(df, v)
-        rows[VARIANT_LABELS[v]] = {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}",
-                                   "SD": f"{sub.gamma_std.mean():.2g}", "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
-                                   "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
-                                   "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
-                                                                     f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
+        if per_seed:
+            rows |= {f"{VARIANT_LABELS[v]}, seed {s}": _gamma_row(sub[sub.seed.eq(s)]) for s in sub.seed}
+        rows[VARIANT_LABELS[v] + (", mean over seeds" if per_seed else "")] = _gamma_row(sub)
     for version, label in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
         t = reference.LAYERSCALE[version]
         rows[label] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",

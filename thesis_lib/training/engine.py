@@ -8,7 +8,6 @@ summed on the device and read then (that is also when a non-finite loss is detec
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from dataclasses import asdict, dataclass
 
@@ -17,15 +16,15 @@ import torch
 from tqdm import tqdm
 
 from .. import numerics
-from ..cache import torch_save_atomic, write_text_atomic
+from ..cache import torch_save_atomic
 from ..config import ExperimentConfig, TrainConfig
 from ..data.throughput import MIN_STEPS, DataPathRate, WaitClock, warn_if_waiting
-from ..errors import CheckpointError, NonFiniteLossError, OutputDirError, ResultConflictError
+from ..errors import CheckpointError, NonFiniteLossError, OutputDirError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
 from .distributed import DistInfo
 from .losses import clip_loss, kd_contrastive, kd_mse
-from .results import RunPaths, append_jsonl, read_jsonl, resume_differences
+from .results import RunPaths, append_jsonl, resume_differences, trim_curve
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
 TTE_PARAMS = ("token_type_embeddings.", "tte_scale.")     # what a variant's ``tte_budget`` gives its own learning rate
@@ -220,64 +219,81 @@ def load_checkpoint(path, s: TrainState, config: dict) -> int:
     return int(state["step"])
 
 
+def train_step(s: TrainState, batch: dict, step: int, cfg: ExperimentConfig, amp) -> tuple:
+    """One optimiser step on one batch (the loss scaled for fp16, the gradients clipped, the schedule stepped, the
+    logit scale clamped); returns the loss and its parts, on the device (no host sync)."""
+    t, raw = cfg.train, s.raw
+    batch = {k: v.to(s.device, non_blocking=True) for k, v in batch.items()}
+    if raw.fusion is not None:
+        raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
+    loss, parts = compute_loss(s.model, raw, batch, s.teacher, t, s.info, amp)
+    s.opt.zero_grad(set_to_none=True)
+    s.scaler.scale(loss).backward()
+    if t.grad_clip:
+        s.scaler.unscale_(s.opt)                             # clip the true gradients (no-op unless fp16)
+        torch.nn.utils.clip_grad_norm_(raw.parameters(), t.grad_clip)
+    s.scaler.step(s.opt)                                     # skipped when fp16 gradients overflowed
+    s.scaler.update()
+    s.sched.step()
+    with torch.no_grad():
+        raw.logit_scale.clamp_(0, t.logit_scale_max)
+    return loss, parts
+
+
+def log_row(s: TrainState, step: int, means: dict, monitor=None) -> dict:
+    """A row of ``metrics.jsonl``: the step, the window's mean losses, the learning rate, the logit scale, γ's
+    statistics, the fp16 loss scale (when active) and, on rank 0, ``monitor``'s entries."""
+    row = {"step": step, **means, "lr": s.sched.get_last_lr()[0],
+           "logit_scale": numerics.exp(s.raw.logit_scale)[0].item(), "layerscale": layerscale_stats(s.raw)}
+    if s.scaler.is_enabled():
+        row["grad_scale"] = s.scaler.get_scale()
+    if s.info.is_main and monitor is not None:
+        row.update(monitor(s.raw))
+    return row
+
+
+def raise_if_non_finite(bad_step: torch.Tensor, paths: RunPaths) -> None:
+    """``bad_step`` (a device scalar: the first step whose loss was not finite, or −1) read once per logged window."""
+    if int(bad_step) >= 0:
+        kept = (f"the last good checkpoint ({paths.checkpoint}) is kept" if paths.checkpoint.exists()
+                else "no checkpoint had been written yet")
+        raise NonFiniteLossError(f"the loss became non-finite at step {int(bad_step)}; {kept}; lower the learning rate")
+
+
+def data_path_checked(clock: WaitClock, steps_done: int, batch: int, data_rate: DataPathRate) -> bool:
+    """Warn (once) if the loop mostly waited for its batches (data/throughput.py); the workers' start-up is not
+    judged. True: checked."""
+    elapsed = clock.since_first()
+    warn_if_waiting(clock.waited, elapsed, (steps_done - 1) * batch / max(elapsed, 1e-9), data_rate)
+    return True
+
+
 def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0,
                data_rate: DataPathRate | None = None, monitor=None) -> dict:
     """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0. With
     ``data_rate`` (a run reading files), warns once, after the first logged window, if the loop mostly waited for
     its batches (data/throughput.py). ``monitor(raw) -> dict``, if given, adds its entries to every log row on rank
     0 (it must neither train nor draw random numbers: thesis_lib.analysis.tte_monitor)."""
-    t, model, raw, opt, sched, info, device = cfg.train, s.model, s.raw, s.opt, s.sched, s.info, s.device
-    amp = autocast(t.precision, device)
+    t, info, amp = cfg.train, s.info, autocast(cfg.train.precision, s.device)
     if info.is_main:
         remove_stale_temporaries(paths)                   # the run's lock (or rank 0 alone) owns the folder
-        rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]   # drop lines of a killed run
-        steps = [0] + [r["step"] for r in rows]          # a row is logged at every checkpoint: resuming this run's
-        if start_step and paths.metrics.exists() and (   # own checkpoint, the curve must reach it, in order
-                steps[-1] != start_step or any(b <= a for a, b in zip(steps, steps[1:]))):
-            raise ResultConflictError(
-                f"{paths.metrics} does not reach the checkpoint's step {start_step} (it holds {len(rows)} rows, the "
-                f"last at step {steps[-1]}): the training curve was cut or edited, and resuming would lose part of "
-                f"it. Delete {paths.dir} to train this run again, or restore the file")
-        write_text_atomic(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
-    sums, bad_step, checked_data = None, torch.full((), -1, device=device), data_rate is None
+        trim_curve(paths, start_step)
+    sums, bad_step, checked_data = None, torch.full((), -1, device=s.device), data_rate is None
     window_start, t0, steps_done = start_step, time.perf_counter(), 0
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
                disable=not (show_progress() and info.is_main), dynamic_ncols=True)
-    model.train()
+    s.model.train()
     clock = WaitClock(pairs.batches(start_step, t.steps, targets))
     for step, batch in enumerate(clock, start=start_step):
-        batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        if raw.fusion is not None:
-            raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
-        loss, parts = compute_loss(model, raw, batch, s.teacher, t, info, amp)
-        opt.zero_grad(set_to_none=True)
-        s.scaler.scale(loss).backward()
-        if t.grad_clip:
-            s.scaler.unscale_(opt)                           # clip the true gradients (no-op unless fp16)
-            torch.nn.utils.clip_grad_norm_(raw.parameters(), t.grad_clip)
-        s.scaler.step(opt)                                   # skipped when fp16 gradients overflowed
-        s.scaler.update()
-        sched.step()
+        loss, parts = train_step(s, batch, step, cfg, amp)
         with torch.no_grad():
-            raw.logit_scale.clamp_(0, t.logit_scale_max)
             values = torch.stack([loss.detach().float()] + [v.detach().float() for v in parts.values()])
             sums = values if sums is None else sums + values
             bad_step = torch.where((bad_step < 0) & ~torch.isfinite(values[0]), step + 1, bad_step)
-        steps_done += 1
-        done = step + 1
+        steps_done, done = steps_done + 1, step + 1
         if done % t.log_every == 0 or done % t.ckpt_every == 0 or done == t.steps:
-            if int(bad_step) >= 0:
-                kept = (f"the last good checkpoint ({paths.checkpoint}) is kept" if paths.checkpoint.exists()
-                        else "no checkpoint had been written yet")
-                raise NonFiniteLossError(f"the loss became non-finite at step {int(bad_step)}; {kept}; lower the "
-                                         "learning rate")
-            mean = (sums / (done - window_start)).tolist()
-            row = {"step": done, **dict(zip(["loss", *parts], mean)), "lr": sched.get_last_lr()[0],
-                   "logit_scale": numerics.exp(raw.logit_scale)[0].item(), "layerscale": layerscale_stats(raw)}
-            if s.scaler.is_enabled():
-                row["grad_scale"] = s.scaler.get_scale()
-            if info.is_main and monitor is not None:
-                row.update(monitor(raw))
+            raise_if_non_finite(bad_step, paths)
+            row = log_row(s, done, dict(zip(["loss", *parts], (sums / (done - window_start)).tolist())), monitor)
             if info.is_main:
                 append_jsonl(paths.metrics, row)
                 if done % t.ckpt_every == 0 or done == t.steps:
@@ -285,9 +301,7 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
             if not checked_data and steps_done > MIN_STEPS and info.is_main:
-                elapsed = clock.since_first()                # the workers' start-up is not judged
-                rate = (steps_done - 1) * t.batch_size * info.world_size / max(elapsed, 1e-9)
-                checked_data = warn_if_waiting(clock.waited, elapsed, rate, data_rate) or True
+                checked_data = data_path_checked(clock, steps_done, t.batch_size * info.world_size, data_rate)
         bar.update()
     bar.close()
     seconds = time.perf_counter() - t0

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ..cache import write_text_atomic
 from ..config import WANTED, config_diff, field_metadata, fields_with
 from ..errors import OutputDirError, ResultConflictError
+from ..metrics import HEADLINE
 
 # The fields' roles are declared on the fields (config.knob): how a run is executed or logged, not what it computes;
 # where the data and the checkpoints lie on this machine (the same files in another folder give the same run); a
@@ -51,6 +53,12 @@ class RunPaths:
 
     def lock(self, timeout: float = -1) -> FileLock:
         return FileLock(str(self.result.with_suffix(".lock")), timeout=timeout)
+
+    @classmethod
+    def results(cls, root, preset: str) -> list[Path]:
+        """Every result file of a preset under ``root`` (any variant, any seed), sorted: ``result`` left open."""
+        root = Path(root)
+        return sorted(root.glob(str(cls(root, preset, "*", "*").result.relative_to(root))))
 
 
 # Fields added after results were stored (config.knob's ``absent``): a stored config without one is compared as if
@@ -138,16 +146,16 @@ RESULT_FIELDS = ("preset", "variant", "seed", "metrics", "config", "train")
 
 
 def read_result(path: Path) -> dict:
-    """A stored result; a file that is not one (corrupt, not UTF-8, not an object, a field or metric missing) is a
-    ResultConflictError that names it."""
+    """A stored result; a file that is not one (corrupt, not UTF-8, not an object, a field or one of the metrics the
+    claims read missing: ``metrics.HEADLINE``) is a ResultConflictError that names it."""
     try:
         result = json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ResultConflictError(f"result file {path} is corrupt ({getattr(err, 'msg', err)}); delete it to "
                                   "recompute the run") from None
     missing = [k for k in RESULT_FIELDS if k not in result] if isinstance(result, dict) else list(RESULT_FIELDS)
-    if not missing and not all(k in result["metrics"] for k in ("imagenet_top1", "coco_mean", "flickr_mean")):
-        missing = ["metrics.imagenet_top1 / coco_mean / flickr_mean"]
+    if not missing and not all(k in result["metrics"] for k in HEADLINE):
+        missing = ["metrics." + " / ".join(HEADLINE)]
     if missing:
         raise ResultConflictError(f"result file {path} is not a result of thesis_lib (missing: {', '.join(missing)}); "
                                   "delete it to recompute the run")
@@ -182,8 +190,7 @@ def check_writable(folder: Path) -> None:
 
 def load_results(results_root: Path, preset: str) -> list[dict]:
     """Every finished result of a preset (any variant, seed), sorted by variant and seed."""
-    files = sorted((Path(results_root) / preset).glob("*/seed*.json"))
-    return [read_result(f) for f in files]
+    return [read_result(f) for f in RunPaths.results(results_root, preset)]
 
 
 def append_jsonl(path: Path, row: dict) -> None:
@@ -203,3 +210,19 @@ def read_jsonl(path: Path) -> list[dict]:
         except json.JSONDecodeError:  # a line torn by a kill; the resumed run rewrites it
             break
     return rows
+
+
+def trim_curve(paths: RunPaths, start_step: int) -> None:
+    """Before a run continues from its checkpoint at ``start_step``: drop the training curve's rows after it (a
+    killed run logged them, the resumed one logs them again). A row is logged at every checkpoint, so the curve must
+    reach the checkpoint's step, in order; one that does not was cut or edited, and continuing would lose part of it:
+    a ResultConflictError. A fresh run (``start_step`` 0) starts an empty curve."""
+    rows = [r for r in read_jsonl(paths.metrics) if r["step"] <= start_step]
+    steps = [0] + [r["step"] for r in rows]
+    in_order = all(b > a for a, b in zip(steps, steps[1:]))
+    if start_step and paths.metrics.exists() and (steps[-1] != start_step or not in_order):
+        raise ResultConflictError(
+            f"{paths.metrics} does not reach the checkpoint's step {start_step} (it holds {len(rows)} rows, the "
+            f"last at step {steps[-1]}): the training curve was cut or edited, and resuming would lose part of "
+            f"it. Delete {paths.dir} to train this run again, or restore the file")
+    write_text_atomic(paths.metrics, "".join(json.dumps(r) + "\n" for r in rows))
