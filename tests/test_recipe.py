@@ -87,9 +87,10 @@ def notebook_parameters(path: Path) -> dict:
     out = {}
     for node in ast.parse("".join(cell["source"])).body:
         if isinstance(node, ast.Assign):
-            with contextlib.suppress(ValueError):
-                out[node.targets[0].id] = ast.literal_eval(node.value)
-            out.setdefault(node.targets[0].id, None)
+            for target in node.targets:                 # `a = b = None` declares both
+                with contextlib.suppress(ValueError):
+                    out[target.id] = ast.literal_eval(node.value)
+                out.setdefault(target.id, None)
     return out
 
 
