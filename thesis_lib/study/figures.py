@@ -137,8 +137,10 @@ def fig_pre_vs_post_ln(params, variants=()):
 
 def _bars(params, variants, metrics=TABLE):
     """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has), with
-    the chance level of each metric whose chance does not depend on the test set's size (the pairwise ITM's)."""
+    the chance level of each metric whose chance does not depend on the test set's size (the pairwise ITM's). Only
+    the seeds every drawn variant has are drawn, so that the bars compare the same seeds (as notebook 05's tables)."""
     df = _results(params, variants)
+    df = df[df.seed.isin(set.intersection(*(set(g.seed) for _, g in df.groupby("variant"))))]
     labels, present = {m: label(m) for m in metrics}, set(df.variant)
     chance = {m: c for m in metrics if (c := METRICS[m].chance()) is not None}
     return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None)
