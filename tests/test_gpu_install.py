@@ -1,7 +1,8 @@
 """benchmarks/gpu.sh's set-up, as it runs on a GPU host without a package index: a venv over the host's
 site-packages, pip --no-index from a wheel folder, this repository installed editable. Here the test's own Python
 stands in for the host's (its torch, timm, transformers, papermill, ipykernel are the host's packages) and the wheel
-folder is made from what that Python has installed, without any network."""
+folder is made from what that Python has installed, without any network. benchmarks/gpu_wheels.sh refuses to
+download where pip would resolve markers for another machine than the host."""
 import base64
 import hashlib
 import importlib.metadata
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "benchmarks"
@@ -57,3 +60,13 @@ def test_the_set_up_installs_from_the_wheel_folder_alone_and_imports_this_checko
     again = subprocess.run(["bash", str(SCRIPTS / "gpu.sh"), "--setup-only"], env=env, capture_output=True,
                            text=True, timeout=60)                # set up once: the second call installs nothing
     assert again.returncode == 0 and "set up" in again.stdout
+
+
+@pytest.mark.parametrize("target", ["3.9", "3.99"])
+def test_the_wheel_script_refuses_to_resolve_markers_for_another_python_than_the_host(tmp_path, target):
+    env = {**os.environ, "PYTHON": sys.executable, "PY_VERSION": target, "WHEELS": str(tmp_path / "w"),
+           "PIP_NO_INDEX": "1"}
+    done = subprocess.run(["bash", str(SCRIPTS / "gpu_wheels.sh")], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "pypa/pip#11664" in done.stderr and f"python{target}" in done.stderr
+    assert not (tmp_path / "w").exists()
