@@ -100,7 +100,10 @@ reproduce: setup
 	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
 
 # The full-scale path in miniature (thesis preset, model shrunk, tiny real-format files written here): checkpoint
-# check, 2-process torchrun, all six notebooks (03 reusing the torchrun run), figures and report, into build/rehearsal/.
+# check (guarded unpickler), a 2-process torchrun of several steps (teacher cache, a decode failure), the same run
+# killed and resumed (compared bit for bit), notebooks 03 (reusing the torchrun run) and 05, into build/rehearsal/.
+# REHEARSAL_ARGS="--notebooks all" adds the other notebooks, the figures and the report; on a GPU host without a
+# package index: bash benchmarks/gpu.sh --rehearsal.
 rehearsal: setup
 	$(BIN)/python -m thesis_lib.study.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 

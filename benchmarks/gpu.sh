@@ -3,22 +3,33 @@
 # matmul, the thesis step eager and compiled, the data path; its --budget is 540 s less this set-up), then optionally
 # a second: `bash benchmarks/gpu.sh --only-notebook` (notebook 03 on the GPU). Results: ${OUT:-build/gpu}/gpu.{json,md},
 # rewritten after every section.
+#   bash benchmarks/gpu.sh --rehearsal [ARGS]   instead: the full-scale path in miniature (make rehearsal's, on the GPU;
+#                                               python -m thesis_lib.study.rehearsal --device cuda ARGS), one call
+#   bash benchmarks/gpu.sh --setup-only         the set-up below alone (CI runs it: tests/test_gpu_install.py)
 #
-# The host's Python 3.12 and its torch, torchvision, timm, transformers, scipy, seaborn and statsmodels are used as
-# they are (a CUDA build of torch never comes from the wheel folder). Set-up, once, into ${GPU_VENV:-.venv-gpu}:
+# The host's Python 3.12 and its torch, torchvision, timm, transformers, scipy, seaborn, scikit-learn and statsmodels
+# are used as they are (a CUDA build of torch never comes from the wheel folder). Set-up, once, into
+# ${GPU_VENV:-.venv-gpu}:
 #   1. `python3 -m venv --system-site-packages`, plus host-site.pth adding the host interpreter's own site-packages:
 #      where python3 is itself a venv's (GPU images often ship torch in one), --system-site-packages alone would
 #      expose its base interpreter's packages, without torch;
 #   2. from the wheel folder ${WHEELS:-wheels} only (pip --no-index): papermill and ipykernel with what they need
-#      that the host lacks (notebook 03), and this repository, editable, without dependencies (--no-deps -e .; pip
+#      that the host lacks (notebooks), and this repository, editable, without dependencies (--no-deps -e .; pip
 #      builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is left out: it is
-#      imported only to read Hugging Face data, which this command never does.
+#      imported only to read Hugging Face data, which neither command does.
 # The wheel folder is made where PyPI is reachable: `bash benchmarks/gpu_wheels.sh` (python3 -m pip download
-# --only-binary=:all: --python-version 3.12 ... -d wheels; about 20 MB), then brought along (git ignores it).
-# Variables: PYTHON (python3), GPU_VENV, WHEELS, DEVICE (cuda), OUT (build/gpu); arguments go to gpu.py.
+# --only-binary=:all: for CPython 3.12 on manylinux x86-64 ... -d wheels; about 20 MB), then brought along (git
+# ignores it).
+# Variables: PYTHON (python3), GPU_VENV, WHEELS, DEVICE (cuda), OUT (build/gpu); other arguments go to gpu.py (or,
+# after --rehearsal, to the rehearsal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
+mode=gpu
+case "${1:-}" in
+  --rehearsal) mode=rehearsal; shift ;;
+  --setup-only) mode=setup; shift ;;
+esac
 PY=${PYTHON:-python3}
 VENV=${GPU_VENV:-.venv-gpu}
 WHEELS=${WHEELS:-wheels}
@@ -45,5 +56,9 @@ if [ ! -f "$VENV/.installed" ]; then
   "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" --no-deps -e .
   touch "$VENV/.installed"
 fi
+case "$mode" in
+  setup) echo "gpu.sh: set up $VENV ($VENV/bin/python imports thesis_lib from $PWD)"; exit 0 ;;
+  rehearsal) exec "$VENV/bin/python" -m thesis_lib.study.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
+esac
 exec "$VENV/bin/python" benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" \
   --budget $((540 - (SECONDS - start))) "$@"     # 540: gpu.py's DEFAULT_BUDGET, less this set-up

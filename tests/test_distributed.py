@@ -14,7 +14,8 @@ import torch.multiprocessing as mp
 
 from thesis_lib import CheckpointError, ResultConflictError, ThesisError, run_experiment
 from thesis_lib.errors import DistributedError
-from thesis_lib.training.distributed import DistInfo, Launch, check_in_sync, first_host, launch_from_env, slurm_port
+from thesis_lib.training.distributed import (DistInfo, Launch, check_in_sync, first_host, launch_from_env, slurm_port,
+                                            sum_over_ranks)
 
 LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_", "TORCHELASTIC_")
 
@@ -72,6 +73,20 @@ def test_check_in_sync_names_the_parameter_that_differs_on_every_rank(tmp_path, 
     else:
         for m in messages:                          # every rank raises, so none waits on the others
             assert "1.bias" in m and "weight" not in m and "0." not in m
+
+
+def _sum_worker(rank, world, init_file, out_dir):
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    total = sum_over_ranks(DistInfo(rank, world), [0, 1][rank], "replaced samples")   # one met by rank 1 alone
+    (out_dir / f"rank{rank}.txt").write_text(str(total))
+    dist.destroy_process_group()
+
+
+def test_what_each_process_counts_is_summed_over_the_processes(tmp_path):
+    """A training image that fails to decode is met by one rank's loader; the result (written by rank 0) counts it."""
+    mp.spawn(_exiting, args=(_sum_worker, 2, str(tmp_path / "init"), tmp_path), nprocs=2, join=True)
+    assert [(tmp_path / f"rank{r}.txt").read_text() for r in range(2)] == ["1", "1"]
+    assert sum_over_ranks(DistInfo(), 3, "anything") == 3
 
 
 def test_torchrun_trains_a_fusion_variant_in_sync_and_records_the_processes(tmp_path):

@@ -123,3 +123,20 @@ def test_an_image_that_does_not_decode_is_replaced_deterministically_and_counted
     resumed = list(_pairs(pattern, workers=2).batches(3, 6))
     for a, b in zip(whole[3:], resumed):
         assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_fixed_teacher_views_of_a_set_with_an_undecodable_image_are_built_with_nans_in_its_place(tmp_path,
+                                                                                                     monkeypatch):
+    """The teacher-target cache (data.teacher_view=fixed) decodes every training image once: an image that does
+    not decode must not stop the run there (its pairs are replaced in training, so its target is never read)."""
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    samples = {f"{k:04d}": {"jpg": _jpeg(k), "txt": f"caption {k}"} for k in range(8)}
+    samples["0003"]["jpg"] = _jpeg(3)[:20] + bytes(range(256)) * 4 + b"\xff\xd9"
+    write_shard(tmp_path / "00000.tar", samples)
+    pairs = _pairs(tmp_path / "00000.tar", workers=2)
+    views = torch.cat(list(pairs.teacher_view_images(3)))     # workers: their DataWarning goes to stderr
+    assert views.shape == (8, 3, 32, 32)
+    bad = views.flatten(1).isnan().all(1)
+    assert bad.tolist() == [k == 3 for k in range(8)]
+    good = open_image(pairs.image_files[0])
+    assert torch.isfinite(views[~bad]).all() and good.size == (64, 48)

@@ -174,6 +174,19 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     assert parallel[1]["metrics"] == alone["metrics"]
 
 
+def test_a_run_worker_s_data_loaders_start_processes_as_a_normally_started_process_does():
+    """The study's workers are spawned; their data loaders must not inherit spawn (each loader's workers would
+    import torch and thesis_lib anew, which at the thesis preset on a CPU took most of a run's time)."""
+    import subprocess
+    import sys
+    probe = ("import multiprocessing as m; from thesis_lib.study import runs; m.set_start_method('spawn'); "
+             "runs._quiet_one_thread(); print(m.get_start_method())")
+    plain = "import multiprocessing as m; print(m.get_start_method())"
+    got, want = (subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+                 for code in (probe, plain))
+    assert got == want
+
+
 def test_a_grid_of_finished_runs_prepares_nothing_and_starts_no_worker(monkeypatch):
     """From a fresh clone the main job reuses the committed results: no world generated, no demo pretraining, no
     worker process (each would cost seconds to tens of seconds), and the results come back in the grid's order."""

@@ -17,8 +17,9 @@ JPEG, PNG or WebP, whose image is cut short (a JPEG without its end-of-image mar
 chunk, a WebP shorter than its RIFF header says), without a caption or with an empty one, is left out of the index
 and counted in ``ShardReport``, which the run's result records (``train.shards``); the index is the same at every
 start, so a resumed run sees the same pairs in the same order. An image that passes these cheap checks and still
-fails to decode stops the run with a ``DataError`` naming it when a DataLoader worker meets it. A shard that is
-missing or cannot be read as a tar file is a ``DataError`` naming it.
+fails to decode is found only when a DataLoader worker decodes it for a batch: its pair is replaced by the next one
+that decodes, a ``DataWarning`` names it and the result counts it (data/train_pairs.py, docs/bad_inputs.md). A shard
+that is missing or cannot be read as a tar file is a ``DataError`` naming it.
 """
 from __future__ import annotations
 

@@ -148,10 +148,34 @@ class TrainPairs:
         return measure_data_path(stream, self.batch_size, self.data.decoder, self.data.num_workers)
 
     def teacher_view_images(self, batch_size: int):
-        """The fixed teacher view of every training image, in order (to cache teacher targets once)."""
-        source = self.images if self.images is not None else self.image_files
+        """The fixed teacher view of every training image, in order (to cache teacher targets once). From files, an
+        image that does not decode gives a view of NaNs and a ``DataWarning``: its pairs are replaced in training
+        (``_StepStream._decodable``), so its target is never read, and were it read the loss would turn non-finite
+        and stop the run."""
         view = ImageView(self.img_size, self.data.mean, self.data.std)
-        return image_batches(source, view, batch_size, self.data.num_workers)
+        if self.images is not None:
+            return image_batches(self.images, view, batch_size, self.data.num_workers)
+        return DataLoader(_TeacherViews(self.image_files, view), batch_size=batch_size,
+                          num_workers=self.data.num_workers)
+
+
+class _TeacherViews(Dataset):
+    """The fixed (evaluation) view of each training image file; NaNs for one that does not decode."""
+
+    def __init__(self, files: list, view: ImageView):
+        self.files, self.view = files, view
+        self.transform = eval_transform(view.size, view.mean, view.std)
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, i):
+        try:
+            return self.transform(decode(self.files[i]))
+        except DataError as err:
+            warnings.warn(f"{err}: its teacher target is cached as NaN (its pairs are replaced in training)",
+                          DataWarning, stacklevel=2)
+            return torch.full((3, self.view.size, self.view.size), float("nan"))
 
 
 class _StepStream(Dataset):

@@ -1,15 +1,20 @@
 """Tiny files in the real formats the thesis scale reads, written by the repository itself: the three checkpoints in
-their original key layouts (random weights), GPT-2 BPE tokenizer files in fairseq's dictionary order, Karpathy-format
-COCO and Flickr30K (JSON + JPEGs), ImageNet-style class folders and img2dataset-style webdataset shards with the
-broken samples a real download holds. ``make rehearsal`` (study/rehearsal.py) and the tests use them; the key
+their original key layouts (random weights) with what the originals pickle beside their tensors (fairseq's trainer
+state and argparse ``args``, unilm's argparse ``args``: only the guarded unpickler reads them), GPT-2 BPE tokenizer
+files in fairseq's dictionary order, Karpathy-format COCO and Flickr30K (JSON + JPEGs), ImageNet-1K's 1,000 class
+folders read with the shipped class names, and img2dataset-style webdataset shards with the broken samples a real
+download holds, one of which is only found when a training batch decodes it. ``make rehearsal`` (study/rehearsal.py) and the tests use them; the key
 layouts are documented in docs/sources.md §7.5.
 """
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import math
+import sys
 import tarfile
+import types
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +23,54 @@ from PIL import Image
 
 IMG = "modality_encoders.IMAGE."
 TXT = "modality_encoders.TEXT."
-WNIDS = ("n01440764", "n01443537", "n01484850")
-CLASSNAMES = ("tench", "goldfish", "great white shark")
+IMAGENET_CLASSES = 1000     # ImageNet-1K's class folders, named by the shipped class-name list (no classnames.json)
 
 
 # ------------------------------------------------------------------------------------------------- checkpoints
+
+def foreign_object(module: str, name: str, state: dict):
+    """An object that pickles as an instance of ``module.name``, a class of a package this repository never installs
+    (fairseq's, unilm's): what the original files hold beside their tensors. The class and its module exist only
+    while the file is written (``_save_with_foreign_classes``)."""
+    cls = type(name, (), {"__module__": module, "__qualname__": name})
+    obj = cls.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
+def _save_with_foreign_classes(obj, path, *foreign) -> None:
+    """``torch.save(obj, path)`` while the modules of the ``foreign`` objects' classes are importable (pickle looks
+    a class up by its module path); sys.modules is restored afterwards."""
+    fake = {}
+    for o in foreign:
+        parts = type(o).__module__.split(".")
+        for k in range(1, len(parts) + 1):
+            fake.setdefault(".".join(parts[:k]), types.ModuleType(".".join(parts[:k])))
+        setattr(fake[type(o).__module__], type(o).__name__, type(o))
+    saved = {k: sys.modules.get(k) for k in fake}
+    sys.modules.update(fake)
+    try:
+        torch.save(obj, path)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+
+
+def fairseq_trainer_state(best: float = 3.25, updates: int = 400_000) -> tuple[dict, object]:
+    """What fairseq's trainer writes beside ``model`` and ``cfg`` (``Trainer.state_dict``): the optimiser history
+    and the extra state, with numpy scalars and a fairseq class (its meters) as a real file has them; neither the
+    plain ``torch.load(weights_only=True)`` nor any loader without fairseq can read these, so they make the file
+    need the guarded unpickler (``models.checkpoints.torch_load``). Returns the entries and the fairseq object."""
+    meters = foreign_object("fairseq.logging.meters", "MetersDict", {"priorities": {"loss": (0, 0)}})
+    return {"criterion": {}, "optimizer_history": [{
+        "criterion_name": "ModelCriterion", "optimizer_name": "FairseqAdam", "num_updates": updates,
+        "lr_scheduler_state": {"best": np.float64(best)}}],
+        "task_state": {}, "extra_state": {"epoch": 800, "previous_best": np.float64(best),
+                                          "train_iterator": {"epoch": 800, "iterations_in_epoch": 0, "shuffle": True},
+                                          "metrics": {"train": meters}}}, meters
 
 def _block_keys(prefix, D, g):
     t = {}
@@ -71,7 +119,8 @@ def d2v_image_file(path, D=32, H=2, P=0, L=4, img=32, patch=8, fp16=True, seed=0
                      "supported_modality": "IMAGE", "modalities": {"image": {
                          "prenet_depth": P, "num_extra_tokens": 1, "patch_size": patch, "input_size": img,
                          "embed_dim": D}}}}
-    torch.save({"model": sd, "args": None, "cfg": cfg, "optimizer_history": []}, path)
+    trainer, meters = fairseq_trainer_state()
+    _save_with_foreign_classes({"model": sd, "args": None, "cfg": cfg, **trainer}, path, meters)
     return {k: (v.float() if torch.is_tensor(v) else v) for k, v in sd.items()}
 
 
@@ -92,7 +141,10 @@ def d2v_text_file(path, D=32, H=2, V=60, M=20, L=3, seed=1):
     sd["_ema"] = {k[len("blocks."):]: v for k, v in sd.items() if k.startswith("blocks.")}
     cfg = {"model": {"depth": L, "embed_dim": D, "num_heads": H, "norm_eps": 1e-5,
                      "modalities": {"text": {"prenet_depth": 0, "max_source_positions": M}}}}
-    torch.save({"model": sd, "args": None, "cfg": cfg}, path)
+    trainer, meters = fairseq_trainer_state(best=2.5, updates=1_000_000)
+    args = argparse.Namespace(task="masked_lm", arch="data2vec_multi", max_positions=M, fp16=True,  # fairseq's
+                              lr=[np.float64(2e-4)], seed=1)                  # pre-hydra checkpoints' "args"
+    _save_with_foreign_classes({"model": sd, "args": args, "cfg": cfg, **trainer}, path, meters)
     return sd
 
 
@@ -129,7 +181,11 @@ def beitv2_file(path, D=32, H=2, L=2, img=32, patch=8, vocab=16, seed=2):
         sd.update(block(f"blocks.{n}."))
     for n in range(2):
         sd.update(block(f"cls_pt_layers.{n}."))
-    torch.save({"model": sd, "optimizer": None, "epoch": 1599, "args": None}, path)
+    args = argparse.Namespace(model="beit_base_patch16_224_8k_vocab_cls_pt", input_size=img, layer_scale_init_value=0.1,
+                              lr=np.float64(1.5e-3), epochs=1600, seed=0)       # unilm beit2's argparse options
+    torch.save({"model": sd, "optimizer": None, "epoch": 1599, "args": args,
+                "scaler": {"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+                           "_growth_tracker": 1234}}, path)                    # beit2 utils.save_model's keys
     return sd
 
 
@@ -167,6 +223,13 @@ def jpeg_bytes(seed: int, size=(20, 24)) -> bytes:
     buf = io.BytesIO()
     Image.fromarray(rgb).save(buf, "JPEG", quality=90)
     return buf.getvalue()
+
+
+def undecodable_jpeg(seed: int) -> bytes:
+    """A JPEG that looks whole (its start and end markers, its first header) but whose segments are zeros: PIL cannot
+    decode it, and no cheap check at indexing finds that."""
+    good = jpeg_bytes(seed)
+    return good[:20] + bytes(len(good) - 22) + b"\xff\xd9"
 
 
 def _sentences(imgid, n, first_sentid):
@@ -210,14 +273,14 @@ def karpathy_flickr(root: Path) -> Path:
     return root
 
 
-def imagenet_val(root: Path, per_class: int = 2) -> Path:
-    """ImageNet-style validation class folders (``val/<wnid>/*.JPEG``) of three classes, with their names."""
-    for label, wnid in enumerate(WNIDS):
-        folder = root / "val" / wnid
+def imagenet_val(root: Path, classes: int = IMAGENET_CLASSES) -> Path:
+    """ImageNet-style validation class folders (``val/<wnid>/*.JPEG``), one tiny image in each, and no
+    ``classnames.json``: the loader names the 1,000 classes from the shipped list, as at the full scale. The folders
+    are named ``n00000000`` … in class-index order (the real wnids sort the same way; they are not shipped)."""
+    for label in range(classes):
+        folder = root / "val" / f"n{label:08d}"
         folder.mkdir(parents=True, exist_ok=True)
-        for k in range(per_class):
-            (folder / f"ILSVRC2012_val_{label:04d}{k}.JPEG").write_bytes(jpeg_bytes(10 * label + k, (40, 30)))
-    (root / "classnames.json").write_text(json.dumps({"classnames": list(CLASSNAMES)}))
+        (folder / f"ILSVRC2012_val_{label + 1:08d}.JPEG").write_bytes(jpeg_bytes(label, (12, 10)))
     return root
 
 
@@ -235,12 +298,15 @@ def write_shard(path: Path, samples: dict) -> None:
 def web_shards(folder: Path, name: str, shards: int = 2, per_shard: int = 8, seed: int = 0) -> str:
     """A webdataset shard set as img2dataset writes it; the last shard also holds the broken samples of a real
     download (an error page instead of a JPEG, an empty caption, a failed download, a missing caption, a truncated
-    JPEG). Returns the brace pattern of ``data.train_sets`` (``wds:<pattern>``)."""
+    JPEG), counted at indexing, and one complete JPEG (both markers) that does not decode, which indexing cannot see:
+    a training batch meets it (data/train_pairs.py replaces its pair). Returns the brace pattern of
+    ``data.train_sets`` (``wds:<pattern>``)."""
     folder.mkdir(parents=True, exist_ok=True)
     for s in range(shards):
         samples = {f"{s:05d}{k:04d}": {"jpg": jpeg_bytes(seed + 10 * s + k, (48, 64)), "txt": f"{name} {k} of {s}",
                                        "json": {"url": "x", "status": "success"}} for k in range(per_shard)}
         if s == shards - 1:
+            samples[f"{s:05d}89"] = {"jpg": undecodable_jpeg(seed + 96), "txt": f"{name}: a picture that does not decode"}
             samples[f"{s:05d}90"] = {"jpg": b"<html>not an image</html>", "txt": "an error page"}
             samples[f"{s:05d}91"] = {"jpg": jpeg_bytes(seed + 99), "txt": "   "}
             samples[f"{s:05d}92"] = {"txt": "no image", "json": {"status": "failed_to_download"}}

@@ -1,14 +1,27 @@
 """The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (study/fixtures.py):
 
     make rehearsal                                        # = python -m thesis_lib.study.rehearsal --out build/rehearsal
-    python -m thesis_lib.study.rehearsal --device cuda    # the same on a GPU host
+    python -m thesis_lib.study.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
 
-It takes the README's full-scale recipe at the thesis preset with the model shrunk to width 32 (``fixtures.SHRINK``;
-real loaders, DataLoader workers, the augmented teacher view, the fairseq tokenizer, OpenAI's 80 templates) and runs,
-in order: the checkpoint check (``models.check``); one ``torchrun`` training of 2 processes (gloo on CPU) on the
-COCO + two webdataset shard sets mixture; every notebook with papermill at that scale, notebook 03 reusing the
-torchrun run instead of retraining it; the figures and the README-style report of that scale. Each stage is timed
-and the run ends with a summary; any failure stops it with the stage's output and a non-zero exit.
+It takes the full-scale recipe at the thesis preset with the model shrunk to width 32 (``fixtures.SHRINK``; real
+loaders, DataLoader workers, the fairseq tokenizer, OpenAI's 80 templates over ImageNet's 1,000 shipped class names)
+and runs, in order:
+
+1. the checkpoint check (``models.check``) on files that pickle fairseq's and unilm's ``args`` and trainer state
+   beside their tensors, so that they load only through the guarded unpickler;
+2. a ``torchrun`` training of 2 processes on the COCO + two webdataset shard sets mixture, ``TRAIN_STEPS`` steps
+   with a checkpoint after each, the fixed teacher view (its target cache built under torchrun) and one training
+   image that only fails when a batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
+3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
+   continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
+4. notebooks at that scale (default: 03, which must reuse the torchrun run instead of retraining it, and 05, the
+   fusion and ITM paths), one seed;
+5. with all six notebooks (``--notebooks all``), the figures and the README-style report of that scale.
+
+2 processes always: gloo on the CPU, or NCCL where the host has 2 GPUs; on a one-GPU host (NCCL needs one GPU per
+process) the torchrun stages run on its CPU with gloo and the notebooks on the GPU, and the log says so. Each stage
+is timed and the run ends with a summary of what was checked; any failure stops it with the stage's output and a
+non-zero exit.
 """
 from __future__ import annotations
 
@@ -16,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,15 +36,22 @@ from pathlib import Path
 
 from ..paths import ROOT
 from . import fixtures
+from .kill_resume import Torchrun, compare_runs, killed_and_resumed
 
 NOTEBOOKS = ("00_notation", "01_baseline", "02_tte_before_encoders", "03_tte_layerscale", "04_layerscale_weights",
              "05_modality_mechanisms")
-SEEDS = [0, 1]                        # two paired seeds: the paired statistics run, not only the means
+DEFAULT_NOTEBOOKS = ("03_tte_layerscale", "05_modality_mechanisms")   # the reuse of the torchrun run; fusion + ITM
+NOTEBOOK_PARAMETERS = {"05_modality_mechanisms": {"fusion_variants": ["switch_sib"]}}   # one fusion head of two
+SEEDS = [0]
 TORCHRUN = ("tte_after_ls", 0)        # the run trained by torchrun, which notebook 03 must reuse
+TRAIN_STEPS, KILL_AFTER = 8, 3        # 56 pairs = 7 global batches of 8: every pair, the undecodable one too, is met
+TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "data.teacher_view": "fixed",
+         "eval.batch_size": 256}
 
 
 def write_data(out: Path) -> tuple[Path, Path, str]:
-    """DATA and CKPT folders and the ``data.train_sets`` value of the mixture (COCO + two shard sets)."""
+    """DATA and CKPT folders and the ``data.train_sets`` value of the mixture (COCO + two shard sets): 25 COCO pairs,
+    the first 14 usable ones of the first shard set and all 17 of the second (one of which does not decode)."""
     data, ckpt = out / "DATA", out / "CKPT"
     fixtures.karpathy_coco(data / "coco")
     fixtures.karpathy_flickr(data / "flickr30k")
@@ -40,13 +59,26 @@ def write_data(out: Path) -> tuple[Path, Path, str]:
     cc3m = fixtures.web_shards(data / "cc3m", "cc3m", seed=0)
     cc12m = fixtures.web_shards(data / "cc12m", "cc12m", seed=50)
     fixtures.checkpoint_folder(ckpt)
-    return data, ckpt, f"coco,wds:{cc3m}@12,wds:{cc12m}"
+    return data, ckpt, f"coco,wds:{cc3m}@14,wds:{cc12m}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def overrides(mix: str) -> dict:
+    return {**fixtures.SHRINK, **TRAIN, "data.train_sets": mix}
+
+
+def torchrun_device(device: str) -> tuple[str, str]:
+    """Where the 2 torchrun processes run, and why: the GPUs with NCCL where there are 2, else the CPU with gloo."""
+    if device == "cpu":
+        return "cpu", "gloo on the CPU"
+    count = _cuda_count()
+    if count >= 2:
+        return device, "NCCL, one GPU each"
+    return "cpu", f"gloo on the CPU: this host has {count} GPU{'' if count == 1 else 's'} and NCCL needs one per process"
+
+
+def _cuda_count() -> int:
+    import torch
+    return torch.cuda.device_count()
 
 
 def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
@@ -57,32 +89,14 @@ def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
         raise SystemExit(f"rehearsal: `{' '.join(cmd[:6])} …` failed (exit {done.returncode}); log {log}\n{tail}")
 
 
-def torchrun_training(data: Path, ckpt: Path, mix: str, runs: Path, device: str, log: Path) -> None:
-    """One run of 2 processes × half the batch: the same run (global batch) as the notebooks' one process."""
-    processes = 2 if device == "cpu" else max(1, min(2, _cuda_count()))
-    sets = {**fixtures.SHRINK, "train.batch_size": fixtures.SHRINK["train.batch_size"] // processes,
-            "data.train_sets": mix}
-    variant, seed = TORCHRUN
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes), "--master_port",
-           str(_free_port()), "-m", "thesis_lib.training.run", "--preset", "thesis", "--variant", variant, "--seed",
-           str(seed), "--device", device, "--data-root", str(data), "--checkpoints", str(ckpt), "--out", str(runs),
-           "--no-progress"] + [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
-    _run(cmd, log)
-
-
-def _cuda_count() -> int:
-    import torch
-    return torch.cuda.device_count()
-
-
 def notebooks(names, seeds, data: Path, ckpt: Path, mix: str, runs: Path, device: str, logs: Path) -> None:
     import papermill as pm
     params = {"preset": "thesis", "seeds": seeds, "device": device, "data_root": str(data),
-              "checkpoints": str(ckpt), "output_dir": str(runs),
-              "overrides": {**fixtures.SHRINK, "data.train_sets": mix}}
+              "checkpoints": str(ckpt), "output_dir": str(runs), "overrides": overrides(mix)}
     for name in names:
         pm.execute_notebook(str(ROOT / "notebooks" / f"{name}.ipynb"), str(logs / f"{name}.ipynb"),
-                            parameters=params, kernel_name="python3", progress_bar=False, cwd=str(ROOT))
+                            parameters={**params, **NOTEBOOK_PARAMETERS.get(name, {})}, kernel_name="python3",
+                            progress_bar=False, cwd=str(ROOT))
 
 
 def figures_and_report(seeds, runs: Path, logs: Path) -> None:
@@ -93,37 +107,56 @@ def figures_and_report(seeds, runs: Path, logs: Path) -> None:
           "--output-dir", str(runs)], logs / "report.txt")
 
 
-def check_outcome(runs: Path, seeds) -> list[str]:
-    """What the rehearsal must have produced; returns the summary lines (raises SystemExit on a gap)."""
-    results = sorted((runs / "results" / "thesis").glob("*/seed*.json"))
-    variant, seed = TORCHRUN
-    reused = json.loads((runs / "results" / "thesis" / variant / f"seed{seed}.json").read_text())
-    if reused["train"]["world_size"] != 2 and _cuda_count() != 1:
-        raise SystemExit(f"rehearsal: notebook 03 retrained {variant} seed {seed} instead of reusing the torchrun run")
-    shards = reused["train"].get("shards", {})
+def torchrun_lines(result: dict, where: str, teacher_cache: Path, log: Path) -> list[str]:
+    """What the uninterrupted torchrun run did, read from its result, its log and the teacher cache (raises
+    SystemExit where it did not do what the rehearsal is for)."""
+    train = result["train"]
+    if train["world_size"] != 2:
+        raise SystemExit(f"rehearsal: the torchrun run trained on {train['world_size']} process(es), not 2")
+    caches = sorted(teacher_cache.glob("thesis-*.pt"))
+    if not caches:
+        raise SystemExit(f"rehearsal: the fixed-view run left no teacher-target cache in {teacher_cache}")
+    replaced, text = train.get("replaced_samples", 0), log.read_text()
+    if not replaced or "replaced by the next decodable pair" not in text:
+        raise SystemExit(f"rehearsal: the undecodable training image was not met and replaced (log {log})")
+    shards = train.get("shards", {})
     broken = sum(sum(v for k, v in r.items() if k in ("unreadable_image", "truncated_image", "empty_caption",
                                                        "missing_image", "missing_caption")) for r in shards.values())
-    figures = sorted((runs / "figures" / "thesis").glob("*.png"))
-    return [f"{len(results)} result files ({len({r.parent.name for r in results})} variants × seeds {seeds})",
-            f"torchrun: {variant} seed {seed} on {reused['train']['world_size']} processes, reused by notebook 03; "
-            f"{len(shards)} shard sets, {broken} broken samples counted and skipped",
-            f"{len(figures)} figures in {runs / 'figures' / 'thesis'}"]
+    variant, seed = TORCHRUN
+    return [f"torchrun: {variant} seed {seed}, {train['steps']} steps on 2 processes ({where}), a checkpoint "
+            f"after each step",
+            f"teacher-target cache (data.teacher_view=fixed) built under torchrun by rank 0 while rank 1 waited in "
+            f"a barrier: {caches[0].name}",
+            f"{len(shards)} shard sets, {broken} broken samples counted and skipped at indexing; {replaced} training "
+            f"image(s) failed to decode in a batch, replaced by the next decodable pair and counted "
+            f"(train.replaced_samples)"]
+
+
+def check_reuse(runs: Path) -> str:
+    """Notebook 03 trains on one process: a result of 2 processes there is the torchrun run, reused."""
+    variant, seed = TORCHRUN
+    result = json.loads((runs / "results" / "thesis" / variant / f"seed{seed}.json").read_text())
+    if result["train"]["world_size"] != 2:
+        raise SystemExit(f"rehearsal: notebook 03 retrained {variant} seed {seed} instead of reusing the torchrun run")
+    return f"notebook 03 reused the torchrun run ({variant} seed {seed}: 2 processes in its result)"
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.rehearsal", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "rehearsal")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--skip-notebooks", action="store_true", help="fixtures, check and torchrun only (seconds)")
+    p.add_argument("--skip-notebooks", action="store_true", help="files, check and the torchrun stages only")
     p.add_argument("--keep", action="store_true", help="keep the finished runs of an earlier rehearsal in --out")
-    p.add_argument("--notebooks", default=",".join(NOTEBOOKS),
-                   help="comma-separated notebooks to run (default all; the figures and report only with all)")
-    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (default 0,1)")
+    p.add_argument("--notebooks", default=",".join(DEFAULT_NOTEBOOKS),
+                   help="comma-separated notebooks to run, or 'all' (then also the figures and the report); "
+                        f"default {','.join(DEFAULT_NOTEBOOKS)}")
+    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
-    names, seeds = [n for n in args.notebooks.split(",") if n], [int(s) for s in args.seeds.split(",")]
+    names = list(NOTEBOOKS) if args.notebooks == "all" else [n for n in args.notebooks.split(",") if n]
+    seeds = [int(s) for s in args.seeds.split(",")]
     unknown = sorted(set(names) - set(NOTEBOOKS))
     if unknown:
-        p.error(f"unknown notebooks {unknown}; choose from {', '.join(NOTEBOOKS)}")
+        p.error(f"unknown notebooks {unknown}; choose from {', '.join(NOTEBOOKS)} or all")
     if not args.keep:
         shutil.rmtree(args.out, ignore_errors=True)
     logs = args.out / "logs"
@@ -147,34 +180,68 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
     def stage(name, fn, *a):
         t = time.perf_counter()
         print(f"[rehearsal] {name} …", flush=True)
-        fn(*a)
+        value = fn(*a)
         times[name] = time.perf_counter() - t
+        return value
 
-    data, ckpt, mix = write_data(args.out)
+    data, ckpt, mix = stage("files", write_data, args.out)
     from ..models.check import check_folder
-    stage("checkpoint check", lambda: _require_clean(check_folder(ckpt, fixtures.SHRINK)))
-    stage("torchrun training", torchrun_training, data, ckpt, mix, runs, args.device, logs / "torchrun.log")
-    summary = []
+    summary = [stage("checkpoint check", lambda: _require_clean(check_folder(ckpt, fixtures.SHRINK), ckpt))]
+    device, where = torchrun_device(args.device)
+    variant, seed = TORCHRUN
+    job = Torchrun(variant, seed, device, data, ckpt, overrides(mix))
+    log = logs / "torchrun.log"
+    result = stage("torchrun", lambda: job.run(runs, log))
+    summary += torchrun_lines(result, where, args.out / "cache" / "teacher-targets", log)
+    killed_at, resumed = stage("torchrun killed + resumed",
+                               lambda: killed_and_resumed(job, args.out / "killed", KILL_AFTER, logs))
+    summary.append(f"killed (SIGKILL to torchrun, its 2 processes and their loader workers) after step {killed_at}, "
+                   f"resumed from step "
+                   f"{resumed['train']['resumed_from']}: " + compare_runs(job, runs, args.out / "killed"))
     if not args.skip_notebooks and names:
         stage(f"notebooks {', '.join(n[:2] for n in names)}", notebooks, names, seeds, data, ckpt, mix, runs,
               args.device, logs)
+        results = sorted((runs / "results" / "thesis").glob("*/seed*.json"))
+        summary.append(f"notebooks {', '.join(n[:2] for n in names)} on {args.device}, seeds {seeds}: "
+                       f"{len(results)} result files ({', '.join(sorted({r.parent.name for r in results}))})")
+        if "03_tte_layerscale" in names:
+            summary.append(check_reuse(runs))
         if set(names) == set(NOTEBOOKS):
             stage("figures + report", figures_and_report, seeds, runs, logs)
+            figures = sorted((runs / "figures" / "thesis").glob("*.png"))
+            summary.append(f"{len(figures)} figures in {runs / 'figures' / 'thesis'}, the report in {logs}")
         else:
-            summary.append("figures and report skipped (not every notebook ran)")
-        summary = check_outcome(runs, seeds) + summary
+            summary.append("figures and report skipped (they need every notebook: --notebooks all)")
     else:
-        summary = ["notebooks, figures and report skipped (--skip-notebooks)"]
+        summary.append("notebooks, figures and report skipped")
     print("\n[rehearsal] done in {:.0f} s: ".format(time.perf_counter() - start)
           + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     print("\n".join(f"  - {line}" for line in summary) + f"\n  - logs and executed notebooks: {logs}")
     return 0
 
 
-def _require_clean(rows) -> None:
+def _require_clean(rows, folder: Path) -> str:
     bad = [f"{r.name}: {r.problem}" for r in rows if r.problem]
     if bad:
         raise SystemExit("rehearsal: the checkpoint check failed: " + "; ".join(bad))
+    models = [r.name for r in rows if r.name.endswith((".pt", ".pth"))]
+    guarded = [name for name in models if refused_by_weights_only(folder / name)]
+    if guarded != models:
+        raise SystemExit(f"rehearsal: {sorted(set(models) - set(guarded))} load with weights_only=True: the guarded "
+                         "unpickler the original files need was not exercised")
+    return (f"checkpoint check: {len(rows)} files accepted; the {len(models)} model files hold fairseq's/unilm's "
+            "args and trainer state, which torch.load(weights_only=True) refuses: read by the guarded unpickler")
+
+
+def refused_by_weights_only(path: Path) -> bool:
+    import pickle
+
+    import torch
+    try:
+        torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        return True
+    return False
 
 
 if __name__ == "__main__":

@@ -127,9 +127,13 @@ def cpu_workers() -> int:
 
 
 def _quiet_one_thread() -> None:
-    """A worker: one thread, no progress bars of its own (the study's bar counts the runs)."""
+    """A worker: one thread, no progress bars of its own (the study's bar counts the runs). Its data loaders start
+    their processes as a normally started process's would (fork on Linux), not as it was started itself (spawn,
+    which it inherits: every loader's workers would import torch and thesis_lib anew, which at the thesis preset
+    on a CPU took most of a run's time)."""
     torch.set_num_threads(1)
     os.environ["THESIS_PROGRESS"] = "0"
+    multiprocessing.set_start_method(None, force=True)     # the platform's default again
 
 
 def run_many(jobs: list[dict]) -> list[dict]:

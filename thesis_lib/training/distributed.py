@@ -296,6 +296,16 @@ def on_every_rank(info: DistInfo, work, doing: str):
     return value
 
 
+def sum_over_ranks(info: DistInfo, value: int, counting: str) -> int:
+    """The sum of ``value`` over every process (each must call it), e.g. what each one's own data loader met."""
+    if info.world_size == 1:
+        return value
+    every = [None] * info.world_size
+    _collective(info, f"the other processes to count {counting}",
+                lambda: dist.all_gather_object(every, value, group=info.group))
+    return sum(every)
+
+
 def _picklable(obj) -> bool:
     import pickle
     try:

@@ -36,7 +36,7 @@ from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
 from .distributed import (barrier, check_in_sync, check_shared_folder, init_distributed, on_every_rank, on_main,
-                          rank_device)
+                          rank_device, sum_over_ranks)
 from .engine import (
     TrainState,
     autocast,
@@ -174,8 +174,8 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
     if pairs.shard_reports:
         stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
-    if pairs.images is None:                    # files: samples whose image did not decode (since start or resume)
-        stats["replaced_samples"] = pairs.replaced_samples
+    if pairs.images is None:                    # files: samples whose image did not decode (since start or resume),
+        stats["replaced_samples"] = sum_over_ranks(info, pairs.replaced_samples, "replaced samples")   # all ranks
     check_in_sync(raw, info)
     if not info.is_main:
         barrier(info, "rank 0 to evaluate the run")

@@ -1,0 +1,185 @@
+"""A run of 2 ``torchrun`` processes, killed as a scheduler or a crash kills it and continued with ``--resume``, must
+end exactly where the same run without the kill ends (the rehearsal's stage 3, study/rehearsal.py).
+
+The kill is SIGKILL to every process of the run (the launcher, both training processes, which torchrun starts in
+sessions of their own, and their DataLoader workers), as a failed node or a scheduler's kill of the job's processes
+does, once the run's training log (``metrics.jsonl``, a row per checkpointed step) passes a step: nothing gets to
+clean up. The comparison is bit for bit: the result (metrics and every analysis, all
+but the ``train`` section's timings and the ``created`` stamp), every row of the training curve, and every tensor of
+the final checkpoint (model, optimiser, scheduler, RNG state).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..paths import ROOT
+from ..training.results import RunPaths
+
+PROCESSES = 2
+NOT_COMPARED = ("created", "train")      # when it ran; how long it took, where it resumed, what it met since then
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Torchrun:
+    """One run at the thesis preset (``overrides`` on top), trained by ``torchrun`` on ``PROCESSES`` processes with
+    half the global batch each: the run a one-process notebook with the same overrides would train."""
+    variant: str
+    seed: int
+    device: str
+    data: Path
+    checkpoints: Path
+    overrides: dict
+
+    def command(self, out: Path, *extra: str) -> list[str]:
+        sets = {**self.overrides, "train.batch_size": self.overrides["train.batch_size"] // PROCESSES}
+        return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(PROCESSES), "--master_port",
+                str(_free_port()), "-m", "thesis_lib.training.run", "--preset", "thesis", "--variant", self.variant,
+                "--seed", str(self.seed), "--device", self.device, "--data-root", str(self.data), "--checkpoints",
+                str(self.checkpoints), "--out", str(out), "--no-progress", *extra] + \
+            [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+    def paths(self, out: Path) -> RunPaths:
+        return RunPaths(out / "results", "thesis", self.variant, self.seed)
+
+    def run(self, out: Path, log: Path, *extra: str) -> dict:
+        """Train (or continue, with ``--resume`` in ``extra``) to the end; the result."""
+        with open(log, "a") as f:
+            done = subprocess.run(self.command(out, *extra), cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                                  env=_env())
+        if done.returncode:
+            raise SystemExit(f"rehearsal: torchrun failed (exit {done.returncode}); log {log}\n{_tail(log)}")
+        return json.loads(self.paths(out).result.read_text())
+
+
+def _env() -> dict:
+    return {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def _tail(log: Path, n: int = 3000) -> str:
+    return log.read_text(errors="replace")[-n:]
+
+
+def last_step(metrics: Path) -> int:
+    """The step of the last complete row of a training log (0 if none)."""
+    try:
+        lines = metrics.read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["step"])
+        except (ValueError, KeyError):
+            continue                                    # a row being written
+    return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, its children's, and so on (from ``ps``: Linux and macOS)."""
+    table = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in table.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process it started: all are stopped first (SIGSTOP), so that none reacts to the
+    others' end (torchrun would stop the workers itself), then killed."""
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for p in [pid, *descendants(pid)]:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:                  # it had ended
+                pass
+
+
+def kill_after(job: Torchrun, out: Path, step: int, log: Path, timeout_s: float = 300.0) -> int:
+    """Start the run and SIGKILL its process group once its log passes ``step``; the last step it logged. Raises
+    SystemExit if the run ended (or failed) first."""
+    metrics = job.paths(out).metrics
+    with open(log, "w") as f:
+        proc = subprocess.Popen(job.command(out), cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=_env())
+    deadline = time.monotonic() + timeout_s
+    try:
+        while proc.poll() is None and last_step(metrics) < step and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        kill_tree(proc.pid)
+        proc.wait()
+    reached = last_step(metrics)
+    if proc.returncode != -signal.SIGKILL or reached < step:
+        raise SystemExit(f"rehearsal: the run to kill ended before the kill (exit {proc.returncode}, last step "
+                         f"{reached}); log {log}\n{_tail(log)}")
+    return reached
+
+
+def killed_and_resumed(job: Torchrun, out: Path, step: int, logs: Path) -> tuple[int, dict]:
+    """The run killed after ``step`` (``kill_after``), then continued to its end with ``--resume``: the step it
+    was killed after and the resumed run's result."""
+    reached = kill_after(job, out, step, logs / "torchrun-killed.log")
+    result = job.run(out, logs / "torchrun-resumed.log", "--resume")
+    if not 0 < result["train"]["resumed_from"] < result["train"]["steps"]:
+        raise SystemExit(f"rehearsal: the resumed run started at step {result['train']['resumed_from']}, not from a "
+                         "checkpoint written before the kill")
+    return reached, result
+
+
+def compare_runs(job: Torchrun, reference: Path, resumed: Path) -> str:
+    """Raise SystemExit unless the resumed run equals the reference bit for bit (result, curve, final checkpoint);
+    else say what was compared."""
+    import torch
+
+    from ..models.checkpoints import torch_load
+    a, b = job.paths(reference), job.paths(resumed)
+    ra, rb = (json.loads(p.result.read_text()) for p in (a, b))
+    differ = sorted(k for k in set(ra) | set(rb) if k not in NOT_COMPARED and ra.get(k) != rb.get(k))
+    curve_a, curve_b = a.metrics.read_text().splitlines(), b.metrics.read_text().splitlines()
+    if curve_a != curve_b:
+        differ.append(f"training curve ({len(curve_a)} vs {len(curve_b)} rows)")
+    ca, cb = torch_load(a.checkpoint), torch_load(b.checkpoint)
+    tensors = _tensors(ca)
+    other = _tensors(cb)
+    if ca["step"] != cb["step"] or tensors.keys() != other.keys() or \
+            any(not torch.equal(v, other[k]) for k, v in tensors.items()):
+        differ.append("final checkpoint")
+    if differ:
+        raise SystemExit(f"rehearsal: the killed and resumed run differs from the uninterrupted one in "
+                         f"{', '.join(differ)} ({a.dir} vs {b.dir})")
+    return (f"equal to the uninterrupted run bit for bit: result ({len(ra) - len(NOT_COMPARED)} sections, "
+            f"{len(ra['metrics'])} metrics), {len(curve_a)} training-curve rows, {len(tensors)} tensors of the "
+            f"final checkpoint (model, optimiser, RNG)")
+
+
+def _tensors(state, prefix: str = "") -> dict:
+    """Every tensor of a nested checkpoint (dicts, lists, tuples), by its path; numpy arrays as tensors."""
+    import numpy as np
+    import torch
+    if torch.is_tensor(state):
+        return {prefix: state}
+    if isinstance(state, np.ndarray):
+        return {prefix: torch.from_numpy(state)}
+    items = state.items() if isinstance(state, dict) else enumerate(state) if isinstance(state, (list, tuple)) else ()
+    out = {}
+    for k, v in items:
+        out.update(_tensors(v, f"{prefix}/{k}"))
+    return out
