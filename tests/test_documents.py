@@ -107,7 +107,6 @@ def facts() -> dict:
         new.append(len(set(runs) - done))
         done |= set(runs)
 
-    verify = _assignments((ROOT / "tests" / "test_reproducible.py").read_text(encoding="utf-8"))["DEMO_FAMILIES"]
     baseline_coco = statistics.mean(
         json.loads((ROOT / "results" / "demo" / "baseline" / f"seed{s}.json").read_text())["metrics"]["coco_mean"]
         for s in seeds)
@@ -127,7 +126,7 @@ def facts() -> dict:
         thesis_cuda=resolve_precision(thesis.train.precision, torch.device("cuda")),
         demo_cpu=resolve_precision(demo.train.precision, torch.device("cpu")),
         seeds=seeds, nb05_seeds=tuple(nb05["seeds"]), demo_runs=len(grids.TABLE2) * len(seeds),
-        reproduce_runs=sum(new), nb05_new=new[-1], verify_runs=len(verify),
+        reproduce_runs=sum(new), nb05_new=new[-1], verify_runs=len(grids.VERIFIED),
         rel=rel, baseline_coco=baseline_coco, sesoi=abs(rel) * baseline_coco,
     )
 
@@ -402,7 +401,7 @@ def check_demo_schedule(docs) -> list[str]:
 
 def check_run_counts(docs) -> list[str]:
     """make demo trains Table 2's variants × SEEDS; make reproduce's new runs are the union of the notebooks' grids;
-    notebook 05's own; make verify retrains one run per family (tests/test_reproducible.py DEMO_FAMILIES); the GPU
+    notebook 05's own; make verify retrains one run per family (grids.VERIFIED); the GPU
     recipe's runs are its variants × its seeds, its GPU-hours runs × the per-run figures beside them."""
     f, c = facts(), Check(docs)
     M = "make demo's runs (grids.TABLE2 × SEEDS)"
@@ -417,10 +416,10 @@ def check_run_counts(docs) -> list[str]:
     c.equal(R, f["reproduce_runs"], "docs/commands.md", r"all six notebooks, (\d+) new runs")
     c.equal(R, f["reproduce_runs"], "BENCHMARKS.md", r"all six notebooks, (\d+) new runs")
     c.equal("notebook 05's new runs", f["nb05_new"], "BENCHMARKS.md", r"notebook 05, (\d+) new runs")
-    V = "make verify's runs (DEMO_FAMILIES)"
+    V = "make verify's runs (grids.VERIFIED)"
     for h in c.hits(V, "docs/commands.md", r"of each variant family \(([^)]+)\)"):
         c.expect(V, h, len([w for w in h.groups[0].split(",") if w.strip()]), f["verify_runs"],
-                 "tests/test_reproducible.py")
+                 "thesis_lib/study/grids.py")
     c.equal(V, f["verify_runs"], "README.md", r"one committed demo run of each of (\w+) variant families")
     c.equal(V, f["verify_runs"], "BENCHMARKS.md", r"(\w+) committed seed-0 runs retrained")
     loop = c.hits("the GPU recipe's seeds", "docs/full_scale.md", r"for seed in ([\d ]+);")
