@@ -72,3 +72,16 @@ def test_a_swapped_run_that_changes_a_verdict_is_named(tmp_path):
     changed = verify.changed_verdicts(COMMITTED, tmp_path / "retrained", "demo", tmp_path / "better")
     assert changed and all(" -> " in line for line in changed)
 
+
+def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
+    import re
+    text = (ROOT / "docs" / "reproducibility.md").read_text()
+    tolerance = verify.tolerances(committed)
+    quoted = re.search(r"it is ([\d.]+) points for COCO retrieval,\s+([\d.]+) for Flickr retrieval, ([\d.]+) for "
+                       r"ImageNet top-1, and ([\d.]+) for the smallest \(the re-ranked Flickr mean\)", text)
+    assert quoted, "docs/reproducibility.md no longer quotes the tolerances"
+    smallest = min(tolerance, key=tolerance.get)
+    assert smallest == "flickr_rerank_mean"
+    assert [float(x) for x in quoted.groups()] == [round(tolerance[m], 2) for m in
+                                                   ("coco_mean", "flickr_mean", "imagenet_top1", smallest)]
+    assert f"`TOLERANCE_SDS` = {verify.TOLERANCE_SDS:g} between-seed" in text
