@@ -1,20 +1,12 @@
 """The environment of every test and of the notebooks under nbval, set before anything imports torch, whichever
 of them pytest is asked for (``pytest notebooks/03_tte_layerscale.ipynb`` alone included):
 
-- the CPU instruction-set pin (thesis_lib/assets/cpu_pin.env; `make test` exports it too; a value already in the
-  environment is kept, and the golden test then says it is not the pin);
 - the smoke scale for the notebooks, whatever THESIS_PRESET the shell holds (the demo scale would reuse or retrain
   results/demo and redraw the committed figures);
 - no progress bars, and a fresh data cache unless THESIS_DATA names one.
 """
 import os
 import tempfile
-from pathlib import Path
-
-_PIN = Path(__file__).resolve().parent / "thesis_lib" / "assets" / "cpu_pin.env"
-for _line in _PIN.read_text().splitlines():
-    if _line.strip() and not _line.startswith("#"):
-        os.environ.setdefault(*_line.strip().split("=", 1))
 
 os.environ["THESIS_PRESET"] = "smoke"   # notebooks under nbval run at the smoke scale
 os.environ.setdefault("THESIS_PROGRESS", "0")

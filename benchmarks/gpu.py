@@ -26,7 +26,7 @@ rewritten after every section, so a call killed at 10 minutes keeps every finish
    (``data.decoder``; it has no GPU decoder).
 
 ``--only-notebook`` (a second call): ``demo assets`` (world and the demo pretraining, which thesis_lib computes on the
-CPU, on one thread, with the CPU pin, so that they equal the committed ones) and ``notebook 03`` at the demo preset
+CPU, on one thread) and ``notebook 03`` at the demo preset
 with ``-p device cuda`` (time, and its Table 2 means beside the committed CPU ones). Its runs are written under
 ``--notebook-dir``; a call cut short is resumed by the next (finished runs and cached assets are reused).
 
@@ -52,7 +52,6 @@ STARTED = time.perf_counter()   # the call's budget counts from here: torch's im
 import torch  # noqa: E402
 
 from thesis_lib import get_config  # noqa: E402
-from thesis_lib.numerics import PIN  # noqa: E402
 from thesis_lib.training.engine import grad_scaler, resolve_precision  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -155,17 +154,17 @@ def cpu_data_rates(jpegs: list[bytes]) -> dict:
     return {f"{name}, per CPU core": data.cpu_rate(name, jpegs) for name in data.DECODERS}
 
 
-def pinned_env(preset: str) -> dict:
-    """The environment of the notebook's processes: the CPU pin (the demo pretraining then equals the committed
-    one), the preset, no progress bars."""
-    return {**os.environ, **PIN, "THESIS_PRESET": preset, "THESIS_PROGRESS": "0"}
+def notebook_env(preset: str) -> dict:
+    """The environment of the notebook's processes: the preset, no progress bars."""
+    return {**os.environ, "THESIS_PRESET": preset, "THESIS_PROGRESS": "0"}
+
 
 
 def prepare_demo(preset: str) -> dict:
     """World, tokenizer and demo pretraining of ``preset`` (cached: instant when done before)."""
     t = time.perf_counter()
     done = sections.run_subprocess([sys.executable, "-m", "thesis_lib.training.prepare", "--preset", preset],
-                                   cwd=HERE.parent, env=pinned_env(preset))
+                                   cwd=HERE.parent, env=notebook_env(preset))
     if done.returncode:
         raise RuntimeError(f"prepare exited {done.returncode}: {done.stderr}")
     return {"seconds": time.perf_counter() - t}
@@ -177,7 +176,7 @@ def notebook_run(preset: str, device: str, out: Path, runs_dir: Path) -> dict:
     done = sections.run_subprocess(
         [sys.executable, "-m", "papermill", "-k", "python3", "--no-progress-bar", "notebooks/03_tte_layerscale.ipynb",
          str(out / "03_tte_layerscale.ipynb"), "-p", "device", device, "-p", "output_dir", str(runs_dir)],
-        cwd=HERE.parent, env=pinned_env(preset))
+        cwd=HERE.parent, env=notebook_env(preset))
     if done.returncode:
         raise RuntimeError(f"papermill exited {done.returncode}: {done.stderr}")
     return {"seconds": time.perf_counter() - t}

@@ -1,5 +1,5 @@
 """Shared fixtures: tiny real-format datasets and the smoke-scale world, built by the tests themselves. The
-environment every test and notebook runs in (CPU pin, smoke scale) is set by the repository's root conftest.py."""
+environment every test and notebook runs in (smoke scale, data folder) is set by the repository's root conftest.py."""
 import pytest
 
 

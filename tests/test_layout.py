@@ -252,15 +252,13 @@ def test_every_notebook_cell_with_output_is_compared_or_declared_scale_dependent
             assert compared or declared or not cell["outputs"], f"{path.name} cell {i}: neither compared nor tagged"
 
 
-def test_a_notebook_collected_alone_runs_at_the_smoke_scale_and_pinned():
+def test_a_notebook_collected_alone_runs_at_the_smoke_scale():
     """``pytest notebooks/X.ipynb`` alone gets the environment ``make test`` gives the notebooks (root conftest.py):
     with the shell's THESIS_PRESET=demo it would reuse or retrain results/demo and redraw the committed figures."""
     import subprocess
     import sys
     probe = ("import os, pytest; pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', "
-             "'notebooks/00_notation.ipynb']); print('ENV', os.environ['THESIS_PRESET'], os.environ.get('ATEN_CPU_CAPABILITY'))")
-    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"} | {"THESIS_PRESET": "demo"}
+             "'notebooks/00_notation.ipynb']); print('ENV', os.environ['THESIS_PRESET'])")
+    env = dict(os.environ) | {"THESIS_PRESET": "demo"}
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    pin = dict(line.split("=", 1) for line in (PACKAGE / "assets" / "cpu_pin.env").read_text().splitlines()
-               if line.strip() and not line.startswith("#"))
-    assert f"ENV smoke {pin['ATEN_CPU_CAPABILITY']}" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "ENV smoke" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]

@@ -48,7 +48,7 @@ def test_the_shipped_demo_stand_ins_were_built_by_this_code_for_this_config():
     """`make demo` loads the pretrained stand-ins the repository ships (as the thesis scale loads downloaded
     checkpoints). They must be what the code would build now: the same demo config and DEMO_VERSION (the folder's
     fingerprint) and the same pretraining code. If this fails after a change to the demo pretraining, run
-    `make pretrained` (under the pin) and commit the new folder; `make verify` rebuilds it and compares bit for bit."""
+    `make pretrained` and commit the new folder (docs/reproducibility.md: what the stand-ins are checked against)."""
     import json
 
     from thesis_lib.models.sources import demo_folder, demo_key, shipped_folder

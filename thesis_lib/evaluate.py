@@ -22,7 +22,6 @@ from .data.transforms import ImageView
 from .models.emkum import EMKUM
 from .metrics import METRICS, RECALLS, keyed
 from .models.fusion import FusionHead
-from .numerics import MIN_GEMM_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,7 @@ def retrieval_recalls(image_emb: torch.Tensor, text_emb: torch.Tensor, text_to_i
     """image_emb (N, D), text_emb (T, D) L2-normalised; text_to_image (T,): the image of each caption.
 
     The similarity matrix is computed once, one chunk of images at a time: each chunk gives the images' top-10
-    captions (text retrieval) and is merged into every caption's running top-10 images (image retrieval). A chunk
-    never has fewer than ``numerics.MIN_GEMM_COLUMNS`` images when there are that many (a short last chunk joins
-    the one before), so its product is not a thin GEMM, whose rounding depends on the CPU's vendor."""
+    captions (text retrieval) and is merged into every caption's running top-10 images (image retrieval)."""
     ks = (1, 5, 10)
     text_to_image = text_to_image.to(image_emb.device)
     n_img, n_txt = len(image_emb), len(text_emb)
@@ -61,12 +58,8 @@ def retrieval_recalls(image_emb: torch.Tensor, text_emb: torch.Tensor, text_to_i
     tr = torch.zeros(len(ks), device=image_emb.device)
     best_val = torch.full((n_txt, 0), float("-inf"), device=image_emb.device)
     best_idx = torch.zeros((n_txt, 0), dtype=torch.long, device=image_emb.device)
-    chunk = max(chunk, MIN_GEMM_COLUMNS)
-    starts = list(range(0, n_img, chunk))
-    if len(starts) > 1 and n_img - starts[-1] < MIN_GEMM_COLUMNS:
-        starts.pop()
-    for start, stop in zip(starts, starts[1:] + [n_img]):
-        sims = text_emb @ image_emb[start:stop].T                           # (T, c): the faster orientation
+    for start in range(0, n_img, chunk):
+        sims = text_emb @ image_emb[start:start + chunk].T                           # (T, c): the faster orientation
         top = sims.topk(k_txt, dim=0).indices.T                                 # (c, 10) captions per image
         own = text_to_image[top] == torch.arange(start, start + sims.shape[1], device=sims.device)[:, None]
         tr += torch.stack([own[:, :k].any(1).sum() for k in ks])

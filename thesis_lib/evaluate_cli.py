@@ -29,7 +29,7 @@ from .cache import write_json_atomic
 from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
 from .errors import ThesisError
-from .numerics import one_thread, warn_if_unpinned
+from .numerics import one_thread
 from .paths import show_progress
 from .training.prepare import prepare_assets
 from .training.results import check_writable
@@ -49,7 +49,6 @@ def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str
     state = read_checkpoint(path)
     paths = {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
     cfg = checkpoint_config(state, f"checkpoint {path}", paths)
-    warn_if_unpinned(cfg.preset, dev)
     out_dir = Path(out_dir)
     check_writable(out_dir)
     step = int(state["step"])

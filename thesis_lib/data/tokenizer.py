@@ -22,7 +22,6 @@ import torch
 from ..cache import build_once, write_atomic
 from ..config import ExperimentConfig, TextConfig
 from ..errors import TokenizerError
-from ..numerics import MIN_GEMM_COLUMNS
 
 DEMO_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0..4, fairseq's order for the first four
 
@@ -151,10 +150,9 @@ def tokenize(tokenizer: CaptionTokenizer, captions: list[str], chunk: int = 6553
 
 
 def trim(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """Drop the columns that are padding in every row (exact: pads are masked in attention), keeping at least
-    ``numerics.MIN_GEMM_COLUMNS``, so that attention over a batch of short captions is not a thin GEMM."""
+    """Drop the columns that are padding in every row (exact: pads are masked in attention)."""
     longest = int(tokens.ne(pad_id).sum(1).max()) if len(tokens) else 1
-    return tokens[:, :max(longest, MIN_GEMM_COLUMNS)].long()
+    return tokens[:, :longest].long()
 
 
 def uses_demo_tokenizer(cfg: ExperimentConfig) -> bool:

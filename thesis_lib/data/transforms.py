@@ -6,8 +6,7 @@
 
 ``*_transform`` are torchvision pipelines for one PIL image (DataLoader path, real data). ``BatchAugment`` draws the
 same distributions for a whole uint8 batch in one vectorised call (crop boxes as sampling grids), used where the
-images already sit in memory at their final size (the demo), so no per-image Python runs in the training loop; its
-arithmetic gives the same bits on every CPU (``thesis_lib.numerics``).
+images already sit in memory at their final size (the demo), so no per-image Python runs in the training loop.
 """
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ import torch
 from torch.nn import functional as F
 from torchvision.transforms import v2 as T
 
-from .. import numerics
 
 
 @dataclass(frozen=True)
@@ -66,9 +64,9 @@ class BatchAugment:
         u = torch.rand(n, 4, generator=g)
         area = self.crop_scale[0] + (self.crop_scale[1] - self.crop_scale[0]) * u[:, 0]
         log_r = math.log(RATIO[0]) + (math.log(RATIO[1]) - math.log(RATIO[0])) * u[:, 1]
-        r = numerics.exp(log_r)
-        w = numerics.sqrt(area * r).clamp(max=1.0)
-        h = numerics.sqrt(area / r).clamp(max=1.0)
+        r = torch.exp(log_r)
+        w = torch.sqrt(area * r).clamp(max=1.0)
+        h = torch.sqrt(area / r).clamp(max=1.0)
         cx = w / 2 + (1 - w) * u[:, 2]
         cy = h / 2 + (1 - h) * u[:, 3]
         return torch.stack([cx, cy, w, h], dim=1)
@@ -83,7 +81,9 @@ class BatchAugment:
         cx, cy, w, h = self.crop_boxes(total, g)[own].unbind(1)
         sign = (torch.where(torch.rand(total, generator=g) < 0.5, -1.0, 1.0) if self.flip else torch.ones(total))[own]
         x = images.float()
-        grid = crop_grid(w * sign, 2 * cx - 1, h, 2 * cy - 1, x.shape[-1]).to(x.device)
+        zero = torch.zeros_like(w)          # output pixel u in [-1, 1] reads the input at scale · u + shift, per axis
+        theta = torch.stack([torch.stack([w * sign, zero, 2 * cx - 1], 1), torch.stack([zero, h, 2 * cy - 1], 1)], 1)
+        grid = F.affine_grid(theta, list(x.shape), align_corners=False).to(x.device)
         x = F.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=False).clamp_(0, 255)
         if self.jitter:
             x = self._colour_jitter(x, g, own, total)
@@ -96,16 +96,6 @@ class BatchAugment:
         x = (x - gray.mean((2, 3), keepdim=True)) * c + gray.mean((2, 3), keepdim=True)  # contrast
         gray = (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2]).unsqueeze(1)
         return ((x - gray) * s + gray).clamp_(0, 255)                      # saturation
-
-
-def crop_grid(scale_x, shift_x, scale_y, shift_y, size: int) -> torch.Tensor:
-    """(B, S, S, 2) sampling grid of the boxes: output pixel centre u in [-1, 1] reads the input at scale · u + shift
-    (per image, per axis). ``F.affine_grid`` computes the same with a batched matmul, whose MKL kernel differs
-    between Intel and AMD CPUs; this is element-wise."""
-    u = (torch.arange(size, dtype=torch.float32) * 2 + 1) / size - 1               # align_corners=False
-    gx = scale_x[:, None, None] * u[None, None, :] + shift_x[:, None, None]
-    gy = scale_y[:, None, None] * u[None, :, None] + shift_y[:, None, None]
-    return torch.stack(torch.broadcast_tensors(gx, gy), dim=-1)
 
 
 def normalise_uint8(images: torch.Tensor, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225)) -> torch.Tensor:

@@ -25,7 +25,6 @@ from timm.models.vision_transformer import Block
 from torch import nn
 from torch.nn import functional as F
 
-from .. import numerics
 
 MODES = ("self-self", "self-cross", "cross-self", "joint")     # Switch-BERT Table 1, M_0..M_3 (X = image)
 INPUTS = ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")  # SIB candidates: (image from, text from)
@@ -48,7 +47,7 @@ def gumbel_weights(logits: torch.Tensor, tau: float, noise: torch.Tensor | None 
     """Switch-BERT Eq. 7: softmax((log π + g) / τ) with Gumbel noise g = -log(-log u); ``logits`` are log π."""
     if noise is None:
         u = torch.rand_like(logits).clamp_(1e-9, 1 - 1e-9)
-        noise = -numerics.log(-numerics.log(u))
+        noise = -torch.log(-torch.log(u))
     return F.softmax((logits + noise) / tau, dim=-1)
 
 
@@ -57,7 +56,7 @@ class Switcher(nn.Module):
 
     def __init__(self, dim: int, n_choices: int = 4):
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), numerics.SmallLinear(dim, n_choices))
+        self.mlp = nn.Sequential(nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, n_choices))
         self.tau = 1.0
 
     def forward(self, text, image, text_pad) -> torch.Tensor:
@@ -106,7 +105,7 @@ def switch_attention(attn, x: torch.Tensor, masks: torch.Tensor, w: torch.Tensor
         rep = lambda t: t.unsqueeze(0).expand(M, *t.shape).flatten(0, 1)
         o = F.scaled_dot_product_attention(rep(q), rep(k), rep(v), attn_mask=masks.flatten(0, 1))
         weights = w.T.to(o.dtype)[:, :, None, None, None]                   # (M, B, 1, 1, 1)
-        o = (weights * o.view(M, B, *o.shape[1:])).sum(0)   # element-wise: as an einsum it is a thin bmm (numerics)
+        o = (weights * o.view(M, B, *o.shape[1:])).sum(0)
     return attn.proj(attn.norm(o.transpose(1, 2).reshape(B, T, -1)))
 
 
@@ -121,8 +120,8 @@ class FusionHead(nn.Module):
         self.layers = nn.ModuleList(FusionLayer(dim, num_heads, mlp_ratio, kind == "switch") for _ in range(depth))
         self.input_switchers = nn.ModuleList(Switcher(dim) for _ in range(depth - 1)) if switch_input else None
         self.last_inputs: list[torch.Tensor] = []
-        self.pooler = nn.Sequential(nn.Linear(dim, dim), numerics.Tanh())
-        self.itm = numerics.SmallLinear(dim, 2)
+        self.pooler = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
+        self.itm = nn.Linear(dim, 2)
 
     def set_tau(self, tau: float) -> None:
         for m in self.modules():

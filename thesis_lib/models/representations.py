@@ -15,7 +15,6 @@ from timm.models.vision_transformer import Block
 from torch import nn
 
 from ..config import ImageConfig, TextConfig
-from ..numerics import portable_init
 
 
 def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
@@ -48,8 +47,7 @@ class ImageEmbedding(nn.Module):
         self.cfg = cfg
         self.patch_embed = PatchEmbed(cfg.img_size, cfg.patch_size, cfg.in_chans, dim)  # linear map of patches
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))                           # I_CLS
-        with portable_init():
-            nn.init.trunc_normal_(self.cls_token, std=0.02)
+        nn.init.trunc_normal_(self.cls_token, std=0.02)
         table = sincos_2d(dim, cfg.grid)[None]                                           # (1, N, D)
         if cfg.pos_embed == "learned":
             self.pos_embed = nn.Parameter(table.clone().normal_(std=0.02))

@@ -12,16 +12,13 @@ from timm.models.beit import Beit
 from torch import nn
 
 from ..config import TeacherConfig
-from ..numerics import portable_init
 
 
 def build_beit(cfg: TeacherConfig, img_size: int) -> Beit:
-    """timm's Beit, its initial weights drawn alike on every CPU (``numerics.portable_init``)."""
-    with portable_init():
-        return Beit(img_size=img_size, patch_size=cfg.patch_size, embed_dim=cfg.dim, depth=cfg.depth,
-                    num_heads=cfg.num_heads, mlp_ratio=cfg.mlp_ratio, qkv_bias=True, use_abs_pos_emb=False,
-                    use_rel_pos_bias=False, use_shared_rel_pos_bias=True, init_values=cfg.init_values,
-                    num_classes=0, global_pool="token")
+    return Beit(img_size=img_size, patch_size=cfg.patch_size, embed_dim=cfg.dim, depth=cfg.depth,
+                num_heads=cfg.num_heads, mlp_ratio=cfg.mlp_ratio, qkv_bias=True, use_abs_pos_emb=False,
+                use_rel_pos_bias=False, use_shared_rel_pos_bias=True, init_values=cfg.init_values,
+                num_classes=0, global_pool="token")
 
 
 class Teacher(nn.Module):

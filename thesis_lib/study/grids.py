@@ -30,6 +30,9 @@ FUSION = ("fusion_joint", "switch", "switch_sib")                   # notebook 0
 SWITCHES = ("switch", "switch_sib")                                 # the fusion heads with switches
 DUAL_PAIRS = (("mome", "tte_after_ls"), ("mome", "baseline"), ("tte_after_ls", "baseline"))   # one Holm family
 
+VERIFIED = ("baseline", "tte_before", "tte_after_ls", "tte_after_ls_budget", "tte_before_noln", "mome",
+            "switch_sib")   # `make verify` retrains seed 0 of each: one variant of every family (model code path)
+
 NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alone; 05 adds its parameter
     #             fusion_variants, a subset of FUSION)
     "02": TABLE1,

@@ -15,7 +15,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .. import numerics
 from ..cache import torch_save_atomic
 from ..config import ExperimentConfig, TrainConfig
 from ..data.throughput import MIN_STEPS, DataPathRate, WaitClock, warn_if_waiting
@@ -160,7 +159,7 @@ def compute_loss(model, raw, batch: dict, teacher, t: TrainConfig, info: DistInf
         target = batch["targets"] if "targets" in batch else teacher(batch["teacher_images"])
         kd_fn = kd_mse if t.kd_loss == "mse" else kd_contrastive
         kd, kd_image, kd_text = kd_fn(image.kd, text.kd, target)
-        scale = numerics.exp(raw.logit_scale)
+        scale = raw.logit_scale.exp()
         itc = clip_loss(image.x.float(), text.x.float(), scale[0], info)
         if image.x_fc1 is not None:                          # the thesis code's second tap, averaged
             itc = (itc + clip_loss(image.x_fc1.float(), text.x_fc1.float(), scale[1], info)) / 2
@@ -244,7 +243,7 @@ def log_row(s: TrainState, step: int, means: dict, monitor=None) -> dict:
     """A row of ``metrics.jsonl``: the step, the window's mean losses, the learning rate, the logit scale, γ's
     statistics, the fp16 loss scale (when active) and, on rank 0, ``monitor``'s entries."""
     row = {"step": step, **means, "lr": s.sched.get_last_lr()[0],
-           "logit_scale": numerics.exp(s.raw.logit_scale)[0].item(), "layerscale": layerscale_stats(s.raw)}
+           "logit_scale": s.raw.logit_scale[0].exp().item(), "layerscale": layerscale_stats(s.raw)}
     if s.scaler.is_enabled():
         row["grad_scale"] = s.scaler.get_scale()
     if s.info.is_main and monitor is not None:

@@ -31,7 +31,7 @@ from ..errors import ConfigError, DeviceError, ThesisError
 from ..evaluate import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model, tte_gamma_init
 from ..models.sources import load_teacher, part_source
-from ..numerics import kernels, one_thread, warn_if_unpinned
+from ..numerics import one_thread
 from ..paths import data_dir, results_dir
 from ..variants import VARIANTS
 from ..version import __version__
@@ -77,7 +77,7 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
         return None
     key = fingerprint({"teacher": asdict(cfg.teacher), "weights": _teacher_identity(cfg), "views": asdict(cfg.data),
                        "size": cfg.model.image.img_size, "n": len(pairs.image_files), "first": str(pairs.image_files[0]),
-                       "kernels": kernels(torch.device(device))})   # unpinned targets never reused pinned
+                       "kernels": _kernels(torch.device(device))})
     path = data_dir() / "teacher-targets" / f"{cfg.preset}-{key}.pt"
 
     def compute():
@@ -92,6 +92,13 @@ def teacher_targets(cfg: ExperimentConfig, teacher, pairs: TrainPairs, device, i
                         "rank 0 builds the teacher-target cache there and every rank reads it")
     return on_every_rank(info, lambda: torch.load(path, mmap=True),   # memory-mapped: 3.3 M × 768 floats are
                          "to read the teacher-target cache")          # 10 GB at the thesis mixture
+
+
+def _kernels(device: torch.device) -> str:
+    """The kernels that compute the cache on ``device`` (``cpu-AVX512``, ``cuda``, …): a cache written by others (a
+    data folder shared between machines, a GPU run) differs in the last bits and must not stand in, or the same
+    run on one machine would not be the same bits every time."""
+    return f"cpu-{torch.backends.cpu.get_cpu_capability()}" if device.type == "cpu" else device.type
 
 
 def _teacher_identity(cfg: ExperimentConfig) -> str:
@@ -111,7 +118,6 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
     cfg = run_config(preset, variant, seed, overrides, config)
     dev = resolve_device(device)
-    warn_if_unpinned(cfg.preset, dev)
     info = init_distributed(dev, dist_timeout)
     dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)

@@ -1,0 +1,87 @@
+"""thesis_lib.study.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
+the last-bit drift measured across kernels and tight enough that a run behaving like another seed fails on every
+family ``make verify`` retrains; a failure is one line naming run, metric, values and tolerance; a verdict that a
+swapped run changes is named."""
+import json
+import shutil
+import statistics
+
+import pytest
+
+from thesis_lib.paths import ROOT
+from thesis_lib.study import grids, verify
+from thesis_lib.training.results import load_results
+
+COMMITTED = ROOT / "results"
+LAST_BIT_DRIFT = 0.10    # points: the largest recall difference of 20 demo runs after 600 steps when only the CPU
+                         # kernels differed (AVX-512 against AVX2, same code; docs/reproducibility.md)
+
+
+@pytest.fixture(scope="module")
+def committed():
+    return load_results(COMMITTED, "demo")
+
+
+def test_seed_sds_pool_the_variances_within_variants():
+    runs = [{"variant": v, "metrics": {"m": x}} for v, xs in (("a", (1.0, 2.0, 4.0)), ("b", (10.0, 11.0)))
+            for x in xs]
+    pooled = ((3 - 1) * statistics.variance([1.0, 2.0, 4.0]) + (2 - 1) * statistics.variance([10.0, 11.0])) / 3
+    assert verify.seed_sds(runs)["m"] == pytest.approx(pooled ** 0.5)
+    assert verify.seed_sds(runs[:1]) == {}                                  # one seed: no SD
+
+
+def test_every_committed_metric_has_a_tolerance_wider_than_last_bit_drift(committed):
+    tolerance = verify.tolerances(committed)
+    metrics = set().union(*(r["metrics"] for r in committed))
+    assert set(tolerance) == metrics
+    assert min(tolerance.values()) > 2 * LAST_BIT_DRIFT
+
+
+@pytest.mark.parametrize("other_seed", [1, 2])
+def test_a_run_that_behaves_like_another_seed_fails_on_every_family(committed, other_seed):
+    """A change of behaviour as small as the study's noise (seed 1 or 2 standing in for seed 0) is caught."""
+    tolerance = verify.tolerances(committed)
+    runs = {(r["variant"], r["seed"]): r for r in committed}
+    for variant in grids.VERIFIED:
+        assert verify.metric_failures(runs[variant, 0], runs[variant, other_seed], tolerance), variant
+
+
+def test_a_metric_beyond_its_tolerance_is_one_line_naming_run_metric_values_and_tolerance(committed):
+    tolerance = verify.tolerances(committed)
+    run = next(r for r in committed if r["variant"] == "baseline" and r["seed"] == 0)
+    assert verify.metric_failures(run, run, tolerance) == []
+    moved = json.loads(json.dumps(run))
+    moved["metrics"]["coco_mean"] += 1.5 * tolerance["coco_mean"]
+    lines = verify.metric_failures(run, moved, tolerance)
+    assert len(lines) == 1 and lines[0].startswith("demo/baseline/seed0: coco_mean retrained ")
+    assert str(run["metrics"]["coco_mean"]) in lines[0] and f"{tolerance['coco_mean']:.4f}" in lines[0]
+    del moved["metrics"]["coco_mean"]
+    assert verify.metric_failures(run, moved, tolerance) == ["demo/baseline/seed0: coco_mean was not retrained"]
+
+
+def test_a_swapped_run_that_changes_a_verdict_is_named(tmp_path):
+    """The committed runs swapped for themselves change nothing; a TTE' run made much better flips a verdict."""
+    retrained = tmp_path / "retrained" / "demo" / "tte_after_ls"
+    retrained.mkdir(parents=True)
+    shutil.copyfile(COMMITTED / "demo" / "tte_after_ls" / "seed0.json", retrained / "seed0.json")
+    assert verify.changed_verdicts(COMMITTED, tmp_path / "retrained", "demo", tmp_path / "same") == []
+    result = json.loads((retrained / "seed0.json").read_text())
+    for metric in ("coco_mean", "flickr_mean", "imagenet_top1"):
+        result["metrics"][metric] += 30.0
+    (retrained / "seed0.json").write_text(json.dumps(result))
+    changed = verify.changed_verdicts(COMMITTED, tmp_path / "retrained", "demo", tmp_path / "better")
+    assert changed and all(" -> " in line for line in changed)
+
+
+def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
+    import re
+    text = (ROOT / "docs" / "reproducibility.md").read_text()
+    tolerance = verify.tolerances(committed)
+    quoted = re.search(r"it is ([\d.]+) points for COCO retrieval,\s+([\d.]+) for Flickr retrieval, ([\d.]+) for "
+                       r"ImageNet top-1, and ([\d.]+) for the smallest \(the re-ranked Flickr mean\)", text)
+    assert quoted, "docs/reproducibility.md no longer quotes the tolerances"
+    smallest = min(tolerance, key=tolerance.get)
+    assert smallest == "flickr_rerank_mean"
+    assert [float(x) for x in quoted.groups()] == [round(tolerance[m], 2) for m in
+                                                   ("coco_mean", "flickr_mean", "imagenet_top1", smallest)]
+    assert f"`TOLERANCE_SDS` = {verify.TOLERANCE_SDS:g} between-seed" in text

@@ -1,0 +1,90 @@
+"""What ``make verify`` decides (docs/reproducibility.md): committed demo runs, retrained on any machine, reproduce
+the study when every metric comes back within the study's own noise of the committed value and every claim's
+verdict is unchanged with the retrained runs standing in for the committed ones.
+
+PyTorch does not promise the same bits on another CPU, library build or kernel choice
+(https://pytorch.org/docs/stable/notes/randomness.html), and over 600 training steps a last-bit difference grows into
+the metrics. On one machine and thread count a run is the same bits every time (tests/test_reproducible.py); across
+machines this module is the rule.
+"""
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+from . import grids, tables
+from .runs import SEEDS
+
+TOLERANCE_SDS = 1.0   # a retrained run may differ from the committed one by this many between-seed SDs per metric
+
+
+def seed_sds(results: list[dict]) -> dict[str, float]:
+    """Each metric's between-seed standard deviation in a result set: the variances over seeds within each variant
+    (≥ 2 seeds), pooled by their degrees of freedom (Σ (n_v - 1) s_v² / Σ (n_v - 1)). It is the study's own noise:
+    what another seed of the same code changes a run by."""
+    by_variant: dict[str, list[dict]] = {}
+    for r in results:
+        by_variant.setdefault(r["variant"], []).append(r["metrics"])
+    squares: dict[str, float] = {}
+    dof: dict[str, int] = {}
+    for runs in by_variant.values():
+        for metric in set().union(*runs):
+            values = [m[metric] for m in runs if metric in m]
+            if len(values) > 1:
+                mean = sum(values) / len(values)
+                squares[metric] = squares.get(metric, 0.0) + sum((v - mean) ** 2 for v in values)
+                dof[metric] = dof.get(metric, 0) + len(values) - 1
+    return {m: math.sqrt(squares[m] / dof[m]) for m in squares}
+
+
+def tolerances(results: list[dict]) -> dict[str, float]:
+    """The declared tolerance of each metric: ``TOLERANCE_SDS`` × its between-seed SD (``seed_sds``).
+
+    One SD, because it is loose enough for honest drift and tight enough for a change of behaviour (both measured
+    on the committed demo results in docs/reproducibility.md and tests/test_verify.py): last-bit differences moved
+    the demo's recalls after 600 steps by far less than the smallest between-seed SD of any metric, while a run that
+    behaves like another seed of the same variant is outside the tolerance on several metrics of every run that
+    ``make verify`` retrains. A run moved by one SD moves a four-seed mean by half its standard error, which the
+    verdict check (``changed_verdicts``) then judges."""
+    return {metric: TOLERANCE_SDS * sd for metric, sd in seed_sds(results).items()}
+
+
+def metric_failures(committed: dict, retrained: dict, tolerance: dict[str, float]) -> list[str]:
+    """One line per metric of a retrained run that is missing or further than its tolerance from the committed
+    value (empty: the run reproduces)."""
+    run = f"{committed['preset']}/{committed['variant']}/seed{committed['seed']}"
+    out = []
+    for metric, value in committed["metrics"].items():
+        ours = retrained["metrics"].get(metric)
+        if metric not in tolerance or ours is None:
+            out.append(f"{run}: {metric} {'has no between-seed SD' if ours is not None else 'was not retrained'}")
+        elif not abs(ours - value) <= tolerance[metric]:
+            out.append(f"{run}: {metric} retrained {ours} vs committed {value}: |difference| {abs(ours - value):.4f} "
+                       f"> tolerance {tolerance[metric]:.4f} ({TOLERANCE_SDS:g} between-seed SD)")
+    return out
+
+
+def verdicts(results_root: Path, preset: str) -> dict[tuple[str, str], str]:
+    """Every claim's verdict per metric (the primary decides, the secondary ones are shown) as the README's block
+    computes it: ``tables.claim_table`` over the claimed variants, the study's seeds and a sequential design's; a
+    size estimate in the verdict's words ("36 × the thesis's size") is not part of the verdict."""
+    where = SimpleNamespace(preset=preset, seeds=SEEDS, results_root=Path(results_root))   # what results_frame reads
+    claims = tables.claim_table(tables.results_frame(where, grids.CLAIMED, sequential_seeds=True))
+    words = (re.sub(r"\d+(\.\d+)?", "#", v) for v in claims["verdict"])
+    return dict(zip(zip(claims["claim"], claims["metric"]), words))
+
+
+def changed_verdicts(committed_root: Path, retrained_root: Path, preset: str, scratch: Path) -> list[str]:
+    """The verdicts that change when the retrained runs (every result file under ``retrained_root``) replace the
+    committed runs of the same variant and seed: in a copy of the committed results under ``scratch``."""
+    swapped = Path(scratch) / preset
+    shutil.copytree(Path(committed_root) / preset, swapped)
+    for result in sorted((Path(retrained_root) / preset).glob("*/seed*.json")):
+        shutil.copyfile(result, swapped / result.parent.name / result.name)
+    before, after = verdicts(committed_root, preset), verdicts(scratch, preset)
+    changed = [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    return [f"{claim} ({metric}): verdict {before.get((claim, metric))} -> {after.get((claim, metric))}"
+            for claim, metric in changed]
