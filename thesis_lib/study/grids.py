@@ -27,6 +27,7 @@ PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared b
 
 DUAL = ("baseline", "tte_after_ls", "mome")                         # notebook 05, dual-encoder use
 FUSION = ("fusion_joint", "switch", "switch_sib")                   # notebook 05, + image-text matching, re-ranking
+FUSION_TRAINED = ("fusion_joint", "switch_sib")   # notebook 05's default fusion_variants (its parameters cell)
 SWITCHES = ("switch", "switch_sib")                                 # the fusion heads with switches
 DUAL_PAIRS = (("mome", "tte_after_ls"), ("mome", "baseline"), ("tte_after_ls", "baseline"))   # one Holm family
 

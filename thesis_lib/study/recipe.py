@@ -26,7 +26,7 @@ THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/Ma
 THESIS_PAIRS_PER_S = 44632 * GLOBAL_BATCH / (THESIS_HOURS * 3600)        # ≈ 920 on the two GPUs together (derived)
 H100_PAIRS_PER_S = 2500     # this repository's goal for one H100 (issue 38), NOT a measurement: an estimate
 BYTES_PER_PARAMETER = 12    # checkpoint.pt: fp32 weights + AdamW's two fp32 moments
-NB05_SEEDS, NB05_FUSION = (0, 1, 2), ("fusion_joint", "switch_sib")    # notebook 05's seeds, fusion_variants
+NB05_SEEDS, NB05_FUSION = (0, 1, 2), grids.FUSION_TRAINED    # notebook 05's seeds, fusion_variants
 LAYOUTS = ("1gpu", "8gpu", "slurm")
 LANES, FIRST_PORT = 4, 29500          # 8gpu: four runs side by side, 2 GPUs each, one master port each
 
