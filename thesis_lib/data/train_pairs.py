@@ -124,7 +124,7 @@ class TrainPairs:
             return
         workers = self.data.num_workers
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
-        loader = DataLoader(stream, batch_size=self.batch_size,
+        loader = DataLoader(stream, batch_size=self.batch_size, generator=torch.Generator(),   # see _TeacherViews
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
         for images, teacher_images, tokens, pairs, replaced in loader:
             self.replaced_samples += int(replaced.sum())
@@ -157,11 +157,14 @@ class TrainPairs:
         if self.images is not None:
             return image_batches(self.images[start:stop], view, batch_size, self.data.num_workers)
         return DataLoader(_TeacherViews(self.image_files[start:stop], view), batch_size=batch_size,
-                          num_workers=self.data.num_workers)
+                          num_workers=self.data.num_workers, generator=torch.Generator())
 
 
 class _TeacherViews(Dataset):
-    """The fixed (evaluation) view of each training image file; NaNs for one that does not decode."""
+    """The fixed (evaluation) view of each training image file; NaNs for one that does not decode. Its loader, as the
+    training batches' one, draws its workers' base seed from a generator of its own, not from the global stream a
+    checkpoint saves: a resumed run's stream then equals an uninterrupted one's whichever process built the teacher
+    cache (the samples are seeded one by one: ``_StepStream``)."""
 
     def __init__(self, files: list, view: ImageView):
         self.files, self.view = files, view
