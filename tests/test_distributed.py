@@ -177,7 +177,8 @@ def test_the_process_group_timeout_is_read_from_the_option_or_the_environment(mo
 
 
 def _slow_cache_worker(rank, world, port, tmp, timeout):
-    """A rank of a torchrun-style gloo group in which rank 0 builds the teacher-target cache slowly (4 s)."""
+    """A rank of a torchrun-style gloo group building a teacher-target cache of one image (one batch: rank 1's
+    part) slowly (4 s)."""
     import time
     from types import SimpleNamespace
     from thesis_lib import get_config
@@ -195,7 +196,8 @@ def _slow_cache_worker(rank, world, port, tmp, timeout):
     def teacher(x):
         time.sleep(4)
         return torch.zeros(len(x), 8)
-    pairs = SimpleNamespace(image_files=[tmp / "a.png"], teacher_view_images=lambda bs: [torch.zeros(1, 3, 4, 4)])
+    pairs = SimpleNamespace(image_files=[tmp / "a.png"],
+                            teacher_view_images=lambda bs, start, stop: [torch.zeros(stop - start, 3, 4, 4)])
     try:
         info = init_distributed(torch.device("cpu"))
         targets = teacher_targets(cfg, teacher, pairs, "cpu", info)
@@ -206,10 +208,10 @@ def _slow_cache_worker(rank, world, port, tmp, timeout):
 
 
 @pytest.mark.parametrize("timeout", ["2", None])
-def test_a_rank_0_phase_longer_than_the_timeout_is_an_error_that_names_it(tmp_path, timeout):
-    """Rank 0 builds the teacher-target cache (4 s) while rank 1 waits. With a 2 s timeout both processes stop with
-    an error (rank 1: it waited for the cache past the timeout; rank 0: the other process left), not a hang; with
-    the default timeout (6 h) both get the targets."""
+def test_a_wait_longer_than_the_timeout_is_an_error_that_names_it(tmp_path, timeout):
+    """Rank 1 builds the only batch of the teacher-target cache (4 s) while rank 0, with no part, waits. With a 2 s
+    timeout both processes stop with an error (rank 0: it waited for the cache past the timeout; rank 1: the other
+    process left), not a hang; with the default timeout (6 h) both get the targets."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -218,10 +220,138 @@ def test_a_rank_0_phase_longer_than_the_timeout_is_an_error_that_names_it(tmp_pa
     if timeout is None:
         assert messages == ["ok (1, 8)", "ok (1, 8)"]
     else:
-        assert re.match(r"DistributedTimeoutError: rank 1 waited 2(\.\d+)? s for rank 0 to build the teacher-target "
-                        r"cache, longer than the process-group timeout \(2 s\)", messages[1]), messages[1]
-        assert "--dist-timeout or THESIS_DIST_TIMEOUT (default 6 h)" in messages[1]
-        assert messages[0].startswith("DistributedError: rank 0: another process left"), messages[0]
+        assert re.match(r"DistributedTimeoutError: rank 0 waited 2(\.\d+)? s for the other processes to build the "
+                        r"teacher-target cache in parts, longer than the process-group timeout \(2 s\)",
+                        messages[0]), messages[0]
+        assert "--dist-timeout or THESIS_DIST_TIMEOUT (default 6 h)" in messages[0]
+        assert messages[1].startswith("DistributedError: rank 1: another process left"), messages[1]
+
+
+def _cache_setup(shard):
+    """A fixed-view teacher-target cache to build: 10 training images (the 8th does not decode: a NaN row), eval
+    batches of 3 (4 batches, the last short), a random teacher of the same weights in every process."""
+    from thesis_lib import get_config
+    from thesis_lib.data.tokenizer import CaptionTokenizer
+    from thesis_lib.data.train_pairs import TrainPairs
+    from thesis_lib.models.sources import load_teacher
+    cfg = get_config("thesis", overrides={
+        "data.train_sets": f"wds:{shard}", "data.root": str(shard.parent), "data.num_workers": 0,
+        "data.teacher_view": "fixed", "weights.source": "random", "eval.batch_size": 3, "train.batch_size": 2,
+        "model.image.img_size": 32, "model.image.patch_size": 8, "model.dim": 32, "model.num_heads": 2,
+        "teacher.dim": 32, "teacher.depth": 2, "teacher.num_heads": 2, "teacher.patch_size": 8})
+    tok = CaptionTokenizer(lambda caps: [[5 + ord(c) % 40 for c in cap] for cap in caps], 64, 0, 2, 1, 3, 16, "chars")
+    torch.manual_seed(0)
+    return cfg, TrainPairs.of(cfg, tok, shard.parent), load_teacher(cfg).eval()
+
+
+def _write_cache_shard(tmp):
+    from thesis_lib.study.fixtures import jpeg_bytes, write_shard
+    samples = {f"{k:04d}": {"jpg": jpeg_bytes(k, (48, 64)), "txt": f"caption {k}"} for k in range(10)}
+    samples["0007"]["jpg"] = jpeg_bytes(7, (48, 64))[:20] + bytes(range(256)) * 4 + b"\xff\xd9"   # decodes not
+    write_shard(tmp / "00000.tar", samples)
+    return tmp / "00000.tar"
+
+
+class _Counted:
+    """A teacher that counts the images it is given."""
+
+    def __init__(self, teacher):
+        self.teacher, self.images = teacher, 0
+
+    def __call__(self, x):
+        self.images += len(x)
+        return self.teacher(x)
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    return x.view(torch.int32)                      # NaN rows compare equal bit for bit (torch.equal: NaN != NaN)
+
+
+def _parts_worker(rank, port, tmp, lagging):
+    """Both ranks ask for the cache (built in parts unless it exists), then again (reused); with ``lagging``, rank
+    1's view of the data folder lags: for it, the cache does not exist yet."""
+    import warnings
+    from thesis_lib.data.train_pairs import DataWarning
+    from thesis_lib.training.distributed import init_distributed
+    from thesis_lib.training.run import teacher_targets
+    _torchrun_env(rank, 2, port)
+    os.environ["THESIS_DATA"] = str(tmp / "data")
+    cfg, pairs, teacher = _cache_setup(tmp / "00000.tar")
+    if lagging and rank == 1:
+        import pathlib
+        exists = pathlib.Path.exists
+        pathlib.Path.exists = lambda p: False if p.parent.name == "teacher-targets" else exists(p)
+    info = init_distributed(torch.device("cpu"))
+    counted = _Counted(teacher)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = teacher_targets(cfg, counted, pairs, "cpu", info)
+    built, parts = counted.images, sorted(p.name for p in (tmp / "data" / "teacher-targets").glob("*.part-*"))
+    again = teacher_targets(cfg, counted, pairs, "cpu", info)
+    torch.save(first.clone(), tmp / f"rank{rank}.pt")
+    (tmp / f"rank{rank}.json").write_text(json.dumps({
+        "built": built, "reused": counted.images - built, "parts_left": parts,
+        "same": torch.equal(_bits(first), _bits(again)),
+        "undecodable": sum(issubclass(w.category, DataWarning) for w in caught)}))
+
+
+def _one_process_cache(data, shard, monkeypatch) -> torch.Tensor:
+    """The cache as one process builds it in ``data`` (the reference); its teacher sees every image once."""
+    from thesis_lib.training.distributed import DistInfo
+    from thesis_lib.training.run import teacher_targets
+    monkeypatch.setenv("THESIS_DATA", str(data))
+    cfg, pairs, teacher = _cache_setup(shard)
+    counted = _Counted(teacher)
+    with pytest.warns(UserWarning, match="cached as NaN"):
+        targets = teacher_targets(cfg, counted, pairs, "cpu", DistInfo()).clone()
+    assert counted.images == len(targets) == 10
+    return targets
+
+
+def test_two_processes_build_the_teacher_cache_in_parts_equal_to_one_process_bit_for_bit(tmp_path, monkeypatch):
+    """Each of 2 gloo processes runs its own teacher on its own slice of the images only, in whole batches of 3:
+    images [0, 6) and [6, 10) (before, rank 0 ran all 10 while rank 1 waited). Rank 0 joins the parts into the file
+    one process writes, with the same content bit for bit (the undecodable image's NaN row included), and removes
+    them; both ranks read it, and a second call reuses it without running the teacher."""
+    shard = _write_cache_shard(tmp_path)
+    spawn_two(_parts_worker, (free_port(), tmp_path, False))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [r["built"] for r in ranks] == [6, 4]                      # each only its slice
+    assert [r["undecodable"] for r in ranks] == [0, 1]                # image 7 lies in rank 1's slice
+    assert [r["parts_left"] for r in ranks] == [[], []]               # rank 0 removed them before any rank read
+    assert [r["reused"] for r in ranks] == [0, 0] and all(r["same"] for r in ranks)
+    reference = _one_process_cache(tmp_path / "one", shard, monkeypatch)
+    (cache,) = (tmp_path / "data" / "teacher-targets").glob("*.pt")
+    assert cache.name == next((tmp_path / "one" / "teacher-targets").glob("*.pt")).name    # same path, same key
+    for built in [torch.load(cache), *(torch.load(tmp_path / f"rank{r}.pt") for r in range(2))]:
+        assert torch.equal(_bits(built), _bits(reference))
+    assert reference[7].isnan().all() and torch.isfinite(reference[torch.arange(10) != 7]).all()
+    left = [p.name for p in (tmp_path / "data" / "teacher-targets").iterdir() if ".part-" in p.name or
+            p.name.endswith(".tmp")]
+    assert left == []
+
+
+def test_an_existing_teacher_cache_is_reused_by_every_process_as_rank_0_decides(tmp_path, monkeypatch):
+    """The cache one process built is read by both ranks without running the teacher, even by a rank whose view of
+    the data folder lags (rank 0 decides, and tells every rank)."""
+    shard = _write_cache_shard(tmp_path)
+    reference = _one_process_cache(tmp_path / "data", shard, monkeypatch)
+    spawn_two(_parts_worker, (free_port(), tmp_path, True))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert [(r["built"], r["reused"], r["undecodable"]) for r in ranks] == [(0, 0, 0), (0, 0, 0)]
+    for r in range(2):
+        assert torch.equal(_bits(torch.load(tmp_path / f"rank{r}.pt")), _bits(reference))
+
+
+def test_each_rank_takes_whole_batches_and_the_slices_cover_every_image_once():
+    from thesis_lib.training.run import rank_slice
+    assert [rank_slice(10, 3, r, 2) for r in range(2)] == [(0, 6), (6, 10)]
+    assert [rank_slice(1, 3, r, 2) for r in range(2)] == [(0, 0), (0, 1)]          # fewer batches than ranks
+    for n, batch, world in [(10, 3, 3), (3_300_000, 256, 16), (7, 7, 4), (100, 1, 8)]:
+        slices = [rank_slice(n, batch, r, world) for r in range(world)]
+        assert slices[0][0] == 0 and slices[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(slices, slices[1:]))                 # contiguous, in rank order
+        assert all(start % batch == 0 or start == stop for start, stop in slices)
 
 
 @pytest.mark.parametrize("nodelist, host", [

@@ -21,7 +21,8 @@ def test_the_rehearsal_core_trains_kills_resumes_and_notebook_03_reuses_the_run(
     printed = capsys.readouterr().out
     for line in ("the 3 model files hold fairseq's/unilm's args and trainer state",
                  f"{rehearsal.TRAIN_STEPS} steps on 2 processes (gloo on the CPU)",
-                 "teacher-target cache (data.teacher_view=fixed) built under torchrun",
+                 "teacher-target cache (data.teacher_view=fixed) built under torchrun in parts of whole batches of "
+                 "256: rank 0 none, rank 1 images [0, 36) of 36; joined by rank 0, the parts removed",
                  "2 shard sets, 10 broken samples counted and skipped at indexing; 1 training image(s) failed to "
                  "decode in a batch",
                  "killed (SIGKILL to torchrun, its 2 processes and their loader workers) after step",

@@ -124,7 +124,7 @@ class TrainPairs:
             return
         workers = self.data.num_workers
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
-        loader = DataLoader(stream, batch_size=self.batch_size,
+        loader = DataLoader(stream, batch_size=self.batch_size, generator=torch.Generator(),   # see _TeacherViews
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
         for images, teacher_images, tokens, pairs, replaced in loader:
             self.replaced_samples += int(replaced.sum())
@@ -147,20 +147,24 @@ class TrainPairs:
         stream = _StepStream(self, 0, steps, draw_teacher_view=not cached_targets)
         return measure_data_path(stream, self.batch_size, self.data.decoder, self.data.num_workers)
 
-    def teacher_view_images(self, batch_size: int):
-        """The fixed teacher view of every training image, in order (to cache teacher targets once). From files, an
-        image that does not decode gives a view of NaNs and a ``DataWarning``: its pairs are replaced in training
-        (``_StepStream._decodable``), so its target is never read, and were it read the loss would turn non-finite
-        and stop the run."""
+    def teacher_view_images(self, batch_size: int, start: int = 0, stop: int | None = None):
+        """The fixed teacher view of the training images ``start`` to ``stop`` (default: every one), in order, in
+        batches counted from ``start`` (to cache teacher targets once; several processes each take a slice). From
+        files, an image that does not decode gives a view of NaNs and a ``DataWarning``: its pairs are replaced in
+        training (``_StepStream._decodable``), so its target is never read, and were it read the loss would turn
+        non-finite and stop the run."""
         view = ImageView(self.img_size, self.data.mean, self.data.std)
         if self.images is not None:
-            return image_batches(self.images, view, batch_size, self.data.num_workers)
-        return DataLoader(_TeacherViews(self.image_files, view), batch_size=batch_size,
-                          num_workers=self.data.num_workers)
+            return image_batches(self.images[start:stop], view, batch_size, self.data.num_workers)
+        return DataLoader(_TeacherViews(self.image_files[start:stop], view), batch_size=batch_size,
+                          num_workers=self.data.num_workers, generator=torch.Generator())
 
 
 class _TeacherViews(Dataset):
-    """The fixed (evaluation) view of each training image file; NaNs for one that does not decode."""
+    """The fixed (evaluation) view of each training image file; NaNs for one that does not decode. Its loader, as the
+    training batches' one, draws its workers' base seed from a generator of its own, not from the global stream a
+    checkpoint saves: a resumed run's stream then equals an uninterrupted one's whichever process built the teacher
+    cache (the samples are seeded one by one: ``_StepStream``)."""
 
     def __init__(self, files: list, view: ImageView):
         self.files, self.view = files, view

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,11 +126,28 @@ def torchrun_lines(result: dict, where: str, teacher_cache: Path, log: Path) -> 
     variant, seed = TORCHRUN
     return [f"torchrun: {variant} seed {seed}, {train['steps']} steps on 2 processes ({where}), a checkpoint "
             f"after each step",
-            f"teacher-target cache (data.teacher_view=fixed) built under torchrun by rank 0 while rank 1 waited in "
-            f"a barrier: {caches[0].name}",
+            f"teacher-target cache (data.teacher_view=fixed) built under torchrun in parts of whole batches of "
+            f"{result['config']['eval']['batch_size']}: {cache_parts(text, teacher_cache)}; joined by rank 0, the "
+            f"parts removed: {caches[0].name}",
             f"{len(shards)} shard sets, {broken} broken samples counted and skipped at indexing; {replaced} training "
             f"image(s) failed to decode in a batch, replaced by the next decodable pair and counted "
             f"(train.replaced_samples)"]
+
+
+def cache_parts(log_text: str, teacher_cache: Path) -> str:
+    """Which images each rank ran the teacher on, from the run's log (raises SystemExit unless the parts cover every
+    image once, in rank order, and none is left beside the cache). A rank whose slice holds no whole batch has none."""
+    found = re.findall(r"rank (\d) of 2: teacher targets of images \[(\d+), (\d+)\) of (\d+)", log_text)
+    spans = {int(rank): (int(a), int(b)) for rank, a, b, _ in found}
+    n = int(found[0][3]) if found else -1
+    edges = [e for rank in sorted(spans) for e in spans[rank]]
+    if not found or edges[0] != 0 or edges[-1] != n or any(a != b for a, b in zip(edges[1:-1:2], edges[2::2])):
+        raise SystemExit(f"rehearsal: the teacher-target cache's parts do not cover its images once ({found})")
+    left = sorted(p.name for p in teacher_cache.glob("*.part-*"))
+    if left:
+        raise SystemExit(f"rehearsal: parts of the teacher-target cache were left in {teacher_cache}: {left}")
+    return ", ".join(f"rank {r} " + (f"images [{spans[r][0]}, {spans[r][1]}) of {n}" if r in spans else "none")
+                     for r in range(2))
 
 
 def check_reuse(runs: Path) -> str:

@@ -2,12 +2,13 @@
 several CPU processes (gloo). Features are gathered *with* gradients for the contrastive loss (open_clip's
 ``--local-loss --gather-with-grad``, the form its maintainers verified equal to the global loss).
 
-Some phases run on rank 0 alone while the other processes wait in a ``barrier``: building the teacher-target cache
-(``data.teacher_view=fixed``), preparing the evaluation sets, evaluating the trained model. At the thesis scale they
-take far longer than a collective's usual timeout (NCCL's watchdog: 10 min), so the process group is created with an
-explicit one, ``--dist-timeout`` / ``THESIS_DIST_TIMEOUT`` (default ``DEFAULT_TIMEOUT``, 6 h), and those waits run in
-a gloo group beside NCCL's, where a wait past the timeout is an error that says which phase it waited for
-(``DistributedTimeoutError``) instead of a process killed by the watchdog."""
+Some phases run on rank 0 alone while the other processes wait in a ``barrier`` (preparing the evaluation sets,
+evaluating the trained model), and in one every process waits for the slowest (each building its part of the
+teacher-target cache, ``data.teacher_view=fixed``). At the thesis scale they take far longer than a collective's
+usual timeout (NCCL's watchdog: 10 min), so the process group is created with an explicit one, ``--dist-timeout``
+/ ``THESIS_DIST_TIMEOUT`` (default ``DEFAULT_TIMEOUT``, 6 h), and those waits run in a gloo group beside NCCL's,
+where a wait past the timeout is an error that says which phase it waited for (``DistributedTimeoutError``) instead
+of a process killed by the watchdog."""
 from __future__ import annotations
 
 import datetime
@@ -27,7 +28,7 @@ from ..errors import (ConfigError, DeviceError, DistributedError, DistributedTim
                       ThesisError)
 
 
-DEFAULT_TIMEOUT = 6 * 3600.0        # seconds: the longest a process waits for another (rank 0's cache, evaluation)
+DEFAULT_TIMEOUT = 6 * 3600.0        # seconds: the longest a process waits for another (teacher cache, evaluation)
 TIMEOUT_ENV = "THESIS_DIST_TIMEOUT"
 
 
