@@ -99,7 +99,7 @@ def table(table1_seeds: int | None = None) -> str:
     """The run table of docs/full_scale.md: per notebook, the runs it reads that no earlier notebook trained."""
     thesis_h, h100_h = run_hours()
     first = sequential.TABLE1_PRIMARY.looks[0]
-    rows, total = [], [0, 0.0]
+    rows = []
     groups: dict = {}
     for nb, job in planned_jobs(table1_seeds or sequential.TABLE1_PRIMARY.looks[-1]):
         later = nb == "02" and job["seed"] >= first

@@ -181,9 +181,9 @@ def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per
         if per_seed:
             rows |= {f"{VARIANT_LABELS[v]}, seed {s}": _gamma_row(sub[sub.seed.eq(s)]) for s in sub.seed}
         rows[VARIANT_LABELS[v] + (", mean over seeds" if per_seed else "")] = _gamma_row(sub)
-    for version, label in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
+    for version, name in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
         t = reference.LAYERSCALE[version]
-        rows[label] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
+        rows[name] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
                        "max |γ|": f"{t['max']:.2g}",
                        "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
                        "share ‖γ⊙t‖/‖H‖ (image, text)": "–"}
