@@ -59,7 +59,7 @@ test: setup $(BIN)/.installed-dev
 # results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 15 min on 2 cores; set THESIS_DATA
 # to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results).
 verify: setup $(BIN)/.installed-dev
-	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo
+	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo -s
 
 # Rewrite tests/golden/smoke_seed0.json: only on purpose (a change meant to alter the numbers).
 golden: setup $(BIN)/.installed-dev

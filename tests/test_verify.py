@@ -10,7 +10,7 @@ import pytest
 
 from thesis_lib.paths import ROOT
 from thesis_lib.study import grids, verify
-from thesis_lib.training.results import load_results
+from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 
 COMMITTED = ROOT / "results"
 LAST_BIT_DRIFT = 0.10    # points: the largest recall difference of 20 demo runs after 600 steps when only the CPU
@@ -37,13 +37,49 @@ def test_every_committed_metric_has_a_tolerance_wider_than_last_bit_drift(commit
     assert min(tolerance.values()) > 2 * LAST_BIT_DRIFT
 
 
+def curve(variant, seed):
+    return read_jsonl(RunPaths(COMMITTED, "demo", variant, seed).metrics)
+
+
 @pytest.mark.parametrize("other_seed", [1, 2])
 def test_a_run_that_behaves_like_another_seed_fails_on_every_family(committed, other_seed):
-    """A change of behaviour as small as the study's noise (seed 1 or 2 standing in for seed 0) is caught."""
+    """A change of behaviour as small as the study's noise (seed 1 or 2 standing in for seed 0, curve and metrics) is
+    caught: its curve differs from the first logged step on, so it is held to one SD, not read as a fork."""
     tolerance = verify.tolerances(committed)
     runs = {(r["variant"], r["seed"]): r for r in committed}
     for variant in grids.VERIFIED:
-        assert verify.metric_failures(runs[variant, 0], runs[variant, other_seed], tolerance), variant
+        sds = verify.tolerance_sds(curve(variant, 0), curve(variant, other_seed))
+        assert sds[0] == verify.TOLERANCE_SDS and "first logged step" in sds[1], (variant, sds)
+        assert verify.metric_failures(runs[variant, 0], runs[variant, other_seed], tolerance, sds), variant
+
+
+def test_a_replay_a_fork_and_a_different_run_are_told_apart_by_the_loss_curve():
+    committed = curve("baseline", 0)
+    rounded = [dict(row, loss=row["loss"] * (1 + 1e-6)) for row in committed]
+    assert verify.fork_step(committed, committed) is None and verify.fork_step(committed, rounded) is None
+    assert verify.tolerance_sds(committed, rounded) == (verify.TOLERANCE_SDS, "a replay")
+    forked = [dict(row, loss=row["loss"] * (1.04 if row["step"] >= 150 else 1.0)) for row in committed]
+    assert verify.fork_step(committed, forked) == 150
+    assert verify.tolerance_sds(committed, forked) == (verify.FORKED_SDS, "forked at step 150: a new draw")
+    assert verify.tolerance_sds(committed, curve("baseline", 1))[0] == verify.TOLERANCE_SDS
+    assert verify.fork_step(committed, committed[:-1]) == len(committed) - 1        # a curve cut short departs
+
+
+def test_a_fork_is_held_to_where_two_seeds_of_one_variant_lie(committed):
+    """A forked run is a new draw: every pair of committed seeds of each verified family, one read as the other's
+    fork, is inside ``FORKED_SDS`` (so an honest fork passes), and a metric moved past it fails with the reason."""
+    tolerance = verify.tolerances(committed)
+    runs = {(r["variant"], r["seed"]): r for r in committed}
+    fork = (verify.FORKED_SDS, "forked at step 150: a new draw")
+    for variant in grids.VERIFIED:
+        seeds = sorted(s for v, s in runs if v == variant)[:4]
+        for a in seeds:
+            for b in seeds:
+                assert verify.metric_failures(runs[variant, a], runs[variant, b], tolerance, fork) == [], variant
+    moved = json.loads(json.dumps(runs["switch_sib", 0]))
+    moved["metrics"]["flickr_mean"] += 1.01 * verify.FORKED_SDS * tolerance["flickr_mean"]
+    lines = verify.metric_failures(runs["switch_sib", 0], moved, tolerance, fork)
+    assert len(lines) == 1 and lines[0].endswith("(4.24 between-seed SD; forked at step 150: a new draw)")
 
 
 def test_a_metric_beyond_its_tolerance_is_one_line_naming_run_metric_values_and_tolerance(committed):
