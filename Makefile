@@ -56,7 +56,7 @@ test: setup $(BIN)/.installed-dev
 	$(BIN)/python -m pytest
 
 # Retrain one committed demo run (seed 0) of each variant family: every metric within its declared tolerance of
-# results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 15 min on 2 cores; set THESIS_DATA
+# results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 11 min on 2 cores; set THESIS_DATA
 # to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results).
 verify: setup $(BIN)/.installed-dev
 	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo -s
