@@ -159,7 +159,6 @@ def notebook_env(preset: str) -> dict:
     return {**os.environ, "THESIS_PRESET": preset, "THESIS_PROGRESS": "0"}
 
 
-
 def prepare_demo(preset: str) -> dict:
     """World, tokenizer and demo pretraining of ``preset`` (cached: instant when done before)."""
     t = time.perf_counter()

@@ -63,7 +63,8 @@ def test_a_replay_a_fork_and_a_different_run_are_told_apart_by_the_loss_curve():
     assert verify.fork_step(committed, forked) == 150
     assert verify.tolerance_sds(committed, forked) == (verify.FORKED_SDS, "forked at step 150: a new draw")
     assert verify.tolerance_sds(committed, curve("baseline", 1))[0] == verify.TOLERANCE_SDS
-    assert verify.fork_step(committed, committed[:-1]) == len(committed) - 1        # a curve cut short departs
+    assert verify.fork_step(committed, committed[:-1]) == committed[-1]["step"]     # a curve cut short departs
+    assert verify.tolerance_sds([], committed) == (verify.TOLERANCE_SDS, "no committed curve to compare with")
 
 
 def test_a_fork_is_held_to_where_two_seeds_of_one_variant_lie(committed):

@@ -65,7 +65,8 @@ def fork_step(committed_curve: list[dict], retrained_curve: list[dict]) -> int |
         if ours["step"] != theirs["step"] or not abs(ours["loss"] - theirs["loss"]) <= FORK_RTOL * abs(theirs["loss"]):
             return theirs["step"]
     if len(retrained_curve) != len(committed_curve):
-        return min(len(retrained_curve), len(committed_curve))
+        shorter, longer = sorted((retrained_curve, committed_curve), key=len)
+        return longer[len(shorter)]["step"]
     return None
 
 
@@ -78,10 +79,11 @@ def tolerance_sds(committed_curve: list[dict], retrained_curve: list[dict]) -> t
     model). A run that differs from the first logged step on is not the committed run at all (another seed, another
     data order, another initialisation) and is held to ``TOLERANCE_SDS``."""
     step = fork_step(committed_curve, retrained_curve)
-    first = committed_curve[0]["step"] if committed_curve else None
     if step is None:
         return TOLERANCE_SDS, "a replay"
-    if step == first:
+    if not committed_curve:
+        return TOLERANCE_SDS, "no committed curve to compare with"
+    if step == committed_curve[0]["step"]:
         return TOLERANCE_SDS, f"differs from the first logged step ({step}): not the committed run"
     return FORKED_SDS, f"forked at step {step}: a new draw"
 
