@@ -42,13 +42,16 @@ class Claim:
     (variant, TTE ablation) pair (ablation "none" = the model as trained); ``direction`` +1 says higher, -1 lower.
     ``margin_from``: the thesis rows whose difference is the thesis's own effect (the smallest effect of interest,
     carried to our scale by ``sesoi``); ``family``: the claims Holm's correction runs over, wherever one is shown;
-    ``in_thesis``: the thesis states it (the others are this study's questions about it)."""
+    ``in_thesis``: the thesis states it (the others are this study's questions about it); ``margin``: the smallest
+    effect of interest on the primary metric (points) fixed at the claim's design (``designs``), else None: the
+    thesis's relative effect times the baseline's mean over the seeds of the design's first look (``sesoi``)."""
     text: str
     contrast: tuple
     direction: int
     margin_from: tuple
     family: str
     in_thesis: bool = False
+    margin: float | None = None
 
     @property
     def arms(self) -> tuple:

@@ -188,7 +188,8 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
     claim's seeds), the levels of its tests (a sequential claim's look: ``sequential``), the Holm p within the
     claim's family (primary metric), the verdict (``stats.decide``) and its words (``stats.words``)."""
     declared = tuple(dict.fromkeys((*reference.CLAIMS, *claims)))   # a family is every declared claim, shown or not
-    items, sizes = items_of(df), {f: sum(c.family == f for c in declared) for f in reference.FAMILIES}
+    families = tuple(dict.fromkeys(c.family for c in declared))
+    items, sizes = items_of(df), {f: sum(c.family == f for c in declared) for f in families}
     rows = []
     for claim in claims:
         design = sequential.DESIGNS.get(claim.text)
@@ -198,17 +199,19 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
             if not seeds:
                 continue
             base = arm_values(df, (BASELINE, "none"), metric)
-            control = sum(base[s] for s in seeds if s in base) / max(1, sum(s in base for s in seeds)) \
-                if base else float("nan")
+            control = _mean_over(base, seeds)
             rel = reference.relative_effect(claim.margin_from, metric)
             primary = metric == PRIMARY
+            first_look = seeds[:design.looks[0]] if design else seeds   # the margin is fixed at the first look
+            margin = claim.margin if primary and claim.margin is not None else \
+                reference.sesoi(claim.margin_from, metric, _mean_over(base, first_look))
             levels = design.levels(len(seeds)) if design and primary else (ALPHA, ALPHA)
             rows.append({"claim": claim, "metric": metric, "primary": primary, "seeds": seeds,
                          "diffs": [values[s] for s in seeds], "control": control, "relative": rel,
                          "test": PairedTest.of([values[s] for s in seeds], METRICS[metric].resolution(items)),
-                         "margin": reference.sesoi(claim.margin_from, metric, control), "levels": levels,
+                         "margin": margin, "levels": levels,
                          "thesis": None if rel is None else rel * control, "family_size": sizes[claim.family]})
-    for family in reference.FAMILIES:
+    for family in families:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
         for r, p in zip(members, holm([r["test"].p for r in members], family=sizes[family])):
             r["p_adjusted"] = p                          # the family is every declared claim, shown or not
@@ -218,6 +221,12 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
         r["ratio"] = ratio_to_thesis(r)
         r["words"] = words(r["verdict"], r["claim"].in_thesis, r["ratio"])
     return rows
+
+
+def _mean_over(values: dict, seeds) -> float:
+    """The mean of ``values`` (seed -> value) over the ``seeds`` it has; nan if none."""
+    have = [values[s] for s in seeds if s in values]
+    return sum(have) / len(have) if have else float("nan")
 
 
 def ratio_to_thesis(row: dict) -> tuple:

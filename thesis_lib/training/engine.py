@@ -8,6 +8,7 @@ summed on the device and read then (that is also when a non-finite loss is detec
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from dataclasses import asdict, dataclass
 
@@ -79,6 +80,25 @@ def tte_lr_scale(t: TrainConfig, global_batch: int, budget: str) -> float | None
 
 
 THESIS_STEPS_RUN = 44632       # the thesis run stopped 4 steps before its scheduled 44,636 (docs/sources.md §3)
+
+
+def thesis_summed_lr() -> float:
+    """The thesis run's summed learning rate (≈ 4.46: 44,632 steps of its cosine schedule at a peak of 2e-4)."""
+    from ..config import get_config
+    return summed_lr(get_config("thesis").train, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN)
+
+
+def steps_for_summed_lr(t: TrainConfig, global_batch: int, target: float) -> int:
+    """The fewest steps of ``t``'s schedule (its shape, peak and warmup fraction, only the length changed) whose
+    summed learning rate (``summed_lr``) reaches ``target``: the demo "trained as long as the thesis" in the sense of
+    ``tte_lr_scale`` (the same function, applied to every parameter by lengthening the run instead of raising one
+    group's rate)."""
+    import dataclasses
+    per_step = summed_lr(t, global_batch) / t.steps            # ≈ peak / 2 for a cosine with warmup
+    steps = max(1, int(target / per_step) - 2)
+    while summed_lr(dataclasses.replace(t, steps=steps), global_batch) < target:
+        steps += 1
+    return steps
 
 
 @dataclass
@@ -297,6 +317,8 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
                 append_jsonl(paths.metrics, row)
                 if done % t.ckpt_every == 0 or done == t.steps:
                     save_checkpoint(paths, s, done, asdict(cfg))
+                    if t.keep_every and done % t.keep_every == 0:        # a snapshot kept for a held-out curve
+                        shutil.copyfile(paths.checkpoint, paths.snapshot(done))
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
             if not checked_data and steps_done > MIN_STEPS and info.is_main:

@@ -43,6 +43,10 @@ class RunPaths:
     def checkpoint(self) -> Path:
         return self.dir / "checkpoint.pt"
 
+    def snapshot(self, step: int) -> Path:
+        """A checkpoint kept at ``step`` (``train.keep_every``)."""
+        return self.dir / f"checkpoint-step{step}.pt"
+
     @property
     def metrics(self) -> Path:
         return self.dir / "metrics.jsonl"
