@@ -1,8 +1,10 @@
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as sps
 
+from thesis_lib.study import stats
 from thesis_lib.study.stats import (
     COMPARISONS,
     VERDICTS,
@@ -88,3 +90,34 @@ def test_a_comparison_without_a_claimed_direction():
     assert compare(below, 0.0001) == "inconclusive"                                    # below one test item
     assert compare(_test(1.0, math.nan, n=1, p=math.nan), math.nan) == "inconclusive"  # one seed
     assert set(COMPARISONS) & set(VERDICTS) == {"inconclusive"}
+
+
+def test_robust_sd_is_scipys_normal_scaled_mad():
+    x = np.random.default_rng(0).normal(0, 2, 31)
+    assert stats.robust_sd(x) == pytest.approx(sps.median_abs_deviation(x, scale="normal"), rel=1e-4)
+
+
+def test_robust_seeds_agree_with_normal_theory_on_normal_data_and_resist_an_outlier():
+    """On 400 normal differences the MAD-based count equals the normal-theory one within the bootstrap's range; one
+    seed 12 SDs out inflates the normal-theory count, not the robust one; the outlier is named."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.0, 1.0, 400)
+    normal = stats.seeds_to_decide(float(np.median(x)), float(x.std(ddof=1)), 0.8)
+    robust = stats.robust_seeds_needed(x, 0.8, boot=300)
+    assert robust["low"] <= normal <= robust["high"]
+    y = np.append(x[:23], 12.0)
+    assert stats.seeds_to_decide(float(np.median(y)), float(y.std(ddof=1)), 0.8) > 1.5 * \
+        stats.robust_seeds_needed(y, 0.8, boot=300)["seeds"]
+    assert list(stats.outlying_seeds(dict(enumerate(y)))) == [23]
+
+
+def test_robust_seeds_range_is_a_bootstrap_interval():
+    """The count's range comes from the 95 % percentile interval of the robust SD over resampled seeds: scipy's
+    bootstrap of the same statistic gives the same ends within its Monte-Carlo error."""
+    x = np.random.default_rng(2).standard_t(3, 24) * 0.2
+    ours = stats.robust_seeds_needed(x, 0.08, boot=4000, seed=5)
+    ci = sps.bootstrap((x,), stats.robust_sd, vectorized=False, n_resamples=4000, method="percentile",
+                       random_state=6).confidence_interval
+    center = float(np.median(x))
+    low, high = (stats.seeds_to_decide(center, sd, 0.08) for sd in (ci.low, ci.high))
+    assert ours["low"] == pytest.approx(low, rel=0.3) and ours["high"] == pytest.approx(high, rel=0.3)

@@ -142,6 +142,37 @@ def naive_error(looks: tuple, alpha: float = ALPHA) -> float:
     return 1 - no_crossing([sps.norm.isf(alpha / 2)] * len(looks), looks, two_sided=True)
 
 
+FIRST_LOOK_AS_RUN = (ALPHA, ALPHA)
+"""The levels the first look (four seeds) was actually tested at: the study's fixed-n rule (5 % two-sided, TOST at 5 %
+each side), before this design was declared. Its later looks used the design's levels."""
+
+
+def procedure_error(design: SequentialDesign, effect: float, margin: float, sd: float = 1.0,
+                    first: tuple | None = FIRST_LOOK_AS_RUN, reps: int = 200_000, seed: int = 0) -> dict:
+    """The share of simulated procedures (paired differences N(``effect``, ``sd``), the first ``look`` seeds at each
+    look) that end on each outcome, the procedure stopping at its first decisive verdict as ``stats.decide`` gives it
+    (size first, then significance; a family of one: no Holm), at the design's levels, except the first look at
+    ``first`` (None: the design's own). Returns {"significant": P(reproduced, contradicted or trivial),
+    "equivalent": P(equivalent or trivial), "significant, claimed side": P(significant with mean on the claimed
+    side … here: below 0)}: under ``effect`` 0 the first is the false-significance rate; under ``effect`` = ± the
+    margin the second is the false-equivalence rate."""
+    x = np.random.default_rng(seed).normal(effect, sd, (reps, design.looks[-1]))
+    open_, sig_any, eq_any, low = np.ones(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool)
+    for k, n in enumerate(design.looks):
+        sig_level, tost_level = first if (k == 0 and first is not None) else design.levels(n)
+        m, se = x[:, :n].mean(1), x[:, :n].std(1, ddof=1) / math.sqrt(n)
+        half = sps.t.ppf(1 - tost_level, n - 1) * se
+        inside = (m - half > -margin) & (m + half < margin)
+        significant = 2 * sps.t.sf(np.abs(m) / se, n - 1) < sig_level
+        decided = open_ & (inside | significant)
+        sig_any |= decided & significant
+        eq_any |= decided & inside
+        low |= decided & significant & (m < 0)
+        open_ &= ~decided
+    return {"significant": float(sig_any.mean()), "equivalent": float(eq_any.mean()),
+            "significant, claimed side": float(low.mean())}
+
+
 def design_table(design: SequentialDesign) -> list[dict]:
     """One row per look: seeds, information fraction, α spent so far, the nominal levels of the two tests."""
     rows = []

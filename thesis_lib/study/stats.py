@@ -245,3 +245,37 @@ def fmt(mean: float, half: float, digits: int = 2) -> str:
     if math.isnan(mean):
         return "–"
     return f"{mean:.{digits}f}" if math.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+MAD_TO_SD = 1.4826     # 1 / Φ⁻¹(3/4): the MAD of a normal sample, scaled to its SD (scipy's scale="normal")
+OUTLIER_SDS = 3.0      # a seed this many SDs (the robust SD) from the median is named beside the seeds to decide
+
+
+def robust_sd(diffs) -> float:
+    """The per-seed differences' SD from their median absolute deviation (× ``MAD_TO_SD``): one seed far out moves it
+    little, where it inflates the sample SD (Huber & Ronchetti 2009, *Robust Statistics*, §5.1)."""
+    d = np.asarray(list(diffs), dtype=float)
+    return float(MAD_TO_SD * np.median(np.abs(d - np.median(d)))) if len(d) >= 2 else math.nan
+
+
+def outlying_seeds(values: dict, sds: float = OUTLIER_SDS) -> dict:
+    """{seed: its distance from the median in robust SDs} for the seeds more than ``sds`` robust SDs away."""
+    d = np.asarray(list(values.values()), dtype=float)
+    sd, med = robust_sd(d), float(np.median(d)) if len(d) else math.nan
+    if not sd > 0:
+        return {}
+    return {s: (v - med) / sd for s, v in values.items() if abs(v - med) > sds * sd}
+
+
+def robust_seeds_needed(diffs, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
+                        boot: int = 2000, seed: int = 0) -> dict:
+    """``seeds_to_decide`` at the robust SD (``robust_sd``) and the median, with the 95 % percentile interval of the
+    same count over bootstrap resamples of the seeds (Efron & Tibshirani 1993, ch. 13): the normal-theory count's
+    robust counterpart, for per-seed differences that are not normal."""
+    d = np.asarray(list(diffs), dtype=float)
+    center = float(np.median(d))
+    need = lambda sd: seeds_to_decide(center, sd, margin, alpha, tost_alpha)  # noqa: E731
+    rng = np.random.default_rng(seed)
+    sds = np.array([robust_sd(d[rng.integers(0, len(d), len(d))]) for _ in range(boot)])
+    lo, hi = np.quantile(sds[sds > 0], [0.025, 0.975]) if (sds > 0).any() else (math.nan, math.nan)
+    return {"seeds": need(robust_sd(d)), "low": need(lo), "high": need(hi)}
