@@ -18,7 +18,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("variants", "metrics", "config_checks", "config"),
     ("data",),
     ("models",),
-    ("evaluate", "analysis"),
+    ("evaluate", "analysis", "item_agreement"),
     ("training", "evaluate_cli"),
     ("study",),
     ("__init__",),

@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit, logit
 
 from thesis_lib import study
-from thesis_lib.study import reference, sequential, verdicts
+from thesis_lib.study import reference, sequential, tables, verdicts
 from thesis_lib.study.stats import COMPATIBLE, words
 
 
@@ -58,9 +58,26 @@ def test_thesis_noise_is_binomial_arithmetic():
     top1 = table[(table.metric == "ImageNet top-1") & table.version.str.startswith("Aug")
                  & (table.comparison == "tte_before − baseline")].iloc[0]
     assert top1._z_best == pytest.approx(0.5 / (math.sqrt(2 * 0.261 * 0.739 / 50000) * 100))
-    assert row["seed SD (carried)"] == "–"                          # no demo runs in this frame
+    assert row._z_conservative == pytest.approx(0.3 / high)       # the larger SE: the conservative z
+    assert row["seed SD (carried)"] == "–" and row["φ"] == "–"      # no demo runs, no agreement measured
     note = verdicts.thesis_noise_note(table)
-    assert f"{int((table._z_best >= 1.96).sum())} exceed" in note
+    assert f"{int((table._z_conservative >= 1.96).sum())} exceed 1.96 test-set standard errors at the larger SE" in note
+    assert f"and {int((table._z_best >= 1.96).sum())} at the smaller" in note
+
+
+def test_thesis_noise_pairs_and_carries_on_the_logit_scale():
+    """φ shrinks the larger SE by √(1 − φ); a seed SD measured at our baseline's score is carried to the thesis's on
+    the logit scale (delta method), from the variant ``grids.NOISE_SEED_FROM`` names."""
+    df = frame(0.0, (0.0, 0.2, -0.2, 0.1), ("tte_before", "tte_after", "tte_after_ls"))
+    table = verdicts.thesis_noise(df, agreement={"coco_mean": 0.75})
+    row = table[(table.comparison == "tte_after_ls − baseline") & (table.metric == "COCO retrieval")
+                & table.version.str.startswith("Aug")].iloc[0]
+    assert row._z_paired == pytest.approx(row._z_conservative * 2)          # √(1 − 0.75) = 1/2
+    assert row["seed SD (carried)"].endswith("(tte_after)")
+    base = df[df.variant.eq("baseline")].coco_mean.mean() / 100
+    sd = tables.paired_test(df, ("tte_after", "none"), ("baseline", "none"), "coco_mean").sd
+    assert float(row["seed SD (carried)"].split()[0]) == pytest.approx(
+        sd * 0.663 * 0.337 / (base * (1 - base)), abs=0.006)
 
 
 def test_conclusions_are_the_claims_table_rows():

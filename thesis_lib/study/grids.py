@@ -14,12 +14,12 @@ _, _, NOLN, TTE_BEFORE_NOLN = TABLE1                               # the 2 × 2'
 TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (notebook 03, the main job); the final
                                             # text's third row, TTE after without LayerScale, is notebook 04's
 CONTROLS = ("tte_before_noln", "noln", "tte_shared")
-DOSE = ("tte_after_ls", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value (1e-3 ended as 1e-5)
+DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
 BUDGET = ("baseline", "tte_after_ls_budget")  # the TTE' given the thesis's learning-rate budget (notebook 04)
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
 TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")              # is the TTE used? (ablated at evaluation)
 TTE_CONTRIBUTION = (*DOSE, "tte_after_ls_budget", "tte_after")   # γ rising: its start, its budget, no LayerScale
-WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements of why the TTE does not matter
+WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements beside the verdicts
 CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE + BUDGET))      # every variant some claim reads
 THESIS_DIFFERENCES = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))   # Tables 1-2
 PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
@@ -46,5 +46,7 @@ NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alon
 DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")                         # notebook 05, dual-encoder use
 FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")   # + fusion heads
 FUSION_COMPARED_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")  # between fusion heads
+NOISE_SEED_FROM = (("tte_after_ls", "tte_after"),)   # whose seed noise the thesis-noise table carries for a row: the
+                                                 # TTE' barely trains at the demo's budget, TTE after without LS does
 NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")      # the thesis's differences vs noise
 WHY_METRICS = ("probe_accuracy_vector", "probe_accuracy_norm", "tte_ratio_image", "tte_ratio_text")  # notebook 04

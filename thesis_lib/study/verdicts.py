@@ -64,57 +64,78 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=[c for c in table if c.startswith("_")])
 
 
-def thesis_noise(df: pd.DataFrame, variants=None) -> pd.DataFrame:
-    """Each difference of the thesis's Tables 1-2 (both versions), its test-set standard error (two models on the
-    same-sized test set, taken as independent samples of it; a range for a retrieval mean: its six recalls'
-    errors independent … perfectly correlated, ``reference.binomial_se``), z = difference / SE, and the seed
-    noise the demo measures for the same contrast (its paired SD relative to our baseline, carried to the
-    thesis's baseline) added to it. ``variants``: only the differences whose treated row is one of them (a
-    notebook's grid)."""
+def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None) -> pd.DataFrame:
+    """Each difference of the thesis's Tables 1-2 (both versions) against the noise of a single run:
+
+    * its test-set SE as two independent samples of the test set (√2 × one model's binomial SE; a retrieval mean's
+      six recalls' errors independent … perfectly correlated: the smaller … the larger SE, ``reference.binomial_se``),
+      z at the larger SE (the conservative case) … at the smaller (the most favourable);
+    * the paired SE: two models scored on the same items agree item by item, which shrinks the SE of their
+      difference by √(1 − φ) (``item_agreement``); φ as measured between paired demo variants (``agreement``:
+      {metric: φ}, None: not measured, "–");
+    * the seed noise the demo measures for the same paired contrast, carried to the thesis's score on the logit
+      scale (the delta method: an SD at score p becomes SD × p_t(1 − p_t) / (p(1 − p)) at p_t), taken from a variant
+      that trains (``grids.NOISE_SEED_FROM``: the TTE' barely moves at the demo's budget), added to the larger SE.
+
+    ``variants``: only the differences whose treated row is one of them (a notebook's grid)."""
     rows = []
     for treated, control in [p for p in grids.THESIS_DIFFERENCES if variants is None or p[0] in variants]:
+        source = dict(grids.NOISE_SEED_FROM).get(treated, treated)
         for metric in grids.NOISE_METRICS:
             for version in ("aug", "final"):
                 a = reference.thesis_value(version, treated, metric)
                 b = reference.thesis_value(version, control, metric)
                 if a is None or b is None:
                     continue
-                se = [math.sqrt(2) * x for x in reference.binomial_se(metric, b)]   # low, high
-                seed = _seed_sd(df, treated, control, metric, b)
-                both = [math.sqrt(x * x + (seed if not math.isnan(seed) else 0.0) ** 2) for x in se]
+                low, high = [math.sqrt(2) * x for x in reference.binomial_se(metric, b)]
+                seed = _seed_sd(df, source, control, metric, b)
+                phi = (agreement or {}).get(metric)
+                paired = high * math.sqrt(1 - phi) if phi is not None else math.nan
+                both = math.sqrt(high ** 2 + (seed if not math.isnan(seed) else 0.0) ** 2)
                 d = a - b
                 rows.append({"comparison": f"{treated} − {control}", "metric": label(metric),
                              "version": reference.SOURCES[version].removeprefix("thesis, "), "difference": round(d, 2),
-                             "test-set SE": f"{se[0]:.2f}-{se[1]:.2f}",
-                             "z (test set)": f"{d / se[1]:+.1f} … {d / se[0]:+.1f}",
-                             "seed SD (carried)": "–" if math.isnan(seed) else f"{seed:.2f}",
-                             "z (test set + seeds)": "–" if math.isnan(seed) else f"{d / both[1]:+.1f} … {d / both[0]:+.1f}",
-                             "_z_best": abs(d) / se[0], "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / both[0]})
+                             "test-set SE": f"{low:.2f}-{high:.2f}",
+                             "z, larger … smaller SE": f"{d / high:+.1f} … {d / low:+.1f}",
+                             "φ": "–" if phi is None else f"{phi:.2f}",
+                             "z, paired (larger SE)": "–" if phi is None else f"{d / paired:+.1f}",
+                             "seed SD (carried)": "–" if math.isnan(seed) else f"{seed:.2f} ({source})",
+                             "z, larger SE + seeds": "–" if math.isnan(seed) else f"{d / both:+.1f}",
+                             "_z_conservative": abs(d) / high, "_z_best": abs(d) / low,
+                             "_z_paired": abs(d) / paired if phi is not None else math.nan,
+                             "_z_seeds": math.nan if math.isnan(seed) else abs(d) / both,
+                             "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / math.hypot(low, seed)})
     return pd.DataFrame(rows)
 
 
 def _seed_sd(df: pd.DataFrame, treated: str, control: str, metric: str, thesis_control: float) -> float:
-    """The demo's paired SD of treated − control over seeds, relative to our control's mean, × the thesis's
-    control value (nan without both arms' runs)."""
+    """The demo's paired SD of treated − control over seeds, carried from our control's mean to the thesis's
+    control value on the logit scale (nan without both arms' runs)."""
     t = paired_test(df, (treated, "none"), (control, "none"), metric)
     base = df[df.variant.eq(control)][metric] if metric in df else []
     if t.n < 2 or not len(base):
         return math.nan
-    return t.sd / float(base.mean()) * thesis_control
+    ours, theirs = float(base.mean()) / 100, thesis_control / 100
+    return t.sd * (theirs * (1 - theirs)) / (ours * (1 - ours))
 
 
 def thesis_noise_note(table: pd.DataFrame) -> str:
     """What one run per variant could show, counted from ``table``."""
     if table.empty:
         return ""
-    n, clear = len(table), int((table["_z_best"] >= Z_CRIT).sum())
-    seeds = table["_z_seeds_best"].dropna()
-    with_seeds = int((seeds >= Z_CRIT).sum())
-    return (f"Of the thesis's {n} differences in Tables 1-2, {clear} exceed{'s' if clear == 1 else ''} {Z_CRIT:.2f} "
-            f"test-set standard errors even at the smaller SE; with the seed noise the demo measures for the same "
-            f"contrast added ({len(seeds)} of them), {with_seeds} do{'es' if with_seeds == 1 else ''}. One run per "
-            "variant tells an effect of this size from noise only where its z clears that bar; elsewhere a single run "
-            "cannot tell the thesis's difference from noise.")
+    n, bar = len(table), f"{Z_CRIT:.2f}"
+    count = lambda col: int((table[col].dropna() >= Z_CRIT).sum())  # noqa: E731
+    paired, seeds = table["_z_paired"].dropna(), table["_z_seeds"].dropna()
+    text = (f"Of the thesis's {n} differences in these tables, {count('_z_conservative')} exceed {bar} test-set "
+            f"standard errors at the larger SE (the conservative case) and {count('_z_best')} at the smaller (the "
+            "most favourable)")
+    if len(paired):
+        text += (f"; counted as paired (the two models' per-item agreement φ measured on demo variants), "
+                 f"{count('_z_paired')} of {len(paired)} do")
+    if len(seeds):
+        text += (f"; with the seed noise of a variant that trains added, {count('_z_seeds')} of {len(seeds)} do at "
+                 f"the larger SE and {count('_z_seeds_best')} at the smaller")
+    return text + (". A single run per variant tells a difference from noise only where its z clears that bar.")
 
 
 def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[str]:
@@ -190,3 +211,68 @@ def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "γ after training"
     return table
+
+
+def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
+    """What the sequential claim's procedure as run did, computed from its rows: its error rates as run (the first
+    look at an unadjusted 5 %, before the design was declared) against the design's own, simulated at the measured
+    margin / SD (``sequential.procedure_error``); how far a margin recomputed at every look would have moved; the
+    robust seeds to decide and the seeds far out."""
+    from .stats import outlying_seeds, robust_seeds_needed
+    row = next((r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].text == design.claim), None)
+    if row is None or row["test"].n < 2:
+        return {}
+    t, margin = row["test"], row["margin"]
+    ratio = margin / t.sd_used
+    rates = {name: {kind: sequential.procedure_error(design, effect, ratio, first=first)[kind]
+                    for kind, effect in (("significant", 0.0), ("equivalent", ratio))}
+             for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
+    base = dict(zip(runs_of(df, grids.BASELINE).seed, runs_of(df, grids.BASELINE)[row["metric"]]))
+    moving = [reference.sesoi(row["claim"].margin_from, row["metric"],
+                              sum(base[s] for s in row["seeds"][:n]) / n) for n in design.looks if n <= len(row["seeds"])]
+    values = dict(zip(row["seeds"], row["diffs"]))
+    sig, tost = row["levels"]
+    return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates,
+            "moving_margin": (min(moving), max(moving)),
+            "robust": fmt_seeds(robust_seeds_needed(row["diffs"], margin, sig / row["family_size"], tost)),
+            "normal": fmt_seeds(seeds_needed(t, margin, sig / row["family_size"], tost)),
+            "outliers": outlying_seeds(values)}
+
+
+def procedure_note(p: dict) -> str:
+    """``procedure_rows`` in words (docs/results.md)."""
+    if not p:
+        return ""
+    r, out = p["rates"], p["outliers"]
+    far = "; ".join(f"seed {s} at {z:+.1f} robust SDs" for s, z in out.items()) or "none"
+    return (f"\"{p['claim']}\": its first look (4 seeds) was tested at an unadjusted 5 % before the sequential design "
+            f"was declared. Simulated at the measured margin / SD ({p['margin']:.4f} / {p['sd']:.3f}), the procedure "
+            f"as run calls a null effect significant {r['as run']['significant'] * 100:.1f} % of the time (as "
+            f"declared: {r['as declared']['significant'] * 100:.1f} %) and an effect on the margin equivalent "
+            f"{r['as run']['equivalent'] * 100:.1f} % of the time (as declared: "
+            f"{r['as declared']['equivalent'] * 100:.1f} %). A margin recomputed from the baseline's mean at every "
+            f"look would have moved between {p['moving_margin'][0]:.4f} and {p['moving_margin'][1]:.4f}; it is now "
+            f"fixed at the first look's. Seeds to decide it: {p['normal']} (normal theory), {p['robust']} (robust: "
+            f"the median and the MAD-based SD, range by bootstrap); seeds more than 3 robust SDs from the median: "
+            f"{far}.")
+
+
+def gamma_travel_note(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), steps: dict | None = None) -> str:
+    """How far γ travelled against how far AdamW could move it: a channel whose gradient kept one sign would move by
+    about the summed learning rate of its group (``engine.adamw_drift``); γ's mean |γ| over channels (from 1e-5) as a
+    share of that sum says how often the signs flipped."""
+    from ..config import get_config
+    from ..training.engine import summed_lr, tte_lr_scale
+    parts = []
+    for v in [v for v in variants if v in set(df.variant)]:
+        sub = runs_of(df, v)
+        cfg = get_config(str(sub.preset.iloc[0]), v, overrides=steps or {})
+        t = cfg.train
+        total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, cfg.model.spec.tte_budget) or 1.0)
+        travel = float(sub.gamma_abs_mean.mean())           # γ₀ = 1e-5: |γ| is how far it went
+        parts.append(f"{VARIANT_LABELS[v]}: mean |γ| {travel:.3g} (SD over channels {sub.gamma_std.mean():.2g}) "
+                     f"against a summed learning rate of {total:.3g}, {travel / total * 100:.1f} % of it")
+    if not parts:
+        return ""
+    return ("AdamW moves a channel whose gradient keeps one sign by about one learning rate per step (notebook 04); "
+            "γ's channels travelled a small share of that, so their gradients' signs flipped: " + "; ".join(parts) + ".")
