@@ -55,8 +55,9 @@ VARIANT_SPECS = {  # one entry per variant; labels are how the chapter's tables 
     "noln": VariantSpec("control: image input LayerNorm skipped, no TTE", "no LN (control)", image_input_norm=False),
     "tte_shared": VariantSpec("control: one type vector for both modalities (after + LayerScale)",
                               "one vector (control)", tte="after", layerscale=True, shared_type=True),
-    # dose-response of the TTE' (notebook 04): the same variant with γ starting larger, up to 1 (no scaling); γ init
-    # 1e-3 was dropped: at the demo's learning rate its runs ended where 1e-5's did (notebook 04)
+    # dose-response of the TTE' (notebook 04): the same variant with γ starting larger, up to 1 (no scaling)
+    "tte_after_ls_init1e-3": VariantSpec("TTE after + LayerScale, γ init 1e-3", "TTE after + LS, γ₀ 1e-3",
+                                         tte="after", layerscale=True, layerscale_init=1e-3),
     "tte_after_ls_init1e-1": VariantSpec("TTE after + LayerScale, γ init 1e-1", "TTE after + LS, γ₀ 1e-1",
                                          tte="after", layerscale=True, layerscale_init=1e-1),
     "tte_after_ls_init1": VariantSpec("TTE after + LayerScale, γ init 1", "TTE after + LS, γ₀ 1", tte="after",
