@@ -57,7 +57,7 @@ def test_roles_decide_what_a_result_is_the_same_run_as():
     """Every operational or path field changed: the same run; a science field changed: another run."""
     assert set(ROLES) == {"science", "operational", "path", "source"}
     cfg = get_config("smoke")
-    same = {"data.num_workers": 3, "train.log_every": 5, "train.ckpt_every": 7, "eval.batch_size": 9,
+    same = {"data.num_workers": 3, "train.log_every": 5, "train.ckpt_every": 7, "train.keep_every": 14, "eval.batch_size": 9,
             "eval.retrieval_chunk": 11, "data.root": "/elsewhere", "weights.checkpoint_dir": "/mnt/ckpts"}
     assert set(same) == set(fields_with(role="operational") + fields_with(role="path"))
     for name, value in same.items():

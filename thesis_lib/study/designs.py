@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from ..metrics import PRIMARY
 from . import reference
-from .grids import BASELINE, TTE_AFTER_LS
+from .grids import BASELINE, BUDGET, TTE_AFTER_LS
 from .reference import AFTER, Claim, _vs
 
-BUDGET_VARIANT = "tte_after_ls_budget"
+BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
 KEEP_EVERY = 1500            # the long schedule's snapshots for its held-out curve (a multiple of ckpt_every, 100)
 PILOT_BASELINE_COCO = 38.2   # the pilot's baseline (seed 0, 6,000 steps), COCO retrieval, as the issue reports it
 
@@ -150,8 +150,11 @@ def design_jobs(params, design: FixedDesign, block: int | None = None) -> list[d
 
 def run_design(params, design: FixedDesign, block: int | None = None) -> list[dict]:
     """Train the design's runs (one block, or all), reusing finished ones; the runs of ``design.shared`` are the
-    study's and must exist (Table 1's sequential design trained the baseline's seeds 4-23)."""
-    from .runs import run_many
+    study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
+    seeds 4-23: nothing to train)."""
+    from .runs import run_grid, run_many
+    if design.shared:                             # the study's own runs: reused where they exist (at the demo: all)
+        run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
     return run_many(design_jobs(params, design, block))
 
 
@@ -174,8 +177,181 @@ def main(argv=None) -> int:
     params = study_params(args.preset, list(design.seeds_for(args.preset)), args.device, args.output_dir)
     results = run_design(params, design, args.block)
     print(f"{design.name}: {len(results)} runs finished under {store(params, design)}")
+    if design is THESIS_LR_SUM:          # its held-out curves and the paired models' per-item agreement
+        heldout_curves(params, design, args.device)
+        found = measure_agreement(params, design, args.device)
+        print(f"held-out curves written; per-item agreement φ over seeds {found['seeds']}: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in found["mean_phi"].items()))
     return 0
 
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def design_params(params, design: FixedDesign, own: bool = True):
+    """The study's parameters at the design's seeds, reading the design's own store (``own``) or the study's."""
+    return dataclasses.replace(params, seeds=design.seeds_for(params.preset),
+                               output_dir=str(store(params, design)) if own else params.output_dir)
+
+
+def design_frame(params, design: FixedDesign):
+    """``tables.results_frame`` of the design's runs on its seeds: its own variants from its store, the shared ones
+    from the study's results."""
+    import pandas as pd
+
+    from .tables import results_frame
+    own = [v for v in design.variants if v not in design.shared]
+    frames = [results_frame(design_params(params, design), own)]
+    if design.shared:
+        frames.append(results_frame(design_params(params, design, own=False), design.shared))
+    return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
+        else frames[0]
+
+
+def study_baseline_mean(params) -> float:
+    """The baseline's mean of the primary metric over the study's seeds 0-3 at 600 steps (the margin's basis)."""
+    from .runs import SEEDS
+    from .tables import results_frame
+    df = results_frame(dataclasses.replace(params, seeds=SEEDS), (BASELINE,))
+    if len(df) < len(SEEDS):
+        from ..errors import ThesisError
+        raise ThesisError(f"the margin is fixed from the baseline's seeds {list(SEEDS)} at {params.preset}, and "
+                          f"{len(df)} of them are in {params.results_root}: run notebook 03 first")
+    return float(df[PRIMARY].mean())
+
+
+def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
+    """The design's claims with their margin fixed; ``descriptive``: and the long schedule's "helps" (a family of
+    its own, decided by nothing: shown with the seeds it would need)."""
+    basis = None if design.margin_rule == "pilot" else study_baseline_mean(params)
+    extra = (LONG_HELPS,) if descriptive and design is THESIS_LR_SUM else ()
+    return fixed_claims(design, margin(design, basis), design.claims + extra)
+
+
+def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
+    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
+    order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
+    from ..analysis import load_trained, read_checkpoint
+    from ..config import config_of
+    from ..data.eval_sets import build_eval_sets
+    from ..data.tokenizer import load_tokenizer
+    from ..evaluate import EvalContext, evaluate
+    from ..numerics import one_thread
+    from ..training.prepare import prepare_assets
+    from ..training.run import resolve_device
+    rows, sets = [], None
+    dev = resolve_device(device)
+    with one_thread():
+        for path in checkpoints:
+            state = read_checkpoint(path)
+            if sets is None:
+                cfg = config_of(state["config"])
+                root = prepare_assets(cfg, pretrained=False)
+                tokenizer = load_tokenizer(cfg, root)
+                sets, ctx = build_eval_sets(cfg, tokenizer, root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+            metrics = evaluate(load_trained(state, dev), *sets, ctx)
+            rows.append({"step": int(state["step"]), **{k: metrics[k] for k in HELDOUT_METRICS}})
+    return sorted(rows, key=lambda r: r["step"])
+
+
+HELDOUT_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
+
+
+def heldout_curves(params, design: FixedDesign = THESIS_LR_SUM, device: str = "cpu") -> None:
+    """For each finished run of the design: its kept snapshots and final checkpoint evaluated on the held-out sets,
+    written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
+    import json
+
+    from ..training.results import RunPaths
+    root = design_params(params, design).results_root
+    for v in [v for v in design.variants if v not in design.shared]:
+        for s in design.seeds_for(params.preset):
+            paths = RunPaths(root, params.preset, v, s)
+            out = paths.dir / "heldout.jsonl"
+            if out.exists() or not paths.result.exists():
+                continue
+            snaps = sorted(paths.dir.glob("checkpoint-step*.pt"), key=lambda p: int(p.stem.split("step")[1]))
+            snaps = [p for p in snaps if int(p.stem.split("step")[1]) != _final_step(paths)] + [paths.checkpoint]
+            rows = snapshot_metrics([p for p in snaps if p.exists()], device)
+            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _final_step(paths) -> int:
+    import json
+    return int(json.loads(paths.result.read_text())["train"]["steps"])
+
+
+def curves_frame(params, design: FixedDesign = THESIS_LR_SUM):
+    """The held-out curves (``heldout_curves``) of the design's runs: one row per (variant, seed, step)."""
+    import json
+
+    import pandas as pd
+
+    from ..training.results import RunPaths
+    root, rows = design_params(params, design).results_root, []
+    for v in [v for v in design.variants if v not in design.shared]:
+        for s in design.seeds_for(params.preset):
+            path = RunPaths(root, params.preset, v, s).dir / "heldout.jsonl"
+            if path.exists():
+                rows += [{"variant": v, "seed": s, **json.loads(line)} for line in path.read_text().splitlines()]
+    return pd.DataFrame(rows)
+
+
+def agreement_file(params, design: FixedDesign = THESIS_LR_SUM):
+    """Where the per-item agreement measured on the design's paired checkpoints is recorded."""
+    return design_params(params, design).results_root / params.preset / "item_agreement.json"
+
+
+def recorded_agreement(params) -> dict | None:
+    """{metric: φ} as recorded by ``measure_agreement`` (None before it ran): ImageNet top-1 and top-5 from the
+    top-1 items, a retrieval mean from its R@1 items both ways (mean φ over the seeds)."""
+    import json
+    path = agreement_file(params)
+    if not path.exists():
+        return None
+    per = json.loads(path.read_text())["mean_phi"]
+    out = {"imagenet_top1": per["imagenet_top1"], "imagenet_top5": per["imagenet_top1"]}
+    for test in ("coco", "flickr"):
+        kinds = [per[k] for k in (f"{test}_ir@1", f"{test}_tr@1") if k in per]
+        if kinds:
+            out[f"{test}_mean"] = sum(kinds) / len(kinds)
+    return out
+
+
+def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str = "cpu") -> dict:
+    """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
+    checkpoints), and its mean over the seeds, written to ``agreement_file``: how much closer than two independent
+    samples of the test set two paired models' scores are (``item_agreement``)."""
+    import json
+
+    from ..analysis import load_trained, read_checkpoint
+    from ..config import config_of
+    from ..data.eval_sets import build_eval_sets
+    from ..data.tokenizer import load_tokenizer
+    from ..evaluate import EvalContext
+    from ..item_agreement import agreement, item_hits
+    from ..numerics import one_thread
+    from ..training.prepare import prepare_assets
+    from ..training.results import RunPaths
+    from ..training.run import resolve_device
+    root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
+    with one_thread():
+        for s in design.seeds_for(params.preset):
+            paths = [RunPaths(root, params.preset, v, s).checkpoint for v in design.variants]
+            if not all(p.exists() for p in paths):
+                continue
+            states = [read_checkpoint(p) for p in paths]
+            if sets is None:
+                cfg = config_of(states[0]["config"])
+                asset_root = prepare_assets(cfg, pretrained=False)
+                tokenizer = load_tokenizer(cfg, asset_root)
+                sets, ctx = build_eval_sets(cfg, tokenizer, asset_root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+            hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
+            per_seed[s] = agreement(*hits)
+    kinds = sorted({k for a in per_seed.values() for k in a})
+    out = {"pairs": f"{design.variants[0]} vs {design.variants[1]}", "seeds": sorted(per_seed), "per_seed": per_seed,
+           "mean_phi": {k: sum(a[k]["phi"] for a in per_seed.values()) / len(per_seed) for k in kinds}}
+    if per_seed:
+        agreement_file(params, design).write_text(json.dumps(out, indent=1) + "\n")
+    return out

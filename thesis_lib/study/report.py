@@ -20,22 +20,12 @@ from ..errors import ThesisError
 from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
 from ..paths import ROOT
 from ..variants import VARIANT_LABELS
-from . import grids, reference, runs, sequential, tables, verdicts
+from . import designs, grids, reference, runs, sequential, table2, tables, verdicts
 from .stats import fmt, mean_ci, paired_difference
+from .tables import markdown as _markdown
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
-
-
-def _markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
-    sep = "|" + "---|" * (len(cols) + 1)
-    def cell(v):
-        return str(v).replace("|", "\\|")
-    rows = ["| " + " | ".join([cell(i)] + [cell(v) for v in r]) + " |"
-            for i, r in zip(df.index, df.itertuples(index=False))]
-    return "\n".join([head, sep, *rows])
 
 
 def _frames(params):
@@ -77,8 +67,9 @@ def results_markdown(params) -> str:
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
-        verdicts.thesis_noise_note(verdicts.thesis_noise(claimed)) + " "
-        + verdicts.sensitivity_note(verdicts.sensitivity(claimed)),
+        table2.sentence(params),
+        verdicts.thesis_noise_note(verdicts.thesis_noise(claimed, agreement=designs.recorded_agreement(params)))
+        + " " + verdicts.sensitivity_note(verdicts.sensitivity(claimed)),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         table, alike_note(df, present),
@@ -94,7 +85,8 @@ def results_page(params) -> str:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     claims = tables.claim_table(claimed)
     ablation = tables.ablation_table(claimed, [v for v in grids.TTE_USED if v in set(claimed.variant)])
-    sensitivity, noise = verdicts.sensitivity(claimed), verdicts.thesis_noise(claimed)
+    sensitivity = verdicts.sensitivity(claimed)
+    noise = verdicts.thesis_noise(claimed, agreement=designs.recorded_agreement(params))
     design = sequential.TABLE1_PRIMARY
     return "\n\n".join(part for part in [
         "# Results at the demo scale (generated)",
@@ -111,16 +103,21 @@ def results_page(params) -> str:
         f"(1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % would "
         f"raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
         _markdown(pd.DataFrame(sequential.design_table(design)).set_index("look")),
+        "### The procedure as run", verdicts.procedure_note(verdicts.procedure_rows(claimed, design)),
         "## How much the verdicts rest on the margin's convention",
         "The declared margin is the thesis's relative effect (the smaller of its two versions) carried to our "
         "baseline; beside it, the other version's, the same change of log-odds, the same relative change of the "
         "error rate (each: margin, and the verdict it gives):",
         _markdown(sensitivity), verdicts.sensitivity_note(sensitivity),
         "## The thesis's own differences against their noise",
-        "Each difference the thesis reports between two single runs, its test-set standard error (a range for a "
-        "retrieval mean: its six recalls' errors independent … perfectly correlated; every recall taken at the "
-        "reported mean), z, and the seed noise the demo measures for the same paired contrast carried to the "
-        "thesis's scale:",
+        "Each difference the thesis reports between two single runs; its test-set standard error as two "
+        "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
+        "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
+        "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
+        "(`thesis_lib/item_agreement.py`; for a retrieval mean the R@1 items' φ, for top-5 the top-1 items'); and "
+        "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
+        "rows take TTE after's: the TTE' barely moves at the demo's budget), carried to the thesis's score on the "
+        "logit scale and added to the larger SE:",
         _markdown(noise.drop(columns=[c for c in noise if c.startswith("_")]).set_index("comparison")),
         verdicts.thesis_noise_note(noise),
         "## Table 1 as a 2 × 2",
@@ -135,7 +132,8 @@ def results_page(params) -> str:
         "Each trained model evaluated with its TTE removed or the type vectors swapped:",
         _markdown(ablation.set_index("variant")) if len(ablation) else "",
         "## The learned LayerScale γ beside the thesis's",
-        _markdown(verdicts.gamma_table(claimed)), budget_sentence(claimed),
+        _markdown(verdicts.gamma_table(claimed)), budget_sentence(claimed), verdicts.gamma_travel_note(claimed),
+        table2.markdown(params),
         why_markdown(params), fidelity_markdown(params), mechanisms_markdown(params)]
         if part).strip() + "\n"
 

@@ -393,3 +393,15 @@ def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b"),
         rows[label(m)] = {labels[0]: fmt(*mean_ci(a[m])), labels[1]: fmt(*mean_ci(b[m])),
                                   f"Δ {labels[0]} − {labels[1]}": fmt(diff[0], diff[1])}
     return pd.DataFrame(rows).T
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """A table as GitHub markdown, its index the first column (docs/results.md, the README's block)."""
+    cols = list(df.columns)
+    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
+    sep = "|" + "---|" * (len(cols) + 1)
+    def cell(v):
+        return str(v).replace("|", "\\|")
+    rows = ["| " + " | ".join([cell(i)] + [cell(v) for v in r]) + " |"
+            for i, r in zip(df.index, df.itertuples(index=False))]
+    return "\n".join([head, sep, *rows])

@@ -1,0 +1,87 @@
+"""Table 2's fixed-n designs (thesis_lib/study/designs.py), read from the code that declares them: seeds, n, family,
+margin, the long schedule's length, where their runs go; and a smoke run of each through the study's functions."""
+import dataclasses
+
+import pytest
+
+from thesis_lib import get_config
+from thesis_lib.study import designs, reference, runs, tables
+from thesis_lib.study.designs import BUDGET_CONFIRM, THESIS_LR_SUM
+from thesis_lib.training.engine import summed_lr, thesis_summed_lr
+
+
+def test_the_budget_arm_is_confirmed_on_fresh_seeds_only():
+    assert BUDGET_CONFIRM.seeds == tuple(range(4, 24)) and len(BUDGET_CONFIRM.seeds) == 20
+    assert not set(BUDGET_CONFIRM.seeds) & set(runs.SEEDS)            # the 4-seed record is not re-used
+    assert {c.family for c in BUDGET_CONFIRM.claims} == {BUDGET_CONFIRM.family} and len(BUDGET_CONFIRM.claims) == 2
+    assert [c.direction for c in BUDGET_CONFIRM.claims] == [+1, -1]    # helps; removing it costs
+    assert BUDGET_CONFIRM.family not in reference.FAMILIES            # no claim of the study reads its runs
+
+
+def test_the_long_schedule_has_the_thesis_summed_learning_rate():
+    t = get_config("demo").train
+    steps = designs.long_steps("demo")
+    assert summed_lr(dataclasses.replace(t, steps=steps), t.batch_size) >= thesis_summed_lr() > \
+        summed_lr(dataclasses.replace(t, steps=steps - 1), t.batch_size)
+    assert 9.9 < steps / t.steps < 10 and steps == 5952
+    assert dict(THESIS_LR_SUM.overrides_for("demo")) == {"train.steps": steps, "train.keep_every": designs.KEEP_EVERY}
+    assert designs.KEEP_EVERY % t.ckpt_every == 0
+
+
+def test_the_long_schedule_excludes_the_pilot_seed_and_trains_in_two_blocks():
+    assert 0 not in THESIS_LR_SUM.seeds and len(THESIS_LR_SUM.seeds) == 8
+    assert tuple(s for b in THESIS_LR_SUM.blocks for s in b) == THESIS_LR_SUM.seeds and len(THESIS_LR_SUM.blocks) == 2
+
+
+def test_margins_are_fixed_at_the_declaration():
+    """The long schedule's from the pilot's baseline (38.2), the budget arm's from the study's seeds 0-3 (the
+    committed baseline: ±0.0758); a claim carrying a fixed margin is decided against it whatever its own baseline."""
+    assert designs.margin(THESIS_LR_SUM) == pytest.approx(0.3 / 66.3 * 38.2)
+    params = runs.study_params("demo")
+    assert designs.margin(BUDGET_CONFIRM, designs.study_baseline_mean(params)) == pytest.approx(0.0758, abs=5e-5)
+    with pytest.raises(ValueError):
+        designs.margin(BUDGET_CONFIRM)
+    claims = designs.fixed_claims(BUDGET_CONFIRM, 0.5)
+    df = _frame()
+    table = tables.claim_table(df, claims)
+    assert set(table[table.role.eq("primary")]["smallest effect of interest"]) == {"±0.50"}
+
+
+def _frame():
+    import pandas as pd
+    rows = []
+    for s in range(4, 9):
+        rows.append({"variant": "baseline", "seed": s, "coco_mean": 20.0 + s, "imagenet_top1": 40.0,
+                     "flickr_mean": 30.0})
+        rows.append({"variant": designs.BUDGET_VARIANT, "seed": s, "coco_mean": 20.0 + s + 0.01 * s,
+                     "imagenet_top1": 40.0, "flickr_mean": 30.0, "removed:coco_mean": 20.0 + s})
+    return pd.DataFrame(rows)
+
+
+def test_design_jobs_go_to_the_design_store_with_its_overrides(tmp_path):
+    params = runs.study_params("demo", output_dir=str(tmp_path))
+    jobs = designs.design_jobs(params, THESIS_LR_SUM, block=2)
+    assert {(j["variant"], j["seed"]) for j in jobs} == {(v, s) for v in THESIS_LR_SUM.variants for s in (5, 6, 7, 8)}
+    assert all(j["out_dir"] == str(tmp_path / "results" / "_designs" / "thesis-lr-sum") for j in jobs)
+    assert all(j["overrides"]["train.steps"] == 5952 for j in jobs)
+    shared = designs.design_jobs(params, BUDGET_CONFIRM)
+    assert {j["variant"] for j in shared} == {designs.BUDGET_VARIANT} and len(shared) == 20   # the baseline's exist
+
+
+def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
+    """Smoke: the budget arm's shared baseline runs come from the study's results; the long schedule keeps its
+    snapshots and evaluates them into a held-out curve; each design's claims are decided from its own frame."""
+    params = runs.study_params("smoke", output_dir=str(tmp_path))
+    with pytest.raises(Exception, match="run notebook 03 first"):
+        designs.study_baseline_mean(params)
+    runs.run_grid(dataclasses.replace(params, seeds=runs.SEEDS + BUDGET_CONFIRM.smoke_seeds), ("baseline",))
+    for design in (BUDGET_CONFIRM, THESIS_LR_SUM):
+        designs.run_design(params, design)
+        df = designs.design_frame(params, design)
+        assert set(df.variant) == set(design.variants) and set(df.seed) == set(design.smoke_seeds)
+        table = tables.claim_table(df, designs.claims_of(params, design, descriptive=True))
+        assert len(table[table.role.eq("primary")]) == len(design.claims) + (design is THESIS_LR_SUM)
+    designs.heldout_curves(params)
+    curve = designs.curves_frame(params)
+    steps = get_config("smoke").train.steps * 2
+    assert sorted(set(curve.step)) == list(range(3, steps + 1, 3)) and set(curve.seed) == {1, 2}
