@@ -85,3 +85,12 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
     curve = designs.curves_frame(params)
     steps = get_config("smoke").train.steps * 2
     assert sorted(set(curve.step)) == list(range(3, steps + 1, 3)) and set(curve.seed) == {1, 2}
+    import matplotlib.pyplot as plt
+
+    from thesis_lib.study import figures, grids, table2
+    runs.run_grid(params, grids.TABLE2)
+    plt.close(figures.draw("04_long_schedule", params))
+    assert (params.figures / "04_long_schedule.png").exists()
+    page = table2.markdown(params)
+    assert "confirmed on fresh seeds" in page and "pending (2 of 20 seeds)" not in page     # smoke: n is 2
+    assert "Held-out" in table2.overfit_sentence(params) and table2.sentence(params).startswith("At budgets")

@@ -10,6 +10,7 @@ which redraws every figure from ``results/`` alone, without training. Each study
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import traceback
 from dataclasses import dataclass
@@ -204,6 +205,19 @@ def fig_switch_choices(params, variants):
     return plotting.switch_choices(choices)
 
 
+def fig_long_schedule(params, variants):
+    """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
+    training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean."""
+    from . import designs
+    heldout = designs.curves_frame(params)
+    long = designs.design_params(params, designs.THESIS_LR_SUM)
+    train = pd.concat([tables.curves(long, v) for v in variants])
+    if heldout.empty or train.empty:
+        raise _missing("the long schedule's held-out curves (make long)", long)
+    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (grids.BASELINE,))[PRIMARY].mean()
+    return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short))
+
+
 class Figure(NamedTuple):
     build: Callable              # (params, reads.variants) -> matplotlib figure
     reads: Reads = Reads()       # the runs it is drawn from: checked by ``draw``, then given to ``build``
@@ -226,6 +240,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(grids.DOSE_ARMS)),
+    "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=grids.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)

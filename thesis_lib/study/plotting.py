@@ -379,3 +379,24 @@ def switch_choices(df: pd.DataFrame):
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
         ax.invert_yaxis()
     return fig
+
+
+def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metric_label: str, short_baseline: float):
+    """The long schedule (notebook 04): left, a held-out score at each kept snapshot, each seed thin, the mean over
+    seeds thick, the 600-step baseline's mean dotted; right, the training loss per logged step (mean over seeds, band
+    min to max). A held-out score falling while the training loss still falls is overfitting."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6), layout="constrained")
+    for v, g in heldout.groupby("variant", sort=False):
+        for _, s in g.groupby("seed"):
+            left.plot(s.step, s[metric], color=COLOURS[v], lw=0.7, alpha=0.45)
+        mean = g.groupby("step")[metric].mean()
+        left.plot(mean.index, mean.values, color=COLOURS[v], lw=2, marker="o", label=VARIANT_SHORT[v])
+    left.axhline(short_baseline, color=INK, ls=":", lw=1.2, label="baseline after the demo's 600 steps")
+    left.set(xlabel="step", ylabel=f"held-out {metric_label}", title="held-out score along the schedule")
+    for v, g in train.groupby("variant", sort=False):
+        loss = g.groupby("step")["loss"]
+        right.plot(loss.mean().index, loss.mean().values, color=COLOURS[v], lw=1.4, label=VARIANT_SHORT[v])
+        right.fill_between(loss.mean().index, loss.min().values, loss.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+    right.set(xlabel="step", ylabel="training loss (KD + ITC)", title="training loss (band: min to max over seeds)")
+    left.legend(frameon=False, fontsize=9)
+    return fig

@@ -22,6 +22,9 @@ COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (H
 
 
 def _primary(table: pd.DataFrame) -> pd.DataFrame:
+    """The primary rows of a ``tables.claim_table`` (none where no claim's arms have runs)."""
+    if table.empty:
+        return pd.DataFrame(columns=list(COLUMNS), index=pd.Index([], name="claim"))
     return table[table.role.eq("primary")].set_index("claim")[list(COLUMNS)]
 
 
@@ -36,7 +39,7 @@ def budget_rows(params) -> pd.DataFrame | None:
     record.index = [f"{c} (the record, seeds 0-3)" for c in record.index]
     confirm = _pending(_primary(tables.claim_table(df, designs.claims_of(params, BUDGET_CONFIRM))),
                        len(BUDGET_CONFIRM.seeds_for(params.preset)))
-    return pd.concat([record, confirm]).rename_axis("claim")
+    return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
 
 def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
@@ -156,8 +159,7 @@ def sentence(params) -> str:
     df = long_frame(params)
     bits = []
     if budget is not None:
-        helps = budget.iloc[1]
-        used = budget.iloc[2]
+        helps, used = budget.iloc[-2], budget.iloc[-1]
         bits.append(f"given the thesis's learning-rate budget for the TTE alone, on {helps.seeds} fresh seeds the TTE' "
                     f"\"helps\" is **{helps.verdict}** ({helps['difference (95 % CI)']} COCO points against "
                     f"{helps['smallest effect of interest']}) and \"is used\" is **{used.verdict}** "
