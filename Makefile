@@ -109,10 +109,12 @@ long: setup
 rehearsal: setup
 	$(BIN)/python -m thesis_lib.study.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 
-# Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training).
+# Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training),
+# and rewrite every measured figure the documents quote from benchmarks/measured.json (thesis_lib.study.measured).
 figures: setup
 	$(BIN)/python -m thesis_lib.study.figures --preset $(PRESET)
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.report --preset demo --update-readme > /dev/null; fi
+	$(BIN)/python -m thesis_lib.study.measured
 
 # JupyterLab on the notebooks, new notebooks on the kernel "Python (thesis-tte)"; --allow-root only where it is needed
 # (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise

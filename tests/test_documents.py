@@ -33,6 +33,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ("docs/results.md",)                         # written whole by thesis_lib.study.report
 BLOCK = re.compile(r"<!-- results:start -->.*?<!-- results:end -->", re.S)
+MARKERS = re.compile(r"<!-- m:code\n.*?\n-->\n|<!-- m:[\w.-]+ -->|<!-- /m -->", re.S)   # thesis_lib.study.measured's
 NB03, NB04, NB05 = ("notebooks/03_tte_layerscale.ipynb", "notebooks/04_layerscale_weights.ipynb",
                     "notebooks/05_modality_mechanisms.ipynb")
 
@@ -42,7 +43,8 @@ def read_documents(root: Path = ROOT) -> dict[str, str]:
     every hand-written page of docs/, and each notebook's markdown cells joined by blank lines."""
     pages = [root / "README.md", root / "BENCHMARKS.md", *sorted((root / "docs").glob("*.md"))]
     docs = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in pages}
-    docs = {name: text for name, text in docs.items() if name not in GENERATED}
+    docs = {name: MARKERS.sub(lambda m: "\n" * m.group(0).count("\n"), text) for name, text in docs.items()
+            if name not in GENERATED}
     docs["README.md"] = BLOCK.sub(lambda m: "\n" * m.group(0).count("\n"), docs["README.md"])
     for nb in sorted((root / "notebooks").glob("*.ipynb")):
         cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
