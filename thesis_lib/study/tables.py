@@ -210,7 +210,9 @@ def _claim_rows(df: pd.DataFrame, claims) -> list[dict]:
                          "diffs": [values[s] for s in seeds], "control": control, "relative": rel,
                          "test": PairedTest.of([values[s] for s in seeds], METRICS[metric].resolution(items)),
                          "margin": margin, "levels": levels,
-                         "thesis": None if rel is None else rel * control, "family_size": sizes[claim.family]})
+                         # the thesis's effect in the claim's direction: "removing the TTE' costs" is −|effect|
+                         "thesis": None if rel is None else claim.direction * abs(rel) * control,
+                         "family_size": sizes[claim.family]})
     for family in families:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
         for r, p in zip(members, holm([r["test"].p for r in members], family=sizes[family])):
