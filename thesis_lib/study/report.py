@@ -20,7 +20,7 @@ from ..errors import ThesisError
 from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
 from ..paths import ROOT
 from ..variants import VARIANT_LABELS
-from . import designs, grids, reference, runs, sequential, table2, tables, verdicts
+from . import answer, designs, grids, reference, runs, sequential, table2, tables, verdicts
 from .stats import fmt, mean_ci, paired_difference
 from .tables import markdown as _markdown
 
@@ -47,8 +47,14 @@ def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
 
 
 def results_markdown(params) -> str:
-    """The README's block: where the demo disagrees with the thesis, one line per claim (``verdicts.conclusions``),
-    the chapter's rows beside the thesis's; every table behind them is ``results_page``'s (docs/results.md)."""
+    """The README's block: the chapter's three claims answered in plain words (``answer.markdown``); every line and
+    table behind them is ``results_page``'s (docs/results.md)."""
+    return answer.markdown(params)
+
+
+def summary_markdown(params) -> str:
+    """docs/results.md's opening: where the demo disagrees with the thesis, one line per claim
+    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's."""
     df, claimed = _frames(params)
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
@@ -63,18 +69,19 @@ def results_markdown(params) -> str:
     claims = tables.claim_table(claimed)
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
-        disagreements(tables.family_claims(claims)),
+        disagreements(tables.family_claims(claims), untested(claimed)),
+        table2.sentence(params),
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
-        table2.sentence(params),
         verdicts.thesis_noise_note(verdicts.thesis_noise(claimed, agreement=designs.recorded_agreement(params)))
         + " " + verdicts.sensitivity_note(verdicts.sensitivity(claimed)),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         table, alike_note(df, present),
-        "Every table behind these lines (the claims with their intervals and p-values, the sequential design, the "
-        "margin conventions, the thesis's differences against their noise, γ, the ablations): `docs/results.md`."]
+        "The sections below hold every table behind these lines: the claims with their intervals and p-values, the "
+        "sequential design, the margin conventions, the thesis's differences against their noise, γ, the ablations, "
+        "Table 2's designs."]
         if part).strip()
 
 
@@ -92,6 +99,7 @@ def results_page(params) -> str:
         "# Results at the demo scale (generated)",
         "Written by `python -m thesis_lib.study.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
+        "## Every claim in one line", summary_markdown(params),
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
@@ -198,16 +206,36 @@ def why_markdown(params) -> str:
 DISAGREE = ("contradicted", "equivalent", "trivial")   # verdicts that say the thesis's effect is not here
 
 
-def disagreements(primary: pd.DataFrame) -> str:
+UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budget is too small a dose to test a claim
+
+
+def untested(df: pd.DataFrame) -> dict:
+    """{claim: why} for the claims the demo's design could not have failed to call equivalent: Table 2's, when the
+    TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
+    ours, budget = (tables.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
+    if not len(ours) or not len(budget) or "tte_ratio_image" not in df:
+        return {}
+    share, full = ours.tte_ratio_image.mean() * 100, budget.tte_ratio_image.mean() * 100
+    if share * UNTESTED_SHARE > full:
+        return {}
+    why = (f"at the demo's budget the TTE is {share:.3f} % of the shared block's input, {full / share:.0f} × less than "
+           "at the thesis's budget for it; Table 2's designs below test it there")
+    return {c.text: why for c in reference.CLAIMS if c.family == reference.TABLE2}
+
+
+def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
     """One plain sentence per claim of the thesis that the demo does not bear out (contradicted, or shown smaller
-    than the thesis's effect, or reproduced at another size), and a line for those it cannot decide."""
-    lines, open_ = [], []
+    than the thesis's effect, or reproduced at another size), a line for those it cannot decide, and apart those
+    whose verdict the design could not have failed to give (``untestable``: {claim: why})."""
+    lines, open_, moot = [], [], []
     for claim, row in primary.iterrows():
         if claim not in THESIS_CLAIMS:
             continue
         where = (f"{row['difference (95 % CI)']} on COCO retrieval against a smallest effect of interest of "
                  f"{row['smallest effect of interest']}, {row['seeds']} seeds")
-        if row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
+        if claim in (untestable or {}):
+            moot.append(f"- **{claim}**: {row.verdict} ({where}); {untestable[claim]}.")
+        elif row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
             lines.append(f"- **{claim}**: the thesis says so; here it is **{row.verdict}** ({where}).")
         elif row.verdict == "inconclusive":
             open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it).")
@@ -216,6 +244,9 @@ def disagreements(primary: pd.DataFrame) -> str:
         parts.append("Where this scale disagrees with the thesis:\n\n" + "\n".join(lines))
     if open_:
         parts.append("Not decided at this scale:\n\n" + "\n".join(open_))
+    if moot:
+        parts.append("Not testable at the demo's budget (a verdict the design could not have failed to give):\n\n"
+                     + "\n".join(moot))
     return "\n\n".join(parts)
 
 
