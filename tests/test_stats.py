@@ -12,6 +12,8 @@ from thesis_lib.study.stats import (
     compare,
     decide,
     fmt,
+    fmt_fixed,
+    fmt_p,
     holm,
     mean_ci,
     paired_difference,
@@ -121,3 +123,17 @@ def test_robust_seeds_range_is_a_bootstrap_interval():
     center = float(np.median(x))
     low, high = (stats.seeds_to_decide(center, sd, 0.08) for sd in (ci.low, ci.high))
     assert ours["low"] == pytest.approx(low, rel=0.3) and ours["high"] == pytest.approx(high, rel=0.3)
+
+
+@pytest.mark.parametrize("p,shown", [(8.03e-08, "< 0.001"), (0.0, "< 0.001"), (0.000999, "< 0.001"),
+                                     (0.001, "0.001"), (0.0061, "0.006"), (0.05, "0.050"), (0.4414, "0.441"),
+                                     (1.0, "1.000"), (math.nan, "–"), (None, "–")])
+def test_fmt_p_prints_fixed_notation_never_scientific(p, shown):
+    assert fmt_p(p) == shown
+    assert "e" not in fmt_p(p)
+
+
+def test_fmt_fixed_keeps_significant_digits_without_an_exponent():
+    assert fmt_fixed(8.03e-08) == "0.0000000803" and fmt_fixed(2.07e-4) == "0.000207"
+    assert fmt_fixed(0.02815, 4) == "0.02815" and fmt_fixed(0.05) == "0.05" and fmt_fixed(1.0) == "1"
+    assert fmt_fixed(math.nan) == "–"

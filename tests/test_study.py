@@ -9,6 +9,7 @@ from thesis_lib.paths import ROOT
 from thesis_lib.study import sequential
 from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.study.reference import CLAIMS
+from thesis_lib.study.stats import fmt_p
 
 SEEDS = range(5)
 
@@ -74,7 +75,7 @@ def test_the_sequential_claim_uses_its_look(monkeypatch):
     v, table = verdicts(frame({"tte_before": -0.3, "tte_after_ls": 0.0}, noise=noise))
     row = table.set_index(["claim", "role"]).loc[(BEFORE, "primary")]
     assert row.seeds == 8 and v[BEFORE] == "inconclusive" and "TOST α 0.00069" in row["equivalence interval"]
-    assert row["p (unadjusted)"] < 0.05
+    assert row["_p_unadjusted"] < 0.05
     v, _ = verdicts(frame({"tte_before": -3.0, "tte_after_ls": 0.0}, noise=noise))
     assert v[BEFORE].startswith("reproduced")
 
@@ -92,12 +93,12 @@ def test_a_difference_below_one_test_item_is_never_significant():
     one = 100 / (6 * 25010)
     v, table = verdicts(frame({"tte_before": -0.5 * one, "tte_after_ls": 0.0}, noise=(0.0,) * 5))
     row = table.set_index(["claim", "role"]).loc[(BEFORE, "primary")]
-    assert row["p (unadjusted)"] == 1.0 and v[BEFORE] == "equivalent"
+    assert row["_p_unadjusted"] == 1.0 and row["p (unadjusted)"] == "1.000" and v[BEFORE] == "equivalent"
     _, table = verdicts(frame({"tte_before": -2 * one, "tte_after_ls": 0.0}, noise=(0.0,) * 5))
     row = table.set_index(["claim", "role"]).loc[(BEFORE, "primary")]
-    assert 0 < row["p (unadjusted)"] < 0.05                                       # finite: SD floored
-    assert row["p (Holm, family)"] == pytest.approx(5 * row["p (unadjusted)"], abs=2e-3)
-    assert row.verdict == ("trivial" if row["p (Holm, family)"] < 0.05 else "equivalent")
+    assert 0 < row["_p_unadjusted"] < 0.05                                        # finite: SD floored
+    assert row["_p_holm"] == pytest.approx(5 * row["_p_unadjusted"])
+    assert row.verdict == ("trivial" if row["_p_holm"] < 0.05 else "equivalent")
 
 
 def test_holm_decides_only_the_primary_metric_within_declared_families():
@@ -105,11 +106,15 @@ def test_holm_decides_only_the_primary_metric_within_declared_families():
     table = study.claim_table(df)
     secondary = table[table.role == "secondary"]
     assert len(secondary) == 2 * 3 and secondary.verdict.str.startswith("(").all()   # three claims have their arms
-    assert secondary["p (Holm, family)"].isna().all() and secondary["p (unadjusted)"].notna().all()
+    assert secondary["p (Holm, family)"].isna().all() and secondary["_p_holm"].isna().all()
+    assert secondary["p (unadjusted)"].notna().all() and secondary["_p_unadjusted"].notna().all()
     primary = table[table.role == "primary"].set_index("claim")
-    raw = primary["p (unadjusted)"]                            # Table 1 has 5 declared members, Table 2 has 2
-    assert primary.loc[BEFORE, "p (Holm, family)"] == pytest.approx(min(1, 5 * raw[BEFORE]), abs=3e-3)  # rounded
-    assert primary.loc[AFTER, "p (Holm, family)"] >= raw[AFTER]
+    raw = primary["_p_unadjusted"]                             # Table 1 has 5 declared members, Table 2 has 2
+    assert primary.loc[BEFORE, "_p_holm"] == pytest.approx(min(1, 5 * raw[BEFORE]))
+    assert primary.loc[AFTER, "_p_holm"] >= raw[AFTER]
+    for column, number in (("p (Holm, family)", "_p_holm"), ("p (unadjusted)", "_p_unadjusted")):   # as printed
+        assert (primary[column] == primary[number].map(fmt_p)).all()
+    assert not any(c.startswith("_") for c in study.family_claims(table).columns)
 
 
 def test_precision_table_pass_fail():
@@ -144,8 +149,8 @@ def test_an_adjusted_p_does_not_depend_on_which_notebook_shows_it():
     """Notebook 02 sees only Table 1's arms, the README every arm: the same Holm p for the same claim."""
     df = frame({"tte_before": -0.3, "tte_after_ls": 0.1, "noln": -1.0, "tte_before_noln": -1.2},
                noise=(0.0, 0.2, -0.2, 0.1, -0.1), removed=-0.05)
-    p_all = study.claim_table(df).set_index(["claim", "role"])["p (Holm, family)"]
-    alone = study.claim_table(df[~df.variant.eq("tte_after_ls")]).set_index(["claim", "role"])["p (Holm, family)"]
+    p_all = study.claim_table(df).set_index(["claim", "role"])["_p_holm"]
+    alone = study.claim_table(df[~df.variant.eq("tte_after_ls")]).set_index(["claim", "role"])["_p_holm"]
     for claim in (c.text for c in CLAIMS if c.family == CLAIMS[0].family):
         assert alone[(claim, "primary")] == p_all[(claim, "primary")]
 

@@ -17,15 +17,16 @@ from ..models.fusion import INPUTS, MODES
 from ..training.results import load_results
 from ..variants import VARIANT_LABELS
 from .grids import DUAL, FUSION, SWITCHES
-from .stats import PairedTest, compare, fmt, holm
+from .stats import PairedTest, compare, fmt, fmt_p, holm
 from .tables import contrast_values, items_of, runs_of
 
 
 def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:
     """The table's rows with the unadjusted and the Holm-adjusted p (the family: every row of this table, the same
-    in the notebook and in the README) and the verdict from the adjusted one."""
+    in the notebook and in the README; printed by ``stats.fmt_p``: "< 0.001" or three decimals) and the verdict
+    from the adjusted one."""
     for row, t, p in zip(rows, tests, holm([t.p for t in tests])):
-        row.update({"p (unadjusted)": round(t.p, 3), "p (Holm, this table)": round(p, 3), "verdict": compare(t, p)})
+        row.update({"p (unadjusted)": fmt_p(t.p), "p (Holm, this table)": fmt_p(p), "verdict": compare(t, p)})
     return pd.DataFrame(rows)
 
 

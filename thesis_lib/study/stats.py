@@ -247,6 +247,25 @@ def fmt(mean: float, half: float, digits: int = 2) -> str:
     return f"{mean:.{digits}f}" if math.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
+P_FLOOR = 0.001        # ``fmt_p`` prints any p below this as "< 0.001"
+
+
+def fmt_p(p) -> str:
+    """A p-value as a table or a sentence prints it, in fixed notation, never scientific: "< 0.001" below 0.001,
+    else three decimals ("0.006", "1.000"); "–" for a missing one (None, nan)."""
+    if p is None or math.isnan(p):
+        return "–"
+    return f"< {P_FLOOR:g}" if p < P_FLOOR else f"{p:.3f}"
+
+
+def fmt_fixed(x, digits: int = 3) -> str:
+    """A small number (a significance level, α spent) in fixed notation with ``digits`` significant digits, never
+    scientific: 8.03e-08 -> "0.0000000803", 0.0409 -> "0.0409", 1.0 -> "1"; "–" for a missing one."""
+    if x is None or math.isnan(x):
+        return "–"
+    return np.format_float_positional(float(x), precision=digits, unique=False, fractional=False, trim="-")
+
+
 MAD_TO_SD = 1.4826     # 1 / Φ⁻¹(3/4): the MAD of a normal sample, scaled to its SD (scipy's scale="normal")
 OUTLIER_SDS = 3.0      # a seed this many SDs (the robust SD) from the median is named beside the seeds to decide
 

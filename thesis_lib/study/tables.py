@@ -17,7 +17,8 @@ from ..variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from . import grids, reference, sequential
 from .grids import BASELINE
 from .runs import StudyParams
-from .stats import ALPHA, PairedTest, decide, fmt, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed, words
+from .stats import (ALPHA, PairedTest, decide, fmt, fmt_p, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed,
+                    words)
 
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
@@ -248,10 +249,12 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     equivalence test uses: 90 %, or a sequential look's), the smallest effect of interest at this scale (the
     thesis's relative effect × our baseline's mean) and the thesis's effect carried the same way, our relative
     effect over the thesis's (95 % CI), the p-values (Holm-adjusted within the claim's declared family on the
-    primary metric; unadjusted, and labelled so, for all), the verdict in words (``stats.words``) and, where it is
-    inconclusive, the seeds that would give 80 % power to decide it (``stats.seeds_needed``, at the family's
-    strictest Holm level; in parentheses the range from the SD's own 95 % interval). Secondary metrics decide
-    nothing: their verdicts, in parentheses, use the unadjusted p."""
+    primary metric; unadjusted, and labelled so, for all; printed by ``stats.fmt_p``: "< 0.001" or three decimals),
+    the verdict in words (``stats.words``) and, where it is inconclusive, the seeds that would give 80 % power to
+    decide it (``stats.seeds_needed``, at the family's strictest Holm level; in parentheses the range from the SD's
+    own 95 % interval). Secondary metrics decide nothing: their verdicts, in parentheses, use the unadjusted p.
+    The p-values as numbers, unrounded, are the private columns ``_p_holm`` (nan for a secondary metric) and
+    ``_p_unadjusted``, last (``family_claims`` leaves them out)."""
     out = []
     for r in _claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], _digits(r["margin"])
@@ -263,19 +266,22 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     "smallest effect of interest": "–" if margin is None else f"±{margin:.{digits}f}",
                     "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{digits}f}",
                     "ours ÷ thesis": _ratio(r["ratio"]), "seeds": t.n,
-                    "p (Holm, family)": round(r["p_adjusted"], 3) if r["primary"] else None,
-                    "p (unadjusted)": round(t.p, 3), "verdict": r["words"] if r["primary"] else f"({r['words']})",
+                    "p (Holm, family)": fmt_p(r["p_adjusted"]) if r["primary"] else None,
+                    "p (unadjusted)": fmt_p(t.p), "verdict": r["words"] if r["primary"] else f"({r['words']})",
                     "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"]
-                                                              else sig, tost)) if v == "inconclusive" else "–"})
+                                                              else sig, tost)) if v == "inconclusive" else "–",
+                    "_p_holm": r["p_adjusted"] if r["primary"] else math.nan, "_p_unadjusted": t.p})
     return pd.DataFrame(out)
 
 
 def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "primary") -> pd.DataFrame:
     """The rows of ``claim_table`` of one role (and one family; None: every family), indexed by claim, without the
     columns that are then constant: the role, the family if one is chosen, the metric of the primary rows (the
-    primary metric), and what a secondary metric lacks (it decides nothing: no Holm p, no seeds to decide)."""
+    primary metric), and what a secondary metric lacks (it decides nothing: no Holm p, no seeds to decide); and
+    without the private columns (``_…``: the p-values as numbers)."""
     drop = ["role"] + (["family"] if family else []) + (["p (Holm, family)", "seeds to decide"]
                                                        if role == "secondary" else ["metric"])
+    drop += [c for c in claims.columns if c.startswith("_")]
     rows = claims.role.eq(role) & (claims.family.eq(family) if family else True)
     return claims[rows].drop(columns=drop).set_index("claim")
 
