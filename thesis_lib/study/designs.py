@@ -63,6 +63,8 @@ class FixedDesign:
     overrides: tuple = ()
     smoke_seeds: tuple = (4, 5)
     pilot: str = ""
+    presets: tuple = ("demo", "smoke")   # where it means something: at the thesis scale every run has the thesis's
+                                         # budget and length already
 
     def seeds_for(self, preset: str) -> tuple:
         return self.smoke_seeds if preset == "smoke" else self.seeds
@@ -149,10 +151,15 @@ def design_jobs(params, design: FixedDesign, block: int | None = None) -> list[d
 
 
 def run_design(params, design: FixedDesign, block: int | None = None) -> list[dict]:
-    """Train the design's runs (one block, or all), reusing finished ones; the runs of ``design.shared`` are the
+    """Train the design's runs (one block, or all), reusing finished ones (none at a preset it is not declared for);
+    the runs of ``design.shared`` are the
     study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
     seeds 4-23: nothing to train)."""
-    from .runs import run_grid, run_many
+    from .runs import Log, run_grid, run_many
+    if params.preset not in design.presets:
+        Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
+                     f"at {params.preset}")
+        return []
     if design.shared:                             # the study's own runs: reused where they exist (at the demo: all)
         run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
     return run_many(design_jobs(params, design, block))
