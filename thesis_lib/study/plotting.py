@@ -21,10 +21,11 @@ from .stats import mean_ci
 from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
-# one colour per variant: the colour-blind palette has 10, the 4 variants beyond it (notebook 05's) take Paul Tol's
-# dark tones, which no colour of that palette resembles (a cycled palette drew MoME in the baseline's blue)
+# one colour per variant: the colour-blind palette has 10, the 5 variants beyond it (notebook 05's and the budget arm)
+# take Paul Tol's dark tones, which no colour of that palette resembles (a cycled palette drew MoME in the baseline's
+# blue; a variant past the list got no colour at all)
 COLOURS = dict(zip(VARIANTS, [*sns.color_palette("colorblind"), *map(mcolors.to_rgb, ("#332288", "#117733", "#882255",
-                                                                                       "#999933"))]))
+                                                                                       "#999933", "#661100"))]))
 INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
 VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
                "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
