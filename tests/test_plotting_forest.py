@@ -15,7 +15,7 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
 from thesis_lib.study import plotting  # noqa: E402
-from thesis_lib.study.forest import forest  # noqa: E402
+from thesis_lib.study.forest import LEGEND, dose_response, forest, headline  # noqa: E402
 from thesis_lib.study.stats import mean_ci  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
@@ -52,6 +52,12 @@ def drawn():
     fig.canvas.draw()
     yield frame, fig
     plt.close(fig)
+
+
+def _legend_labels(fig) -> list[str]:
+    """The figure legend's entries, each unwrapped to one line."""
+    (legend,) = fig.legends
+    return [" ".join(t.get_text().split()) for t in legend.get_texts()]
 
 
 def _panel(fig, metric, tier="full"):
@@ -184,10 +190,11 @@ def test_one_figure_legend_outside_every_panel_naming_every_line(drawn):
     frame, fig = drawn
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     legend = fig.legends[0]
-    labels = [t.get_text() for t in legend.get_texts()]
-    assert {"mean over seeds", "95 % CI of the difference (unadjusted)", "90 % CI: what the equivalence test (TOST) "
-            "reads", "± smallest effect of interest (margin)", "thesis effect, carried to this scale",
-            "extent of the zoomed panel below", "mean beyond the zoom (see above)"} <= set(labels)
+    labels = _legend_labels(fig)
+    names = [label.split(": ", 1)[0] for label in labels]
+    assert [n for n in names if n in {name for name, _ in LEGEND.values()}] == [
+        LEGEND[k][0] for k in ("mean", "ci95", "seeds", "band", "thesis", "zoom", "off_scale", "verdict")]
+    assert any(label.startswith("90 % CI (thick bar): the equivalence interval") for label in labels)
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer)
     for ax in fig.axes:
@@ -417,4 +424,199 @@ def test_switch_choices_give_each_option_of_either_kind_its_own_colour():
     colours = {t.get_text(): tuple(np.round(h.get_facecolor(), 3)) for ax in fig.axes
                for h, t in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts())}
     assert len(colours) == 8 and len(set(colours.values())) == 8
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ issue 45: every legend entry explained, the groups
+# of Table 1, the dose-response and the headline
+
+
+def _explained(fig):
+    """Every legend entry is "name: explanation", both non-empty."""
+    labels = _legend_labels(fig)
+    assert labels
+    for label in labels:
+        name, _, explanation = label.partition(": ")
+        assert name.strip() and len(explanation.strip()) > 10, label
+
+
+def test_every_forest_legend_entry_says_what_it_is(drawn):
+    _explained(drawn[1])
+    assert all(text.strip() for name, text in LEGEND.values())
+
+
+def test_an_equivalence_level_of_its_own_is_explained_in_the_legend():
+    """Table 1's sequential claim: its 92.08 % interval, explained as its look's TOST level; the others' 90 %."""
+    frame = synthetic_frame()
+    frame["half_eq"], frame["eq_level"] = frame["half90"], "90 %"
+    frame.loc[0, ["half_eq", "eq_level"]] = [0.9 * frame.loc[0, "half95"], "92.08 %"]
+    fig = forest(frame, eq_notes={"92.08 %": "the sequential claim's equivalence interval at its last look"})
+    labels = _legend_labels(fig)
+    (seq,) = [label for label in labels if label.startswith("92.08 % CI")]
+    (other,) = [label for label in labels if label.startswith("90 % CI")]
+    assert "sequential claim's equivalence interval at its last look" in seq and "every other row" in other
+    _explained(fig)
+    plt.close(fig)
+
+
+def test_groups_draw_their_rows_together_under_a_heading_with_the_seeds_in_each_label():
+    frame = synthetic_frame()
+    frame = frame[frame.metric.eq(METRICS[0])].copy()
+    frame["group"] = ["THE CLAIM", "THE 2 × 2", "THE CLAIM"]               # the claim's rows are not adjacent
+    fig = forest(frame, title="grouped")
+    fig.canvas.draw()
+    headings = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "heading"]
+    assert sorted({t.get_text() for t in headings}) == ["THE 2 × 2", "THE CLAIM"]
+    assert len(headings) == 2 * len(fig.axes)                         # every panel, both tiers
+    ax = _panel(fig, METRICS[0])
+    ys = dict(zip([t.get_text().split("\n")[0] for t in ax.get_yticklabels()], ax.get_yticks()))
+    claim = sorted(y for c, y in ys.items() if c.startswith(("TTE before", "a long")))
+    assert claim[1] - claim[0] == 1                                      # the group's rows are adjacent
+    assert all(t.get_text().endswith("seeds)") or t.get_text().endswith("seed)") for t in ax.get_yticklabels())
+    # each heading lies above its group's rows: THE CLAIM's above both of its rows, THE 2 × 2's between them and its
+    tops = sorted(t.get_position()[1] for t in ax.texts if t.get_gid() == "heading")
+    other = ys["TTE after − baseline"]
+    assert tops[0] < claim[0] and claim[1] < tops[1] < other
+    _explained(fig)
+    plt.close(fig)
+
+
+DOSES = (1e-5, 1e-3, 1e-1, 1.0)
+
+
+def synthetic_doses() -> pd.DataFrame:
+    rng = np.random.default_rng(6)
+    rows = []
+    for k, dose in enumerate(DOSES):
+        for j, metric in enumerate(METRICS):
+            diffs = rng.normal(-0.02 * k, (0.005, 0.01, 0.02, 0.2)[k], 4)
+            row = _row(f"dose {dose:g}", metric, diffs, (0.077, 0.14, 0.066)[j], (0.077, 0.14, 0.066)[j],
+                       ("equivalent", "equivalent", "equivalent", "inconclusive")[k])
+            rows.append({**row, "dose": dose, "verdict": row["verdict"] if j == 0 else f"({row['verdict']})"})
+    return pd.DataFrame(rows)
+
+
+def test_dose_response_has_one_x_position_per_dose_on_a_log_axis():
+    frame = synthetic_doses()
+    fig = dose_response(frame, primary=METRICS[0], notes={1e-5: "(Table 2's claim)"})
+    fig.canvas.draw()
+    assert [ax.get_gid() for ax in fig.axes] == METRICS                 # the primary first, then the secondary
+    for ax in fig.axes:
+        rows = frame[frame.metric.eq(ax.get_gid())]
+        assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
+        assert np.allclose(ax.get_xticks(), DOSES)
+        lo, hi = ax.get_xlim()
+        assert lo < min(DOSES) and max(DOSES) < hi
+        means = sorted((line.get_xdata()[0], line.get_ydata()[0]) for line in ax.lines if line.get_gid() == "mean")
+        assert np.allclose(means, sorted(zip(rows.dose, rows["mean"])))
+        bars = sorted((np.asarray(s)[0, 0], *sorted(np.asarray(s)[:, 1])) for c in ax.collections
+                      if isinstance(c, LineCollection) and c.get_gid() == "ci95" for s in c.get_segments())
+        assert np.allclose(bars, sorted(zip(rows.dose, rows["mean"] - rows.half95, rows["mean"] + rows.half95)))
+        verdicts = [t.get_text().split("\n")[0] for t in ax.texts if t.get_gid() == "verdict"]
+        assert sorted(verdicts) == sorted(rows.verdict)
+        assert [line for line in ax.lines if line.get_gid() == "thesis"]
+        assert [c for c in ax.collections if c.get_gid() == "band"]
+        ylo, yhi = ax.get_ylim()
+        assert ylo < min(min(d) for d in rows.diffs) and max(max(d) for d in rows.diffs) < yhi
+    texts = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "verdict"]
+    assert "equivalent\n(Table 2's claim)" in texts
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts if t.get_gid() == "verdict"]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])   # 0.1 and 1: a decade apart
+    _explained(fig)
+    _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def _headline_frame():
+    return pd.DataFrame([
+        {"label": "TTE before the encoders hurts (24 seeds, sequential)", "ratio": 0.14, "low": -1.04, "high": 1.32,
+         "margin": 0.99, "verdict": "inconclusive"},
+        {"label": "Table 1 as the thesis code ran it hurts (4 seeds)", "ratio": 35.8, "low": 26.4, "high": 45.1,
+         "margin": 1.0, "verdict": "reproduced in direction"},
+        {"label": "2 × 2 main effect of skipping the input LayerNorm (4 seeds)", "note": "(not a thesis claim)",
+         "ratio": 35.6, "low": 24.3, "high": 47.0, "margin": 1.0, "verdict": "confirmed"},
+        {"label": "TTE after the encoders with LayerScale helps (4 seeds)", "ratio": -0.046, "low": -0.165,
+         "high": 0.073, "margin": 1.0, "verdict": "equivalent"},
+    ]).fillna({"note": ""})
+
+
+def test_headline_has_one_row_per_claim_with_its_ratio_interval_and_clips_the_far_ones_in_words():
+    frame = _headline_frame()
+    fig = headline(frame, title="synthetic")
+    fig.canvas.draw()
+    ax, side = fig.axes
+    assert ax.get_xscale() == "linear"
+    lo, hi = ax.get_xlim()
+    assert lo < -1.04 and 1.32 < hi < 24                                 # clipped: the two far rows lie beyond it
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "row_label"]
+    assert [label.split("\n")[0] for label in labels] == list(frame.label)
+    assert [t.get_text().replace("\n", " ") for t in side.texts if t.get_gid() == "verdict"] == list(frame.verdict)
+    bars = {round(line.get_ydata()[0]): (min(line.get_xdata()), max(line.get_xdata())) for line in ax.lines
+            if line.get_gid() == "ci95"}
+    for y, r in frame.iterrows():
+        if r.high < hi:
+            assert bars[y] == pytest.approx((r.low, r.high))
+    far = [t.get_text() for t in ax.texts if t.get_gid() == "off_scale_value"]
+    assert far == ["36 × [26, 45] →", "36 × [24, 47] →"]
+    assert len([line for line in ax.lines if line.get_gid() == "off_scale"]) == 2
+    (one,) = [line for line in ax.lines if line.get_gid() == "thesis_effect"]
+    (zero,) = [line for line in ax.lines if line.get_gid() == "no_effect"]
+    assert one.get_xdata()[0] == 1 and zero.get_xdata()[0] == 0
+    words = {t.get_gid(): t.get_text() for t in ax.texts}
+    assert "the thesis's effect" in words["label_1"] and "no effect" in words["label_0"]
+    assert any("clipped" in label for label in _legend_labels(fig))
+    _explained(fig)
+    _legends_clear_of_axes(fig)
+    width = fig.get_size_inches()[0] * 150                                # plotting.save's dpi
+    assert width <= 1000                                                  # README width (≈ 900 px) without shrinking
+    plt.close(fig)
+
+
+def _demo_params():
+    from thesis_lib.study.runs import study_params
+    params = study_params("demo", need_data=False)
+    if not (params.results_root / "demo" / "baseline").exists():
+        pytest.skip("no committed demo results")
+    return params
+
+
+def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_its_default():
+    """The 1e-5 arm is the TTE' itself (Table 2's claim), read at the config's default; the others the γ-init
+    claims; one x position each, its numbers those of ``tables.difference_frame``."""
+    from thesis_lib.config import get_config
+    from thesis_lib.study import figures, grids, reference, tables
+    params = _demo_params()
+    default = get_config("demo").model.tte_layer_scale
+    doses = figures.dose_claims(default)
+    assert sorted(doses) == sorted([1e-5, 1e-3, 1e-1, 1.0]) and default == 1e-5
+    assert doses[default][1].family == reference.TABLE2 and {c.family for d, (_, c) in doses.items()
+                                                              if d != default} == {reference.DOSE}
+    assert [v for _, (v, _) in sorted(doses.items())] == list(grids.DOSE)
+    fig = figures.fig_dose_response(params, grids.DOSE_ARMS)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and np.allclose(sorted(ax.get_xticks()), sorted(doses))
+    df = tables.results_frame(params, grids.DOSE_ARMS, sequential_seeds=True)
+    table2 = tables.difference_frame(df, reference.TABLE2)
+    expected = table2[table2.comparison.eq(doses[default][1].text) & table2.metric.eq(ax.get_gid())]["mean"].item()
+    means = {line.get_xdata()[0]: line.get_ydata()[0] for line in ax.lines if line.get_gid() == "mean"}
+    assert means[default] == pytest.approx(expected)
+    plt.close(fig)
+
+
+def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_main_effect():
+    from thesis_lib.study import figures, reference, tables
+    params = _demo_params()
+    assert [c.text for c in figures.HEADLINE] == [c.text for c in reference.CLAIMS
+                                                  if c.in_thesis or c.text == figures.LN_MAIN_EFFECT]
+    assert "headline" in figures.FIGURES
+    df = tables.results_frame(params, figures.HEADLINE_READS, sequential_seeds=True)
+    frame = figures.headline_frame(df)
+    assert list(frame.claim) == [c.text for c in figures.HEADLINE]
+    rows = {r["claim"].text: r for r in tables._claim_rows(df, reference.CLAIMS) if r["primary"]}
+    for _, r in frame.iterrows():
+        assert (r.ratio, r.low, r.high) == pytest.approx(rows[r.claim]["ratio"])
+        assert f"({len(rows[r.claim]['seeds'])} seeds" in r.label.replace("\n", " ")
+    fig = figures.fig_headline(params, figures.HEADLINE_READS)
+    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(figures.HEADLINE)
     plt.close(fig)

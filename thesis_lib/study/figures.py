@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
+import textwrap
 import traceback
 from dataclasses import dataclass
 from functools import partial
@@ -28,7 +30,8 @@ from ..errors import MissingResultsError, ThesisError
 from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
 from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
 from ..training.results import RunPaths
-from . import forest, grids, mechanisms, plotting, reference, runs, tables
+from ..variants import VARIANT_SPECS
+from . import forest, grids, mechanisms, plotting, reference, runs, sequential, tables
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
@@ -170,16 +173,136 @@ def _gammas(params, variants) -> dict:
     return out
 
 
-def _forest(params, variants, family: str):
-    """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker)."""
+def _claim_results(params, variants) -> pd.DataFrame:
+    """The results of ``variants`` with a sequential claim's added seeds; ``MissingResultsError`` when none."""
     df = tables.results_frame(params, variants, sequential_seeds=True)   # a sequential claim's seeds too
     if not len(df):
         raise _missing(f"results of {', '.join(variants)}", params)
-    frame = tables.difference_frame(df, family)
+    return df
+
+
+def _eq_notes(frame: pd.DataFrame) -> dict:
+    """{equivalence level: what it is, in words} of the rows decided sequentially (``sequential.DESIGNS``): their
+    TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the legend's other level is 90 %."""
+    notes = {}
+    for _, r in frame.iterrows():
+        design = sequential.DESIGNS.get(r["comparison"])
+        if design is not None and r.get("eq_level") and r["eq_level"] != forest.EQ_LEVEL:
+            n = len(r["diffs"])
+            notes[r["eq_level"]] = (f"the equivalence interval of the sequential claim at its "
+                                    f"{'last ' if n >= design.looks[-1] else ''}look ({n} seeds), at the TOST level "
+                                    f"its α-spending leaves there")
+    return notes
+
+
+def _forest(params, variants, family: str):
+    """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker), one
+    panel per claimed metric, the primary one first."""
+    frame = tables.difference_frame(_claim_results(params, variants), family)
     if not len(frame):
         raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
                        params)
-    return forest.forest(frame, title=family)
+    return forest.forest(frame, title=f"{family}: paired differences to the baseline ({_seed_range(frame)})",
+                         primary=label(PRIMARY), eq_notes=_eq_notes(frame))
+
+
+def _seed_range(frame: pd.DataFrame) -> str:
+    """``4 seeds each`` or ``4 to 24 seeds``: the seeds of a frame's rows."""
+    counts = sorted({len(d) for d in frame["diffs"]})
+    return f"{counts[0]} seeds each" if len(counts) == 1 else f"{counts[0]} to {counts[-1]} seeds"
+
+
+def fig_table1_forest(params, variants):
+    """Table 1 on the primary metric: its claim (TTE before vs the baseline, decided sequentially) above, the 2 × 2
+    (main effects, interaction, the thesis code's Table 1) below, each under its heading; secondary metrics are in
+    notebook 02's tables."""
+    frame = tables.difference_frame(_claim_results(params, variants), reference.TABLE1, metrics=(PRIMARY,))
+    if not len(frame):
+        raise _missing(f"results of both arms of a {reference.TABLE1} claim, at the same seeds, among "
+                       f"{', '.join(variants)}", params)
+    def group(comparison):
+        design = sequential.DESIGNS.get(comparison)
+        if design is not None:
+            return (f"THE CLAIM: TTE before vs baseline, decided sequentially\n(seeds added in blocks of "
+                    f"{design.looks[0]}, up to {design.looks[-1]})")
+        return "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, the " \
+               "thesis code's Table 1)"
+    frame["group"] = frame["comparison"].map(group)
+    return forest.forest(frame, title=f"Table 1, {label(PRIMARY)} (primary metric; ImageNet and Flickr: notebook "
+                                      f"02's tables)", primary=None, eq_notes=_eq_notes(frame))
+
+
+def dose_claims(default: float) -> dict:
+    """dose -> (variant, its claim): per variant of ``grids.DOSE`` the claim that it beats the baseline, at γ's
+    initial value (``VariantSpec.layerscale_init``; None: the config's ``default``). The default's claim is Table
+    2's ("TTE after the encoders with LayerScale helps"), the others the γ-init family's."""
+    out = {}
+    for v in grids.DOSE:
+        (claim,) = [c for c in reference.CLAIMS if c.arms == ((v, "none"), (grids.BASELINE, "none"))]
+        init = VARIANT_SPECS[v].layerscale_init
+        out[default if init is None else init] = (v, claim)
+    return out
+
+
+def fig_dose_response(params, variants):
+    """Notebook 04's dose-response: γ's initial value (log x) against the paired difference to the baseline, the
+    1e-5 arm being the TTE' itself (Table 2's claim), the others the γ-init claims (``reference.DOSE``)."""
+    df = _claim_results(params, variants)
+    default = get_config(params.preset).model.tte_layer_scale
+    doses = dose_claims(default)
+    frames = {family: tables.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
+    rows = []
+    for dose, (v, claim) in doses.items():
+        sub = frames[claim.family]
+        for _, r in sub[sub.comparison.eq(claim.text)].iterrows():
+            rows.append({**r.to_dict(), "dose": dose, "variant": v, "family": claim.family,
+                         "tick": forest.dose_tick(dose) + ("\nthe TTE'\n(default)" if dose == default else "")})
+    frame = pd.DataFrame(rows)
+    if not len(frame):
+        raise _missing(f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}",
+                       params)
+    notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items()
+             if claim.family != reference.DOSE}
+    return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
+                                title=f"Notebook 04: γ's initial value as a dose, each arm − the baseline "
+                                      f"({_seed_range(frame)}; {label(PRIMARY)} decides, the small panels are "
+                                      f"secondary)")
+
+
+LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
+HEADLINE = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == LN_MAIN_EFFECT)   # in declared order
+HEADLINE_READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in HEADLINE}
+                                     for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
+
+
+def headline_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per ``HEADLINE`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
+    to our scale (``tables._claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
+    the smallest effect of interest in the same units, the seeds and the verdict."""
+    out = []
+    for r in tables._claim_rows(df, reference.CLAIMS):
+        claim = r["claim"]
+        if claim not in HEADLINE or not r["primary"]:
+            continue
+        n, design = len(r["seeds"]), sequential.DESIGNS.get(claim.text)
+        mid, low, high = r["ratio"]
+        thesis = r["thesis"]
+        out.append({"label": textwrap.fill(f"{claim.text} ({n} seeds{', sequential' if design else ''})", 72),
+                    "note": "" if claim.in_thesis else
+                    "(not a thesis claim: the 2 × 2 factor where Table 1's drop lies)",
+                    "seeds": n, "ratio": mid, "low": low, "high": high,
+                    "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
+                    "verdict": r["words"].split(",")[0], "words": r["words"], "claim": claim.text})
+    return pd.DataFrame(out)
+
+
+def fig_headline(params, variants):
+    frame = headline_frame(_claim_results(params, variants))
+    if not len(frame):
+        raise _missing(f"results of both arms of a chapter claim among {', '.join(variants)}", params)
+    return forest.headline(frame, title=f"The chapter's claims at the {params.preset} scale: our effect in units of "
+                                        f"the thesis's\n({label(PRIMARY)}, the primary metric; 1 = the thesis's "
+                                        f"effect, 0 = none)")
 
 
 def fig_dual_encoder_forest(params, variants):
@@ -228,7 +351,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "00_positional_similarity": Figure(fig_positional_similarity),
     "00_pre_vs_post_ln": Figure(fig_pre_vs_post_ln),
     "01_baseline_curves": Figure(fig_loss_curves, Reads(("baseline",))),
-    "02_table1_forest": Figure(partial(_forest, family=reference.TABLE1), Reads(grids.TABLE1)),
+    "02_table1_forest": Figure(fig_table1_forest, Reads(grids.TABLE1)),
     "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(_bars, Reads(grids.TABLE2)),
@@ -239,13 +362,14 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads((grids.TTE_AFTER_LS,))),
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
-    "04_dose_forest": Figure(partial(_forest, family=reference.DOSE), Reads(grids.DOSE_ARMS)),
+    "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=grids.DUAL_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
     "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
+    "headline": Figure(fig_headline, Reads(HEADLINE_READS)),     # the README's: every chapter claim, thesis = 1
 }
 
 

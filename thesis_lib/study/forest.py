@@ -1,9 +1,13 @@
-"""The study's main figure: paired differences to a control, one panel per metric, one row per comparison, with the
-seeds, the smallest effect of interest, the thesis's effect carried to this scale and the verdict (``forest``).
+"""The study's result figures: paired differences to a control with the seeds, the smallest effect of interest, the
+thesis's effect carried to this scale and the verdict, as a forest (``forest``: one row per comparison, one panel per
+metric), as a dose-response (``dose_response``: notebook 04's γ initial values on a log x axis) and as the chapter's
+headline (``headline``: every claim in units of the thesis's effect). Every legend entry says in words what its mark
+is (``LEGEND``: "name: explanation").
 
-Every axis is linear, so that a drawn length is the number's size: where one row reaches ``plotting.ZOOM`` × further
-than another, the figure gets a second tier of panels zoomed on the small rows (still linear), and marks the rows
-that lie beyond it, instead of a logarithmic axis that draws a ±0.7 interval shorter than a ±0.1 one."""
+Every axis of a difference is linear, so that a drawn length is the number's size: where one row reaches
+``plotting.ZOOM`` × further than another, the forest gets a second tier of panels zoomed on the small rows (still
+linear), and marks the rows that lie beyond it, instead of a logarithmic axis that draws a ±0.7 interval shorter than
+a ±0.1 one; the headline clips its axis and writes the value of a row beyond it."""
 from __future__ import annotations
 
 import math
@@ -17,13 +21,49 @@ import seaborn as sns
 from matplotlib.legend_handler import HandlerLine2D
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
 
 from .plotting import BAND, INK, SEED_INK, THESIS_INK, VERDICT_INK, zoom_edge
 
 EQ_LEVEL = "90 %"   # the TOST at 5 % reads the 90 % interval (``stats.decide``), unless a row says otherwise
 EQ_INKS = [INK, *sns.color_palette("colorblind")[4:6]]     # one ink per equivalence level, the usual one first
 ZOOM_INK = "0.55"
+HEADING_BAND = "0.93"
+
+LEGEND = {  # the legend entries of these figures: (name, what it is, in words); the label is "name: explanation"
+    #          (the equivalence intervals' entries name their level: ``_eq_label``)
+    "mean": ("○ mean", "the paired difference (variant − control, at the same seed) averaged over the seeds"),
+    "ci95": ("thin capped bar", "its 95 % confidence interval (Student t over the seeds; not adjusted for Holm or "
+                                "for a sequential claim's looks)"),
+    "seeds": ("grey dots", "the seeds, one paired difference each"),
+    "band": ("green band", "± the smallest effect of interest: the thesis's own relative effect × our baseline's "
+                           "mean"),
+    "thesis": ("◇ thesis", "the thesis's effect carried to our scale: its relative difference × our baseline's "
+                           "mean, in the claim's direction"),
+    "thesis_line": ("dashed red line", "the thesis's effect carried to our scale: its relative difference × our "
+                                       "baseline's mean"),
+    "zero": ("black line at 0", "no difference to the baseline"),
+    "zoom": ("dotted lines", "the extent of the zoomed panel below"),
+    "off_scale": ("▶ at the edge", "a mean beyond the zoom: its row is drawn to scale in the upper panel"),
+    "verdict": ("word at the right", "the verdict on the primary metric: equivalent (thick bar inside the band), "
+                                     "reproduced / confirmed (significant in the claimed direction, Holm within the "
+                                     "claim's family; contradicted / refuted: the other way), inconclusive "
+                                     "(neither); in parentheses: a secondary metric, which decides nothing"),
+}
+
+
+def _label(key: str, explanation: str | None = None, name: str | None = None) -> str:
+    """A legend entry, "name: explanation" (``LEGEND``'s, unless given)."""
+    default_name, text = LEGEND[key]
+    return f"{name or default_name}: {explanation or text}"
+
+
+def _eq_label(level: str, note: str | None, others: bool = False) -> str:
+    """The equivalence interval's legend entry at ``level`` (e.g. "92.08 % CI (thick bar): ..."); ``others``: the
+    figure has rows at another level too."""
+    what = note or (f"the equivalence interval, TOST at 5 % each side{' (every other row)' if others else ''}"
+                    if level == EQ_LEVEL else "the equivalence interval at this row's own TOST level")
+    return f"{level} CI (thick bar): {what}; 'equivalent' when it lies inside the band"
 
 
 def _num(value) -> float:
@@ -58,13 +98,17 @@ def _row(r) -> dict:
     return out
 
 
+def _verdict_ink(text: str):
+    return VERDICT_INK.get(text.strip("() ").split(" ")[0].split(",")[0].lower(), INK)
+
+
 def _edges(reaches: list[float]) -> tuple[float, float | None]:
     """x half-range of the full panel (every row) and of the zoomed one (``plotting.zoom_edge``; None: no zoom)."""
     zoom = zoom_edge(reaches)
     return 1.15 * max([r for r in reaches if r > 0] or [1.0]), None if zoom is None else 1.15 * zoom
 
 
-def _draw_row(ax, row: dict, y: int, edge: float, inks: dict, verdict: bool):
+def _draw_row(ax, row: dict, y: float, edge: float, inks: dict, verdict: bool):
     """One row: the margin band, the seeds, the 95 % interval (thin, capped), the equivalence interval (thick), the
     mean, the thesis's effect; a triangle at the panel's edge where the mean lies beyond it; the verdict above."""
     mean, half, eq, margin, thesis = (row[k] for k in ("mean", "half95", "eq", "margin", "thesis"))
@@ -84,65 +128,113 @@ def _draw_row(ax, row: dict, y: int, edge: float, inks: dict, verdict: bool):
         if abs(mean) > edge:
             ax.plot(0.975 * math.copysign(edge, mean), y, ">" if mean > 0 else "<", color=INK, ms=8, zorder=5,
                     gid="off_scale")
+            ax.text(0.93 * math.copysign(edge, mean), y, f"mean {mean:+.2f} (upper panel)".replace("-", "−"),
+                    fontsize=8,
+                    ha="right" if mean > 0 else "left", va="center", color=INK, gid="off_scale_value", zorder=6)
     if np.isfinite(thesis):
         ax.scatter(thesis, y, marker="D", s=70, facecolors="none", edgecolors=THESIS_INK, lw=1.8, zorder=5)
     if verdict:
         right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
         text = row["verdict"]
         ax.text(0.985, y - 0.29, text, transform=right, ha="right", va="center", fontsize=8.5,
-                color=VERDICT_INK.get(text.strip("() ").split(" ")[0].lower(), INK), gid="verdict",
+                color=_verdict_ink(text), gid="verdict",
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
 
 
-def _legend(fig, rows: list[dict], inks: dict, zoomed: bool, ncol: int):
-    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label="mean over seeds")]
-    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label="95 % CI of the difference (unadjusted)")
+def _legend(fig, rows: list[dict], inks: dict, zoomed: bool, ncol: int, eq_notes: dict | None = None):
+    """One figure legend below the panels; every entry "name: what it is, in words" (``LEGEND``)."""
+    eq_notes = eq_notes or {}
+    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=_label("mean"))]
+    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label=_label("ci95"))
     if any(np.isfinite(r["half95"]) for r in rows):
         handles.append(whisker)
-    for level in dict.fromkeys(r["eq_level"] for r in rows if np.isfinite(r["eq"])):
+    levels = list(dict.fromkeys(r["eq_level"] for r in rows if np.isfinite(r["eq"])))
+    for level in levels:
         handles.append(Line2D([], [], color=inks[level], lw=6,
-                              label=f"{level} CI: what the equivalence test (TOST) reads"))
-    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label="seeds (paired differences)"))
+                              label=_eq_label(level, eq_notes.get(level), others=len(levels) > 1)))
+    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=_label("seeds")))
     if any(np.isfinite(r["margin"]) and r["margin"] > 0 for r in rows):
-        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label="± smallest effect of interest (margin)"))
+        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label=_label("band")))
     if any(np.isfinite(r["thesis"]) for r in rows):
         handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
-                              label="thesis effect, carried to this scale"))
+                              label=_label("thesis")))
     if zoomed:
-        handles += [Line2D([], [], color=ZOOM_INK, ls=":", lw=1.2, label="extent of the zoomed panel below"),
-                    Line2D([], [], color=INK, marker=">", ls="none", ms=8, label="mean beyond the zoom (see above)")]
-    lines = math.ceil(len(handles) / ncol)                     # as few legend lines as ncol allows, filled evenly
-    fig.legend(handles=handles, loc="outside lower center", ncol=math.ceil(len(handles) / lines), frameon=False,
+        handles += [Line2D([], [], color=ZOOM_INK, ls=":", lw=1.2, label=_label("zoom")),
+                    Line2D([], [], color=INK, marker=">", ls="none", ms=8, label=_label("off_scale"))]
+    secondary = any(r["verdict"].startswith("(") for r in rows)
+    handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
+                          label=_label("verdict", None if secondary else LEGEND["verdict"][1].split("; in paren")[0])))
+    width = 95 if ncol == 1 else 70
+    for h in handles:
+        h.set_label(textwrap.fill(h.get_label(), width, subsequent_indent="    "))
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, fontsize=8,
                handler_map={whisker: HandlerLine2D(numpoints=2)})      # its caps at both ends
 
 
-def forest(frame: pd.DataFrame, title: str | None = None):
+def _seeds_text(rows) -> str:
+    counts = sorted({len(r["diffs"]) for r in rows})
+    if not counts or counts == [0]:
+        return ""
+    n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return f"({n} seed{'' if counts == [1] else 's'})"
+
+
+def _layout(comparisons: list[str], groups: dict) -> tuple[dict, list[tuple[str, float, float]], float]:
+    """y of each comparison, the group headings as (text, y top, y bottom), and the y extent. A heading takes
+    ``HEADING`` of a row's height, above its group's rows; no heading when the frame has no groups."""
+    ys, headings, y = {}, [], 0.0
+    order = list(dict.fromkeys(groups.get(c, "") for c in comparisons)) if groups else [""]
+    for group in order:
+        members = [c for c in comparisons if (groups.get(c, "") if groups else "") == group]
+        if group:
+            headings.append((group, y - 0.5, y - 0.5 + HEADING))
+            y += HEADING
+        for c in members:
+            ys[c] = y
+            y += 1
+    return ys, headings, y - 0.5
+
+
+HEADING = 0.8    # a group heading's height, in rows
+
+
+def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = None, eq_notes: dict | None = None):
     """Paired differences to a control: one column of panels per metric, one row per comparison; x linear and
     symmetric about 0. Per row: the seeds as dots, the mean with its 95 % interval (thin, capped) and, where the row
     has a margin, the interval its equivalence verdict reads (thick: ``half_eq`` at ``eq_level`` if the frame has
     them, else ``half90``, the TOST's 90 %), ± the smallest effect of interest as a band, the thesis's effect carried
     to this scale as a hollow diamond, the verdict above the row at the right. Where a metric's rows differ more than
-    ``plotting.ZOOM`` × in reach, a second tier zooms on the small ones (rows beyond: a triangle at the edge).
+    ``plotting.ZOOM`` × in reach, a second tier zooms on the small ones (rows beyond: a triangle at the edge). Each
+    row's label ends with its number of seeds.
 
     ``frame``: one row per (comparison, metric) with comparison, metric, diffs, mean, half95, margin, thesis,
-    verdict; optional half90, half_eq, eq_level."""
+    verdict; optional half90, half_eq, eq_level, and group (rows of one group are drawn together under its
+    heading). ``primary``: the metric that decides (its panel is titled so, the others "secondary").
+    ``eq_notes``: {equivalence level: what that interval is, in words} for the legend (a sequential look's level)."""
     if frame is None or not len(frame):
         raise ValueError("forest: no (comparison, metric) rows to draw (are the runs of both arms there?)")
+    groups = dict(zip(frame["comparison"], frame["group"])) if "group" in frame else {}
     comparisons = list(dict.fromkeys(frame["comparison"]))
+    if groups:                                           # a group's rows together, groups in order of appearance
+        order = list(dict.fromkeys(groups[c] for c in comparisons))
+        comparisons.sort(key=lambda c: order.index(groups[c]))
     metrics = list(dict.fromkeys(frame["metric"]))
-    rows = {m: [(comparisons.index(r["comparison"]), _row(r)) for _, r in frame[frame["metric"].eq(m)].iterrows()]
+    ys, headings, bottom = _layout(comparisons, groups)
+    rows = {m: [(ys[r["comparison"]], _row(r)) for _, r in frame[frame["metric"].eq(m)].iterrows()]
             for m in metrics}
     every = [row for m in metrics for _, row in rows[m]]
-    levels = list(pd.Series([r["eq_level"] for r in every if np.isfinite(r["eq"])]).value_counts().index)
+    levels = list(pd.Series([r["eq_level"] for r in every if np.isfinite(r["eq"])], dtype=object)
+                  .value_counts().index)
     inks = {level: EQ_INKS[min(i, len(EQ_INKS) - 1)] for i, level in enumerate(levels)}
     edges = {m: _edges([row["reach"] for _, row in rows[m]]) for m in metrics}
     zoomed = any(zoom is not None for _, zoom in edges.values())
-    n, width = len(comparisons), max(2.6 + 3.4 * len(metrics), 6.5)
-    heights = [0.55 * n + 0.6, 0.8 * n] if zoomed else [0.8 * n]
-    fig, axes = plt.subplots(len(heights), len(metrics), figsize=(width, sum(heights) + 2.6), sharey=True,
+    n, width = bottom + 0.5, 2.6 + 3.4 * len(metrics) if len(metrics) > 1 else 9.0
+    heights = [0.65 * n + 0.6, 0.85 * n] if zoomed else [0.85 * n]
+    fig, axes = plt.subplots(len(heights), len(metrics), figsize=(width, sum(heights) + 3.4), sharey=True,
                              squeeze=False, layout="constrained", gridspec_kw={"height_ratios": heights})
     for j, metric in enumerate(metrics):
         full, zoom = edges[metric]
+        role = "" if primary is None else " (primary: decides)" if metric == primary else " (secondary)"
         for tier, ax in enumerate(axes[:, j]):
             edge = full if tier == 0 else zoom or full
             for y, row in rows[metric]:
@@ -154,19 +246,260 @@ def forest(frame: pd.DataFrame, title: str | None = None):
             if tier == 0 and zoom is not None:
                 for x in (-zoom, zoom):
                     ax.axvline(x, color=ZOOM_INK, ls=":", lw=1.2, zorder=1)
-            for k in range(1, n):
-                ax.axhline(k - 0.5, color="0.85", lw=0.8, zorder=1)
+            for y in sorted(ys.values())[1:]:
+                if not any(abs(top - (y - 0.5)) < 1e-9 or abs(low - (y - 0.5)) < 1e-9 for _, top, low in headings):
+                    ax.axhline(y - 0.5, color="0.85", lw=0.8, zorder=1)
+            left = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+            for text, top, low in headings:
+                ax.axhspan(top, low, color=HEADING_BAND, lw=0, zorder=0.5)
+                ax.axhline(top, color=INK, lw=1.2, zorder=2)
+                ax.text(0.012, (top + low) / 2, text, transform=left, ha="left", va="center", fontsize=9,
+                        fontweight="bold", gid="heading", zorder=6)
             ax.grid(axis="y", visible=False)
-            ax.set_xlabel("paired difference (points)")
+            ax.set_xlabel("paired difference (points)" if len(metrics) > 1 else
+                          "paired difference to the baseline (points)")
             ax.set_gid(f"{metric}|{'full' if tier == 0 else 'zoom'}")
-            ax.set_title(metric if tier == 0 else
+            ax.set_title(f"{metric}{role}" if tier == 0 else
                          f"{metric}: zoom to ±{zoom:.2g}" if zoom else f"{metric}: every row fits, same scale")
-    axes[0][0].set_ylim(n - 0.5, -0.5)
+    axes[0][0].set_ylim(bottom, -0.5)
+    wrap = 30 if len(metrics) > 1 else 40
+    labels = [f"{textwrap.fill(c, wrap)}\n{_seeds_text([r for m in metrics for y, r in rows[m] if y == ys[c]])}"
+              .strip() for c in comparisons]
     for tier, ax in enumerate(axes[:, 0]):
-        ax.set_yticks(range(n), [textwrap.fill(c, 30) for c in comparisons])
+        ax.set_yticks([ys[c] for c in comparisons], labels)
         if zoomed:
             ax.set_ylabel("all rows, one linear scale" if tier == 0 else "zoomed on the small rows (linear)")
-    _legend(fig, every, inks, zoomed, ncol=4 if width >= 10 else 2)
+    _legend(fig, every, inks, zoomed, ncol=2 if width >= 10 else 1, eq_notes=eq_notes)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ dose-response
+
+def dose_tick(dose: float) -> str:
+    return "1" if dose == 1 else f"{dose:g}" if dose >= 0.01 else f"1e{math.log10(dose):.0f}" \
+        if math.log10(dose).is_integer() else f"{dose:g}"
+
+
+def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, notes: dict | None = None):
+    """A dose-response of paired differences: x the dose on a log axis (one position per dose), y the difference to
+    the baseline (linear, points): per dose the seeds (dots, beside it), the mean with its 95 % interval (thin,
+    capped) and the equivalence interval (thick), the means joined by a thin line; ± the smallest effect of interest
+    as a band and the thesis's effect carried to this scale as a dashed line; each dose's verdict above it. One panel
+    per metric, ``primary``'s first and wider, the others (secondary: they decide nothing) small beside it.
+
+    ``frame``: one row per (dose, metric) with dose, metric, diffs, mean, half95, margin, thesis, verdict; optional
+    half_eq, eq_level, tick (the dose's tick label). ``notes``: {dose: a line under its verdict} (e.g. the claim's
+    family where it differs)."""
+    if frame is None or not len(frame):
+        raise ValueError("dose_response: no (dose, metric) rows to draw")
+    notes = notes or {}
+    metrics = [primary] + [m for m in dict.fromkeys(frame["metric"]) if m != primary]
+    doses = sorted(dict.fromkeys(frame["dose"]))
+    ticks = {d: (frame[frame.dose.eq(d)]["tick"].iloc[0] if "tick" in frame else dose_tick(d)) for d in doses}
+    ratios = [2.3] + [1.0] * (len(metrics) - 1)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 + 2.9 * (len(metrics) - 1), 5.6), squeeze=False,
+                             layout="constrained", gridspec_kw={"width_ratios": ratios})
+    every, inks = [], {}
+    edge = all(np.isfinite(r.thesis) and np.isclose(abs(r.thesis), r.margin) for r in frame.itertuples())
+    for ax, metric in zip(axes[0], metrics):
+        sub = frame[frame.metric.eq(metric)].set_index("dose")
+        rows = {d: _row(sub.loc[d]) for d in doses if d in sub.index}
+        every += list(rows.values())
+        for r in rows.values():
+            inks.setdefault(r["eq_level"], EQ_INKS[min(len(inks), len(EQ_INKS) - 1)])
+        margins = {round(r["margin"], 12) for r in rows.values() if np.isfinite(r["margin"]) and r["margin"] > 0}
+        theses = {round(r["thesis"], 12) for r in rows.values() if np.isfinite(r["thesis"])}
+        lo, hi = math.log10(doses[0]) - 0.9, math.log10(doses[-1]) + 0.9
+        for d, r in rows.items():                # the band and the thesis's effect: across the panel where one value
+            x0, x1 = (10 ** lo, 10 ** hi) if len(margins) <= 1 else (d / 6, d * 6)
+            if np.isfinite(r["margin"]) and r["margin"] > 0:
+                ax.fill_between([x0, x1], -r["margin"], r["margin"], color=BAND, alpha=0.18, lw=0, zorder=0,
+                                gid="band")
+            if np.isfinite(r["thesis"]):
+                x0, x1 = (10 ** lo, 10 ** hi) if len(theses) <= 1 else (d / 6, d * 6)
+                ax.plot([x0, x1], [r["thesis"]] * 2, color=THESIS_INK, ls="--", lw=1.5, zorder=1, gid="thesis")
+            if len(margins) <= 1 and len(theses) <= 1:
+                break
+        ax.axhline(0, color=INK, lw=1, zorder=2)
+        xs = [d for d in doses if d in rows and np.isfinite(rows[d]["mean"])]
+        ax.plot(xs, [rows[d]["mean"] for d in xs], color=INK, lw=0.8, ls=":", zorder=3, gid="trend")
+        ends = [0.0]
+        for d, r in rows.items():
+            mean, half, eq = r["mean"], r["half95"], r["eq"]
+            diffs = r["diffs"]
+            if len(diffs):
+                spread = np.linspace(-0.07, 0.07, len(diffs)) if len(diffs) > 1 else np.zeros(1)
+                beside = 0.3 if metric == primary else 0.2                 # decades right of the dose
+                ax.scatter(d * 10 ** (beside + spread), diffs, s=14, color=SEED_INK, alpha=0.85, lw=0, zorder=3,
+                           gid="seeds")
+            if np.isfinite(mean) and np.isfinite(half):
+                bars = ax.errorbar(d, mean, yerr=half, fmt="none", ecolor=INK, elinewidth=1.3, capsize=5, zorder=4)
+                bars.lines[2][0].set_gid("ci95")
+            if np.isfinite(mean) and np.isfinite(eq):
+                ax.vlines(d, mean - eq, mean + eq, colors=[inks[r["eq_level"]]], lw=6, zorder=4, gid="ci_eq")
+            if np.isfinite(mean):
+                ax.plot(d, mean, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid="mean")
+            ends += [*diffs, *_finite(mean - half, mean + half, r["margin"], -r["margin"], r["thesis"])]
+        low, high = min(ends), max(ends)
+        span = (high - low) or 1.0
+        room = 0.42 if metric == primary else 0.75                   # for the verdicts at the top (secondary: upright)
+        ax.set_ylim(low - 0.08 * span, high + room * span)
+        top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+        tier, last = 0, None
+        for d, r in rows.items():
+            note = notes.get(d) if metric == primary else None
+            # a dose within 1.5 decades of the last one writes its verdict one line lower than that one's
+            tier = 1 - tier if metric == primary and last is not None and math.log10(d / last) < 1.5 else 0
+            last = d
+            ax.text(d, 0.975 - 0.085 * tier, r["verdict"] + (f"\n{note}" if note else ""), transform=top,
+                    ha="center", va="top", fontsize=8.5 if metric == primary else 7.5,
+                    color=_verdict_ink(r["verdict"]), gid="verdict", rotation=0 if metric == primary else 90,
+                    linespacing=1.1, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
+        ax.set_xscale("log")
+        ax.set_xlim(10 ** lo, 10 ** hi)
+        ax.xaxis.set_major_locator(FixedLocator(doses))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks(doses, [ticks[d] if metric == primary else dose_tick(d) for d in doses],
+                      fontsize=9 if metric == primary else 8)
+        ax.grid(axis="x", visible=False)
+        locator = MaxNLocator(nbins=9 if metric == primary else 6, steps=[1, 2, 2.5, 5, 10])
+        ax.set_yticks([t for t in locator.tick_values(low, high) if low - 0.08 * span <= t <= high + 0.05 * span])
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+        ax.set_gid(metric)
+        ax.set_title(f"{metric}\n(primary: decides the claims)" if metric == primary
+                     else f"{metric}\n(secondary: decides nothing)", fontsize=11 if metric == primary else 9.5)
+        ax.set_xlabel("γ's initial value (log scale)")
+    axes[0][0].set_ylabel("paired difference to the baseline (points)")
+    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=_label("mean")),
+               Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=_label("ci95"))]
+    handles += [Line2D([], [], color=inks[level], lw=6, label=_eq_label(level, None, others=len(inks) > 1))
+                for level in inks]
+    handles += [Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=_label("seeds")),
+                Line2D([], [], color=INK, ls=":", lw=0.8, label="dotted line: joins the means, dose to dose"),
+                Patch(color=BAND, alpha=0.18, lw=0, label=_label("band")),
+                Line2D([], [], color=THESIS_INK, ls="--", lw=1.5,
+                       label=_label("thesis_line") + (" (the band's upper edge: the band is its size)"
+                                                      if edge else "")),
+                Line2D([], [], color=INK, lw=1, label=_label("zero")),
+                Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
+                       label=_label("verdict", name="word above each dose",
+                                    explanation="its verdict on the claim 'this γ initial value helps': equivalent "
+                                                "(thick bar inside the band), reproduced / confirmed (significant, "
+                                                "Holm within the claim's family; contradicted / refuted: the other "
+                                                "way), inconclusive (neither); in parentheses: a secondary metric's, "
+                                                "which decides nothing"))]
+    for h in handles:
+        h.set_label(textwrap.fill(h.get_label(), 80, subsequent_indent="    "))
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ headline
+
+def headline(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
+    """The chapter's claims in one figure: per claim (one row, labelled above its bar with its seeds) our paired
+    difference on the primary metric in units of the thesis's effect carried to our scale (1 = the thesis's effect,
+    0 = none) with its 95 % interval, ± the smallest effect of interest in the same units as a band, and the verdict
+    in a column at the right. A row reaching past the axis (whose end is set by the other rows,
+    ``plotting.zoom_edge``) is clipped at the edge with a triangle and its value written beside it; the legend says
+    where the axis is clipped.
+
+    ``frame``: one row per claim with label, ratio, low, high, verdict; optional margin (the smallest effect of
+    interest in the same units) and note (a second line of the label)."""
+    if frame is None or not len(frame):
+        raise ValueError("headline: no claims to draw")
+    rows = list(frame.reset_index(drop=True).itertuples())
+    reaches = [max(abs(r.low), abs(r.high), 1.0) for r in rows if np.isfinite(r.ratio)]
+    cut = zoom_edge(reaches)
+    fits = [r for r in rows if np.isfinite(r.ratio) and (cut is None or max(abs(r.low), abs(r.high)) <= cut)]
+    margins = [m for r in fits if np.isfinite(m := getattr(r, "margin", math.nan))]
+    lo = min([-0.5, *(r.low for r in fits), *(-m for m in margins)])
+    hi = max([1.5, *(r.high for r in fits), *margins])
+    lo, hi = lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo)
+    if len(fits) < sum(np.isfinite(r.ratio) for r in rows):
+        hi = max(hi, 2.6)                        # room beyond the thesis's effect for the clipped rows' values
+    n = len(rows)
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(width, 0.95 * n + 2.3), sharey=True, layout="constrained",
+                                   gridspec_kw={"width_ratios": [1, 0.27], "wspace": 0.01})
+    clipped = []
+    for y, r in enumerate(rows):
+        margin = getattr(r, "margin", math.nan)
+        if np.isfinite(margin) and margin > 0:
+            ax.fill_between([-margin, margin], y - 0.02, y + 0.26, color=BAND, alpha=0.2, lw=0, zorder=0,
+                            gid="band")
+        note = getattr(r, "note", "")
+        ax.text(lo + 0.012 * (hi - lo), y - 0.44, r.label + (f"\n{note}" if note else ""), ha="left", va="top",
+                fontsize=9, linespacing=1.15, gid="row_label", zorder=6,
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        side.text(0.04, y + 0.12, textwrap.fill(r.verdict, 13), ha="left", va="center", fontsize=9.5,
+                  fontweight="bold", color=_verdict_ink(r.verdict), gid="verdict", linespacing=1.1)
+        if not np.isfinite(r.ratio):
+            continue
+        yb = y + 0.12                            # the bar, below the label
+        shown_lo, shown_hi = max(r.low, lo), min(r.high, hi)
+        if shown_lo <= shown_hi:
+            ax.plot([shown_lo, shown_hi], [yb, yb], color=INK, lw=1.8, zorder=4, gid="ci95", solid_capstyle="butt")
+            for end in (r.low, r.high):
+                if lo <= end <= hi:
+                    ax.plot([end, end], [yb - 0.09, yb + 0.09], color=INK, lw=1.8, zorder=4, gid="cap")
+        if lo <= r.ratio <= hi:
+            ax.plot(r.ratio, yb, "o", ms=8, mfc="white", mec=INK, mew=1.8, zorder=5, gid="mean")
+        if r.high > hi or r.low < lo:
+            right = r.high > hi
+            edge = hi if right else lo
+            ax.plot(edge - (1 if right else -1) * 0.03 * (hi - lo), yb, ">" if right else "<", color=INK, ms=9,
+                    zorder=5, gid="off_scale")
+            digits = ".0f" if abs(r.ratio) >= 10 else ".2g"
+            ax.text(edge - (1 if right else -1) * 0.07 * (hi - lo), yb,
+                    f"{r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}] →" if right else
+                    f"← {r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}]",
+                    ha="right" if right else "left", va="center", fontsize=9, fontweight="bold",
+                    gid="off_scale_value", zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+            clipped.append(r.label)
+    ax.axvline(0, color=INK, lw=1.2, zorder=2, gid="no_effect")
+    ax.axvline(1, color=THESIS_INK, lw=1.6, ls="--", zorder=2, gid="thesis_effect")
+    top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.text(0, 1.005, "0: no effect", transform=top, ha="right", va="bottom", fontsize=9, gid="label_0")
+    ax.text(1, 1.005, "1: the thesis's effect", transform=top, ha="left", va="bottom", fontsize=9, color=THESIS_INK,
+            gid="label_1")
+    side.text(0.04, 1.005, "verdict", transform=side.transAxes, ha="left", va="bottom", fontsize=9)
+    for a in (ax, side):
+        for k in range(1, n):
+            a.axhline(k - 0.5, color="0.8", lw=0.8, zorder=1)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_yticks([])
+    ax.grid(axis="y", visible=False)
+    side.set_xlim(0, 1)
+    side.set_xticks([])
+    side.grid(False)
+    for spine in ("top", "right", "bottom"):
+        side.spines[spine].set_visible(False)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.set_xlabel("our effect ÷ the thesis's effect carried to our scale (primary metric)")
+    handles = [Line2D([], [], color=INK, marker="o", ls="-", lw=1.8, mfc="white", mew=1.8, ms=8,
+                      label="○ with bar: our paired difference to the baseline, mean over the seeds and its 95 % CI, "
+                            "in units of the thesis's effect")]
+    if margins:
+        handles.append(Patch(color=BAND, alpha=0.2, lw=0, label=_label("band", "± the smallest effect of interest in "
+                                                                      "the same units (the thesis's effect's size: "
+                                                                      "±1); a 90 % CI inside it is 'equivalent'")))
+    if clipped:
+        handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=9,
+                              label=f"▶ at the edge: the axis is clipped at {hi:.2g}; the row lies beyond it, its "
+                                    f"ratio and 95 % CI written beside it"))
+    handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
+                          label=_label("verdict", name="verdict column", explanation="the claim's verdict on the "
+                                       "primary metric (Holm within its family): equivalent, reproduced / confirmed "
+                                       "(a claim the thesis did not make), inconclusive")))
+    for h in handles:
+        h.set_label(textwrap.fill(h.get_label(), 86, subsequent_indent="    "))
+    fig.legend(handles=handles, loc="outside lower center", ncol=1, frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10.5)
     return fig
