@@ -552,11 +552,11 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
     out, err = capsys.readouterr()
     notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines() if line.startswith("skipped"))
     drawn = {"00_patch_grid", "00_positional_similarity", "00_pre_vs_post_ln", "01_baseline_curves",
-             "02_table1_forest", "02_table1_bars", "03_table2_forest", "03_table2_bars", "05_fusion_bars"}
+             "02_table1_forest", "02_table1_bars", "03_table2_forest", "03_table2_bars", "05_fusion_bars", "headline"}
     assert set(notes) == set(figures.FIGURES) - drawn, err
     assert notes["04_dose_forest"] == (
-        "needs results of baseline, tte_after_ls, tte_after_ls_init1e-1, tte_after_ls_init1 "
-        "(seeds 0-3), found none of tte_after_ls_init1e-1, tte_after_ls_init1 under results/demo")
+        "needs results of baseline, tte_after_ls, tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 "
+        "(seeds 0-3), found none of tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 under results/demo")
     assert notes["03_loss_curves"] == ("needs the training curves (metrics.jsonl) of baseline, tte_after_ls "
                                        "(seeds 0-3), found none of tte_after_ls under results/demo")
     assert notes["04_gamma_per_channel"] == ("needs the final LayerScale γ (layerscale.npy) of tte_after_ls "
