@@ -618,5 +618,7 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
         assert (r.ratio, r.low, r.high) == pytest.approx(rows[r.claim]["ratio"])
         assert f"({len(rows[r.claim]['seeds'])} seeds" in r.label.replace("\n", " ")
     fig = figures.fig_headline(params, figures.HEADLINE_READS)
-    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(figures.HEADLINE)
+    designs = figures.design_headline_rows(params)       # Table 2's designs, once they hold their n of seeds
+    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(figures.HEADLINE) + len(designs)
+    assert all(r["seeds"] == 20 for r in designs if "fresh seeds" in r["note"])
     plt.close(fig)

@@ -275,6 +275,32 @@ HEADLINE_READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in 
                                      for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
 
 
+def _headline_row(r: dict, label_text: str, note: str = "") -> dict:
+    n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
+    return {"label": textwrap.fill(f"{label_text} ({n} seeds)", 72), "note": note, "seeds": n, "ratio": mid,
+            "low": low, "high": high,
+            "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
+            "verdict": r["words"].split(",")[0], "words": r["words"], "claim": r["claim"].text}
+
+
+def design_headline_rows(params) -> list[dict]:
+    """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
+    confirmatory claims on fresh seeds, the long schedule's "is used"."""
+    from . import designs
+    out = []
+    for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
+        df = designs.design_frame(params, design)
+        if df.empty or params.preset not in design.presets:
+            continue
+        claims = designs.claims_of(params, design)
+        for r in tables._claim_rows(df, claims):
+            if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
+                where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
+                         designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
+                out.append(_headline_row(r, r["claim"].text.split(",")[0].split(" (")[0], f"({where})"))
+    return out
+
+
 def headline_frame(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ``HEADLINE`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
     to our scale (``tables._claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
@@ -298,6 +324,7 @@ def headline_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 def fig_headline(params, variants):
     frame = headline_frame(_claim_results(params, variants))
+    frame = pd.concat([frame, pd.DataFrame(design_headline_rows(params))], ignore_index=True)
     if not len(frame):
         raise _missing(f"results of both arms of a chapter claim among {', '.join(variants)}", params)
     return forest.headline(frame, title=f"The chapter's claims at the {params.preset} scale: our effect in units of "

@@ -495,7 +495,8 @@ def headline(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
                                     f"ratio and 95 % CI written beside it"))
     handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
                           label=_label("verdict", name="verdict column", explanation="the claim's verdict on the "
-                                       "primary metric (Holm within its family): equivalent, reproduced / confirmed "
+                                       "primary metric (Holm within its family): equivalent (90 % CI inside the "
+                                       "band), trivial (inside, and yet significant), reproduced / confirmed "
                                        "(a claim the thesis did not make), inconclusive")))
     for h in handles:
         h.set_label(textwrap.fill(h.get_label(), 86, subsequent_indent="    "))
