@@ -192,9 +192,6 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
 
 def design_params(params, design: FixedDesign, own: bool = True):
     """The study's parameters at the design's seeds, reading the design's own store (``own``) or the study's."""
@@ -362,3 +359,7 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
     if per_seed:
         agreement_file(params, design).write_text(json.dumps(out, indent=1) + "\n")
     return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
