@@ -122,7 +122,9 @@ def results_page(params) -> str:
         "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
         "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
         "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
-        "(`thesis_lib/item_agreement.py`; for a retrieval mean the R@1 items' φ, for top-5 the top-1 items'); and "
+        "(`thesis_lib/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
+        "little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for top-5 "
+        "the top-1 items'); and "
         "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
         "rows take TTE after's: the TTE' barely moves at the demo's budget), carried to the thesis's score on the "
         "logit scale and added to the larger SE:",
