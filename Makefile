@@ -77,17 +77,18 @@ STAGE = build/reproduce-$(PRESET)
 ABLATIONS = random-init thesis-regularisation
 # thesis_lib.study.runs.ABLATIONS: the baseline's ablations, stored apart under results/_ablations/<name>/results/
 REPRODUCED_DESIGNS = budget-confirm
-# thesis_lib.study.designs: notebook 04 trains the budget arm's confirmatory runs; the long schedule is `make long`'s
+# thesis_lib.study.designs.REPRODUCED: notebook 04 trains the budget arm's confirmatory runs; the long schedule is
+# `make long`'s
 reproduce: setup
 	rm -rf $(STAGE) && mkdir -p $(STAGE)/notebooks
 	# the scale goes in through THESIS_PRESET, not -p: an injected parameters cell would pin it for nbval (CI: smoke)
 	export THESIS_PROGRESS=0 THESIS_PRESET=$(PRESET) THESIS_RESULTS=$(STAGE)/results THESIS_FIGURES=$(STAGE)/figures; \
 	for nb in $(NOTEBOOKS); do $(PAPERMILL) --log-output notebooks/$$nb.ipynb $(STAGE)/notebooks/$$nb.ipynb || exit 1; done
-	rm -rf results/$(PRESET) $(foreach a,$(ABLATIONS),results/_ablations/$(a)/results/$(PRESET))
+	rm -rf results/$(PRESET) $(foreach a,$(ABLATIONS),results/_ablations/$(a)/results/$(PRESET)) $(foreach a,$(REPRODUCED_DESIGNS),results/_designs/$(a)/results/$(PRESET))
 	mv $(STAGE)/results/$(PRESET) results/$(PRESET)
 	for a in $(ABLATIONS); do d=results/_ablations/$$a/results; mkdir -p $$d; \
 	  if [ -d $(STAGE)/$$d/$(PRESET) ]; then mv $(STAGE)/$$d/$(PRESET) $$d/; fi; done
-	for a in $(REPRODUCED_DESIGNS); do d=results/_designs/$$a/results; rm -rf $$d/$(PRESET); mkdir -p $$d; \
+	for a in $(REPRODUCED_DESIGNS); do d=results/_designs/$$a/results; mkdir -p $$d; \
 	  if [ -d $(STAGE)/$$d/$(PRESET) ]; then mv $(STAGE)/$$d/$(PRESET) $$d/; fi; done
 	mkdir -p figures && cp -R $(STAGE)/figures/. figures/
 	cp $(STAGE)/notebooks/*.ipynb notebooks/

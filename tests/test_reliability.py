@@ -592,7 +592,9 @@ def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
         removals = [(i, line) for i, line in enumerate(lines) if "rm -rf" in line and "results/" in line]
         assert removals and all(i > papermill for i, _ in removals), removals
         removed = [w for _, line in removals for w in line.split("rm -rf", 1)[1].split("&&")[0].split()]
+        from thesis_lib.study.designs import REPRODUCED
         assert sorted(removed) == sorted([f"results/{preset}", *(f"results/_ablations/{a}/results/{preset}"
-                                                                   for a in ABLATIONS)])
+                                                                   for a in ABLATIONS),
+                                          *(f"results/_designs/{d}/results/{preset}" for d in REPRODUCED)])
         readme = [line for line in lines if "--update-readme" in line]
         assert len(readme) == 1 and 'if [ "' + preset + '" = demo ]' in readme[0]

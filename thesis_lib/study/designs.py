@@ -117,6 +117,7 @@ LONG_HELPS = Claim("At the thesis's summed learning rate, TTE after the encoders
 """Reported descriptively, with the seeds that would decide it: one seed pair gives no SD, so no n was planned."""
 
 DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM)}
+REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `make reproduce`; the long schedule by `make long`
 
 
 def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> float:

@@ -48,8 +48,9 @@ def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
 
 def results_markdown(params) -> str:
     """The README's block: the chapter's three claims answered in plain words (``answer.markdown``); every line and
-    table behind them is ``results_page``'s (docs/results.md)."""
-    return answer.markdown(params)
+    table behind them is ``results_page``'s (docs/results.md); while a claim's runs are missing, the table of what
+    exists and what is missing (``summary_markdown``)."""
+    return answer.markdown(params) or summary_markdown(params)
 
 
 def summary_markdown(params) -> str:
