@@ -234,27 +234,33 @@ def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
     return fixed_claims(design, margin(design, basis), design.claims + extra)
 
 
+def _eval_setup(state: dict, dev):
+    """The evaluation sets and context of a run's checkpoint ``state`` (its config's world and tokenizer, as the run
+    evaluated itself): what every checkpoint of the designs is measured on."""
+    from ..config import config_of
+    from ..data.eval_sets import build_eval_sets
+    from ..data.tokenizer import load_tokenizer
+    from ..evaluate import EvalContext
+    from ..training.prepare import prepare_assets
+    cfg = config_of(state["config"])
+    root = prepare_assets(cfg, pretrained=False)
+    tokenizer = load_tokenizer(cfg, root)
+    return build_eval_sets(cfg, tokenizer, root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+
+
 def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
     """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
     order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
     from ..analysis import load_trained, read_checkpoint
-    from ..config import config_of
-    from ..data.eval_sets import build_eval_sets
-    from ..data.tokenizer import load_tokenizer
-    from ..evaluate import EvalContext, evaluate
+    from ..evaluate import evaluate
     from ..numerics import one_thread
-    from ..training.prepare import prepare_assets
     from ..training.run import resolve_device
-    rows, sets = [], None
-    dev = resolve_device(device)
+    rows, sets, dev = [], None, resolve_device(device)
     with one_thread():
         for path in checkpoints:
             state = read_checkpoint(path)
             if sets is None:
-                cfg = config_of(state["config"])
-                root = prepare_assets(cfg, pretrained=False)
-                tokenizer = load_tokenizer(cfg, root)
-                sets, ctx = build_eval_sets(cfg, tokenizer, root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+                sets, ctx = _eval_setup(state, dev)
             metrics = evaluate(load_trained(state, dev), *sets, ctx)
             rows.append({"step": int(state["step"]), **{k: metrics[k] for k in HELDOUT_METRICS}})
     return sorted(rows, key=lambda r: r["step"])
@@ -331,13 +337,8 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
     import json
 
     from ..analysis import load_trained, read_checkpoint
-    from ..config import config_of
-    from ..data.eval_sets import build_eval_sets
-    from ..data.tokenizer import load_tokenizer
-    from ..evaluate import EvalContext
     from ..item_agreement import agreement, item_hits
     from ..numerics import one_thread
-    from ..training.prepare import prepare_assets
     from ..training.results import RunPaths
     from ..training.run import resolve_device
     root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
@@ -348,10 +349,7 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
                 continue
             states = [read_checkpoint(p) for p in paths]
             if sets is None:
-                cfg = config_of(states[0]["config"])
-                asset_root = prepare_assets(cfg, pretrained=False)
-                tokenizer = load_tokenizer(cfg, asset_root)
-                sets, ctx = build_eval_sets(cfg, tokenizer, asset_root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+                sets, ctx = _eval_setup(states[0], dev)
             hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
             per_seed[s] = agreement(*hits)
     kinds = sorted({k for a in per_seed.values() for k in a})
