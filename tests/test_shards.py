@@ -1,14 +1,22 @@
-"""webdataset shards as img2dataset writes them, on tiny shards written here: reading, broken samples counted, clear
-errors for a missing or corrupt shard, the split across ranks × workers (every pair once per epoch) and resume."""
+"""webdataset shards as img2dataset writes them, on tiny shards written here: reading, broken samples counted, a
+missing shard skipped and counted (too many of them an error), a corrupt shard a clear error, shard lists, indexing
+that stops at ``@N``, the one-process index command, the split across ranks × workers (every pair once per epoch)
+and resume."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from thesis_lib import get_config
+from thesis_lib.data import shard_index, shards as shards_module
 from thesis_lib.data.datasets import open_image
-from thesis_lib.data.shards import expand, load_shards
+from thesis_lib.data.shards import MAX_MISSING, expand, load_shards
 from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
-from thesis_lib.errors import DataError
+from thesis_lib.errors import DataError, DataWarning
+from thesis_lib.paths import ROOT
 from thesis_lib.study.fixtures import jpeg_bytes, write_shard
 
 
@@ -44,13 +52,98 @@ def test_shards_are_read_and_broken_samples_counted(shards):
     assert [r.image for r in again] == [r.image for r in records] and report2 == report
 
 
-def test_a_missing_or_corrupt_shard_is_a_clear_error(shards, tmp_path):
-    with pytest.raises(DataError, match="shard not found: .*00002.tar"):
+def test_too_many_missing_shards_or_a_corrupt_one_is_a_clear_error(shards, tmp_path):
+    with pytest.raises(DataError, match=r"1 of 3 shards .* are missing \(e.g. .*00002.tar\), more than MAX_MISSING"):
         load_shards(str(tmp_path / "{00000..00002}.tar"))
     (tmp_path / "bad.tar").write_bytes(b"\x00garbage" * 100)
     with pytest.raises(DataError, match="cannot read shard .*bad.tar"):
         load_shards(str(tmp_path / "bad.tar"))
     assert expand("/d/{008..010}.tar") == ["/d/008.tar", "/d/009.tar", "/d/010.tar"]
+    assert expand("/d/{0..1}/{08..09}.tar") == ["/d/0/08.tar", "/d/0/09.tar", "/d/1/08.tar", "/d/1/09.tar"]
+
+
+def _one_pair_shards(folder, count):
+    for s in range(count):
+        write_shard(folder / f"{s:05d}.tar", {f"{s:05d}0000": {"jpg": _jpeg(s), "txt": f"caption of shard {s}"}})
+
+
+def test_a_missing_shard_is_skipped_counted_and_warned_of_while_few_are(tmp_path, monkeypatch):
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    _one_pair_shards(tmp_path, 21)
+    (tmp_path / "00007.tar").unlink()                                  # 1 of 21 missing: under 5 %
+    assert 1 / 21 <= MAX_MISSING < 2 / 21
+    with pytest.warns(DataWarning, match=r"shard not found: .*00007.tar; skipped \(1 of 21"):
+        records, report = load_shards(str(tmp_path / "{00000..00020}.tar"))
+    assert (report.shards, report.missing_shards, report.pairs) == (20, 1, 20)
+    assert report.missing_shard_names == [str(tmp_path / "00007.tar")]
+    assert [r.captions[0] for r in records] == [f"caption of shard {s}" for s in range(21) if s != 7]
+    (tmp_path / "00013.tar").unlink()                                  # 2 of 21: the run stops, naming them
+    with pytest.raises(DataError, match=r"2 of 21 shards .* missing \(e.g. .*00007.tar, .*00013.tar\)"):
+        load_shards(str(tmp_path / "{00000..00020}.tar"))
+
+
+def test_a_shard_list_names_shards_relative_to_its_folder(shards, tmp_path, monkeypatch):
+    (tmp_path / "lists").mkdir()
+    listing = tmp_path / "lists" / "shards.txt"
+    listing.write_text(f"# cc3m, as downloaded\n\n../00000.tar\n   {tmp_path / '00001.tar'}   # the last one\n")
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "elsewhere" / "deep")               # relative to the list, not to the cwd
+    by_list, report = load_shards(str(listing))
+    by_range, _ = load_shards(str(shards))
+    assert [(r.image_id, r.captions) for r in by_list] == [(r.image_id, r.captions) for r in by_range]
+    assert report.shards == 2 and report.pairs == 16
+    assert open_image(by_list[3].image).size == (64, 48)
+    subset, report = load_shards(f"{listing}@10")
+    assert len(subset) == 10 and (report.requested, report.pairs) == (10, 10)
+    (tmp_path / "lists" / "empty.txt").write_text("# nothing yet\n\n")
+    with pytest.raises(DataError, match="shard list .*empty.txt names no shard"):
+        load_shards(str(tmp_path / "lists" / "empty.txt"))
+
+
+def test_indexing_stops_at_the_shard_that_completes_the_subset(shards, tmp_path):
+    (tmp_path / "00002.tar").write_bytes(b"\x00garbage" * 100)          # would raise if it were opened
+    whole, _ = load_shards(str(shards))
+    records, report = load_shards(str(tmp_path / "{00000..00003}.tar@10"))  # 00003 is missing: never looked at
+    assert [r.image for r in records] == [r.image for r in whole[:10]]
+    assert (report.shards, report.missing_shards, report.samples, report.pairs) == (2, 0, 21, 10)
+    records, report = load_shards(str(tmp_path / "{00000..00002}.tar@8"))    # shard 0 holds 8: shard 1 not read
+    assert [r.image for r in records] == [r.image for r in whole[:8]] and report.shards == 1
+    assert (report.samples, report.pairs, report.broken_keys) == (8, 8, [])
+    with pytest.raises(DataError, match="cannot read shard .*00002.tar"):
+        load_shards(str(tmp_path / "{00000..00002}.tar@17"))
+
+
+def test_a_subset_reads_no_later_shard_and_indexes_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    _one_pair_shards(tmp_path, 3)
+    load_shards(str(tmp_path / "{00000..00002}.tar@2"))
+    assert len(list((tmp_path / "cache" / "shard-index").glob("*.json"))) == 2     # shard 2 has no index
+
+
+def test_the_index_command_caches_what_every_rank_then_reads(shards, tmp_path, monkeypatch, capsys):
+    listing = tmp_path / "shards.txt"
+    listing.write_text("00000.tar\n00001.tar\n")
+    mixture = f"coco,wds:{listing}@10,wds:{shards}"
+    env = {**os.environ, "THESIS_DATA": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "thesis_lib.data.shard_index", mixture], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"wds:{listing}@10: 2 shards read, 0 missing; 10 pairs of 10 "
+                                                   f"requested from 21 samples; broken: 1 missing_image")
+    assert "16 pairs from 21 samples" in lines[1] and "1 truncated_image" in lines[1]
+    assert len(list((tmp_path / "cache" / "shard-index").glob("*.json"))) == 2
+    monkeypatch.setattr(shards_module.tarfile, "open", _no_tar)               # a rank: every shard from the cache
+    records, report = load_shards(f"{listing}@10")
+    assert len(records) == 10 and report.shards == 2
+    assert shard_index.main([f"coco,wds:{tmp_path / 'elsewhere' / '{0..1}.tar'},wds:{shards}"]) == 1
+    out = capsys.readouterr().out
+    assert "elsewhere/{0..1}.tar: FAILED" in out and "2 of 2 shards" in out and "16 pairs" in out
+    assert shard_index.main(["coco,flickr30k"]) == 0
+
+
+def _no_tar(*args, **kwargs):
+    raise AssertionError("a shard was indexed again instead of read from the cache")
 
 
 def _pairs(shards, rank=0, world_size=1, workers=0):

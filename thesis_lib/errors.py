@@ -17,6 +17,11 @@ class DataError(ThesisError):
     """A missing path, malformed annotation file, unreadable image or empty split."""
 
 
+class DataWarning(UserWarning):
+    """Data left out and counted, not a stop: a training image that did not decode (its pair replaced), a webdataset
+    shard that is missing (skipped, while few are)."""
+
+
 class CheckpointError(ThesisError):
     """A checkpoint file with missing/unexpected keys, wrong shapes, or from another run."""
 

@@ -13,7 +13,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from ..config import DataConfig, ExperimentConfig
-from ..errors import DataError
+from ..errors import DataError, DataWarning
 from .decode import decode
 from .eval_sets import decoded, image_batches
 from .roots import data_root, pair_records
@@ -24,10 +24,6 @@ from .world import Descriptions
 
 
 MAX_REPLACEMENTS = 16       # undecodable images in a row before the run stops: a broken set, not a broken image
-
-
-class DataWarning(UserWarning):
-    """A training image did not decode and its pair was replaced."""
 
 
 def mix(*ints: int) -> int:
