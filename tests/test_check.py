@@ -1,9 +1,10 @@
 """models/check.py: a downloaded checkpoint folder checked before a GPU run (sizes, SHA-256, which release, the
-thesis loaders' strict checks), on tiny files in the original key layouts."""
+thesis loaders' strict checks, the lock file), on tiny files in the original key layouts."""
 import torch
 
 from thesis_lib.models.check import KNOWN_SHA256, check_folder, main, sha256
 from thesis_lib.models.checkpoints import D2V2_TEXT
+from thesis_lib.models.lock import LOCK, read_lock
 from thesis_lib.study.fixtures import SHRINK, checkpoint_folder
 
 
@@ -37,3 +38,51 @@ def test_missing_files_are_named_and_a_loader_refusal_is_reported(tmp_path, caps
     (folder / "dict.txt").write_text("")
     rows = check_folder(folder)                       # the thesis preset's full width: the shapes do not fit
     assert any(r.name.startswith("(thesis loader") and r.problem for r in rows)
+
+
+def _check_args(folder, *extra):
+    return [str(folder), *(f"--set={k}={v}" for k, v in SHRINK.items()), *extra]
+
+
+def test_the_first_passing_check_writes_the_lock_file_and_a_changed_byte_is_named(tmp_path, capsys):
+    folder = _folder(tmp_path)
+    assert main(_check_args(folder)) == 0
+    assert f"wrote {folder / LOCK}" in capsys.readouterr().out
+    lock = read_lock(folder)
+    assert {name: (e["size"], e["sha256"]) for name, e in lock.items()} == \
+        {p.name: (p.stat().st_size, sha256(p)) for p in folder.iterdir() if p.name != LOCK}
+    assert main(_check_args(folder)) == 0
+    assert f"as recorded in {folder / LOCK}" in capsys.readouterr().out
+    text = (folder / "dict.txt").read_bytes()
+    (folder / "dict.txt").write_bytes(text[:-2] + bytes([text[-2] ^ 1]) + text[-1:])   # one byte: a count's digit
+    assert main(_check_args(folder)) == 1
+    out = capsys.readouterr().out
+    problems = [line for line in out.splitlines() if "changed since checkpoints.lock.json" in line]
+    assert len(problems) == 1 and problems[0].startswith("| dict.txt |") and "SHA-256" in problems[0]
+    assert main(_check_args(folder, "--no-lock")) == 0                     # the changed file itself is fine
+    (folder / "nlp_base.pt").write_bytes((folder / "nlp_base.pt").read_bytes() + b"\0")
+    rows = {r.name: r for r in check_folder(folder, SHRINK)}
+    assert "changed since checkpoints.lock.json: size" in rows["nlp_base.pt"].problem
+    assert read_lock(folder) == lock                                        # a failing check never rewrites it
+
+
+def test_no_lock_neither_reads_nor_writes_the_lock_file(tmp_path, capsys):
+    folder = _folder(tmp_path)
+    assert main(_check_args(folder, "--no-lock")) == 0 and not (folder / LOCK).exists()
+    (folder / LOCK).write_text("{not json")
+    assert main(_check_args(folder, "--no-lock")) == 0
+    assert main(_check_args(folder)) == 2 and "is not a lock file" in capsys.readouterr().err
+
+
+def test_a_fine_tuned_beit_is_refused_as_the_teacher(tmp_path):
+    folder = _folder(tmp_path)
+    beit = folder / "beitv2_base_patch16_224_pt1k.pth"
+    state = torch.load(beit, weights_only=False)
+    model = state["model"] if "model" in state else state
+    for key in [k for k in model if k.startswith("cls_pt_layers.")]:
+        del model[key]
+    model["head.weight"] = torch.zeros(10, 32)
+    torch.save(state, beit)
+    rows = {r.name: r for r in check_folder(folder, SHRINK)}
+    assert rows[beit.name].release == "BEiT v2, 2 blocks, fine-tuned (a pt1k_ft* file?)"
+    assert "not BEiT v2's self-supervised pretraining file" in rows[beit.name].problem

@@ -14,7 +14,7 @@ import pytest
 from thesis_lib.paths import PACKAGE, ROOT
 
 LAYERS = (   # lowest first; a module may import from its own room (without a cycle) or from any room below
-    ("errors", "paths", "cache", "version", "numerics"),
+    ("errors", "paths", "cache", "version", "numerics", "fetch"),
     ("variants", "metrics", "config_checks", "config"),
     ("data",),
     ("models",),

@@ -22,6 +22,11 @@ class DataWarning(UserWarning):
     shard that is missing (skipped, while few are)."""
 
 
+class DownloadError(DataError):
+    """A download that failed: an HTTP error (its status), an unreachable host, a transfer cut short, a file that is
+    not in the mirror (``THESIS_MIRROR``)."""
+
+
 class CheckpointError(ThesisError):
     """A checkpoint file with missing/unexpected keys, wrong shapes, or from another run."""
 

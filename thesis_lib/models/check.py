@@ -1,34 +1,40 @@
 """Check a folder of downloaded thesis checkpoints before a GPU run: each file's size and SHA-256, which release it
 is, and whether the thesis preset's loaders accept it (the same strict key and shape checks a run does).
 
-    python -m thesis_lib.models.check CKPT          # CKPT holds the files below; prints one table, exit 1 on a problem
+    python -m thesis_lib.models.download CKPT       # fetches the files below into CKPT, checks them, writes the lock
+    python -m thesis_lib.models.check CKPT          # prints one table, exit 1 on a problem
+    python -m thesis_lib.models.check CKPT --no-lock
 
-Where each file comes from (README "Full scale on a GPU"):
+The files and the URLs they come from are declared once, in ``thesis_lib.models.download`` (``URLS``):
 
 * ``base_imagenet.pt``: data2vec 2.0 ViT-B/16, no fine-tuning, fairseq ``examples/data2vec`` (data2vec 2.0 →
-  Vision), https://dl.fbaipublicfiles.com/fairseq/data2vec2/base_imagenet.pt.
-* ``nlp_base.pt``: the data2vec **2.0** text base model, https://dl.fbaipublicfiles.com/fairseq/data2vec2/nlp_base.pt.
-  fairseq also publishes a data2vec **1.0** text model under the same file name (``…/fairseq/data2vec/nlp_base.pt``,
-  a RoBERTa-style ``encoder.sentence_encoder.*`` layout): it is recognised and refused.
+  Vision).
+* ``nlp_base.pt``: the data2vec **2.0** text base model. fairseq also publishes a data2vec **1.0** text model under
+  the same file name (``…/fairseq/data2vec/nlp_base.pt``, a RoBERTa-style ``encoder.sentence_encoder.*`` layout): it
+  is recognised and refused.
 * ``beitv2_base_patch16_224_pt1k.pth``: BEiT v2 ViT-B/16 self-supervised on ImageNet-1K (the ``pt1k`` file of
-  microsoft/unilm ``beit2``'s README), not one of the fine-tuned ``pt1k_ft*`` files.
-* ``encoder.json``, ``vocab.bpe``, ``dict.txt``: https://dl.fbaipublicfiles.com/fairseq/data2vec2/ (GPT-2's BPE in
-  fairseq's dictionary order). ``encoder.json`` and ``vocab.bpe`` are OpenAI's GPT-2 files, whose SHA-256 openai/tiktoken
-  publishes (``tiktoken_ext/openai_public.py``); they are compared here.
+  microsoft/unilm ``beit2``'s README), not one of the fine-tuned ``pt1k_ft*`` files: a fine-tuned file is refused.
+* ``encoder.json``, ``vocab.bpe``, ``dict.txt``: GPT-2's BPE in fairseq's dictionary order. ``encoder.json`` and
+  ``vocab.bpe`` are OpenAI's GPT-2 files, whose SHA-256 openai/tiktoken publishes (``tiktoken_ext/openai_public.py``);
+  they are compared here (a difference is a problem for the downloader, a remark for this check, which also reads the
+  tiny stand-ins of the tests).
 
-fairseq and unilm publish no checksums for the model files: the table prints them so that a lab can record its own.
+fairseq and unilm publish no checksums for the model files: the first check that passes writes
+``CKPT/checkpoints.lock.json`` (``models/lock.py``: each file's size and SHA-256), and every later check compares the
+files with it, so that a file that changed is named (``--no-lock``: neither read nor written).
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import get_config
 from ..errors import ThesisError
+from ..fetch import file_sha256
 from .checkpoints import D2V1_TEXT, D2V2_TEXT, _model_state, text_release, torch_load
+from .lock import LOCK, compare, lock_path, read_lock, write_lock
 from .sources import THESIS_FILES
 
 TOKENIZER_FILES = ("encoder.json", "vocab.bpe", "dict.txt")
@@ -47,12 +53,7 @@ class FileCheck:
     problem: str = ""
 
 
-def sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+sha256 = file_sha256  # a file's SHA-256, as the downloader computes it while it fetches
 
 
 def describe(part: str, path: Path) -> str:
@@ -75,33 +76,42 @@ def describe(part: str, path: Path) -> str:
     return f"BEiT v2, {len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks, {release}"
 
 
-def check_folder(folder: Path, overrides: dict | None = None) -> list[FileCheck]:
-    """Every thesis file in ``folder``: present, hashed, described, and loaded by the thesis preset's loaders
-    (``overrides``: config fields, e.g. a shrunk model for tiny test files)."""
-    from ..data.tokenizer import load_tokenizer
-    from .sources import load_encoders, load_teacher
-    cfg = get_config("thesis", overrides={**(overrides or {}), "weights.checkpoint_dir": str(folder)})
-    rows = []
-    for part, name in THESIS_FILES.items():
-        row, path = FileCheck(name), folder / name
-        rows.append(row)
-        if not path.exists():
-            row.problem = "missing"
-            continue
-        row.size, row.sha256 = path.stat().st_size, sha256(path)
+def check_file(name: str, path: Path, require: dict | None = None) -> FileCheck:
+    """One file: present, hashed, and described (a model file) or compared with its published SHA-256 (a tokenizer
+    file). ``require`` (name -> SHA-256): the files whose SHA-256 must be exactly this (the downloader's check)."""
+    row = FileCheck(name)
+    if not path.exists():
+        row.problem = "missing"
+        return row
+    row.size, row.sha256 = path.stat().st_size, sha256(path)
+    part = next((p for p, n in THESIS_FILES.items() if n == name), None)
+    if part:
         try:
             row.release = describe(part, path)
         except ThesisError as err:
             row.problem = str(err)
-    for name in TOKENIZER_FILES:
-        row, path = FileCheck(name), folder / name
-        rows.append(row)
-        if not path.exists():
-            row.problem = "missing"
-            continue
-        row.size, row.sha256 = path.stat().st_size, sha256(path)
-        known = KNOWN_SHA256.get(name)
-        row.release = "GPT-2 (SHA-256 as published)" if known == row.sha256 else "not OpenAI's GPT-2 file" if known else ""
+        if part == "teacher" and row.release and not row.release.endswith("pretraining (pt1k)"):
+            row.problem = ("not BEiT v2's self-supervised pretraining file (no cls_pt_layers.*); the thesis's teacher "
+                           "is beitv2_base_patch16_224_pt1k.pth, not a fine-tuned pt1k_ft* file")
+        return row
+    known = KNOWN_SHA256.get(name)
+    row.release = "GPT-2 (SHA-256 as published)" if known == row.sha256 else "not OpenAI's GPT-2 file" if known else ""
+    if require and name in require and require[name] != row.sha256:
+        row.problem = f"SHA-256 {row.sha256[:12]}… is not the published {require[name][:12]}…"
+    return row
+
+
+def check_folder(folder: Path, overrides: dict | None = None, use_lock: bool = True) -> list[FileCheck]:
+    """Every thesis file in ``folder``: present, hashed, described, compared with ``checkpoints.lock.json`` when it
+    exists (``use_lock``), and loaded by the thesis preset's loaders (``overrides``: config fields, e.g. a shrunk
+    model for tiny test files)."""
+    from ..data.tokenizer import load_tokenizer
+    from .sources import load_encoders, load_teacher
+    cfg = get_config("thesis", overrides={**(overrides or {}), "weights.checkpoint_dir": str(folder)})
+    rows = [check_file(name, folder / name) for name in (*THESIS_FILES.values(), *TOKENIZER_FILES)]
+    locked = read_lock(folder) if use_lock else None
+    if locked is not None:
+        compare(rows, locked)
     if not any(r.problem for r in rows):
         for what, load in (("encoders", lambda: load_encoders(cfg)), ("teacher", lambda: load_teacher(cfg)),
                            ("tokenizer", lambda: load_tokenizer(cfg, folder))):
@@ -123,11 +133,23 @@ def table(rows: list[FileCheck]) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.models.check", description=__doc__.split("\n\n")[0])
     p.add_argument("folder", type=Path, help="the folder passed as --checkpoints / checkpoints")
+    p.add_argument("--no-lock", action="store_true", help=f"neither compare with nor write {LOCK}")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config field of the thesis preset the loaders are checked with (as in training.run)")
     args = p.parse_args(argv)
-    rows = check_folder(args.folder)
+    try:
+        had_lock = not args.no_lock and read_lock(args.folder) is not None
+        rows = check_folder(args.folder, dict(item.partition("=")[::2] for item in args.set), not args.no_lock)
+    except ThesisError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(table(rows))
     bad = [r for r in rows if r.problem]
     print(f"\n{len(bad)} problem(s)" if bad else "\nall files present, and the thesis preset's loaders accept them")
+    if not bad and had_lock:
+        print(f"every file's size and SHA-256 as recorded in {lock_path(args.folder)}")
+    elif not bad and not args.no_lock:
+        print(f"wrote {write_lock(args.folder, rows)}: each file's size and SHA-256; later checks compare with it")
     return 1 if bad else 0
 
 

@@ -1,0 +1,123 @@
+"""Fetch one URL to a file: streamed to ``<dest>.part``, hashed on the way, renamed to ``dest`` when complete.
+
+    size, sha256 = fetch("https://dl.fbaipublicfiles.com/fairseq/data2vec2/dict.txt", ckpt / "dict.txt")
+
+A ``dest`` that exists is complete (only a finished transfer is renamed to it) and is not downloaded again. A failed
+or cut-off transfer leaves no ``dest`` and no ``.part``. Progress goes to stderr (MB done, MB/s) at most every few
+seconds, unless ``THESIS_PROGRESS=0``.
+
+``THESIS_MIRROR`` (a local folder, or an ``http(s)://`` / ``file://`` URL base): when set, every URL is fetched from
+``$THESIS_MIRROR/<the URL's file name>`` instead (the last component of its path, without the query string), for a
+lab's own mirror and for the tests. Every failure is a ``DownloadError`` naming the URL and, for HTTP, the status
+(with Azure's error code where the server sends one, e.g. ``409 PublicAccessNotPermitted``).
+"""
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from .errors import DownloadError
+from .paths import show_progress
+
+MIRROR = "THESIS_MIRROR"
+CHUNK = 1 << 20
+EVERY_S = 5.0                 # seconds between two progress lines
+TIMEOUT_S = 60.0              # a connection that stays silent this long fails
+AGENT = "thesis_lib-fetch/1"  # some hosts refuse urllib's default agent
+
+
+def say(line: str) -> None:
+    if show_progress():
+        print(line, file=sys.stderr, flush=True)
+
+
+def file_name(url: str) -> str:
+    """The last component of the URL's path, without the query string (``…/x.pth?sig=…`` → ``x.pth``)."""
+    name = unquote(urlsplit(url).path.rstrip("/").rpartition("/")[2])
+    if not name:
+        raise DownloadError(f"{url} names no file (its path is empty)")
+    return name
+
+
+def source(url: str) -> str:
+    """Where ``url`` is read from: itself, or its file in ``$THESIS_MIRROR`` (a local path or a URL)."""
+    base = os.environ.get(MIRROR, "").strip()
+    if not base:
+        return url
+    if "://" in base:
+        return f"{base.rstrip('/')}/{quote(file_name(url))}"
+    return str(Path(base) / file_name(url))
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _open(url: str, src: str, timeout: float):
+    """The stream to read and its length in bytes (None when the server does not say)."""
+    where = url if src == url else f"{url} (from the mirror: {src})"
+    if "://" not in src:                                              # a local mirror folder
+        path = Path(src)
+        if not path.is_file():
+            raise DownloadError(f"{where}: not found (404): the mirror {os.environ.get(MIRROR)} has no "
+                                f"{path.name}; put the file there or unset {MIRROR}")
+        return open(path, "rb"), path.stat().st_size
+    try:
+        resp = urllib.request.urlopen(urllib.request.Request(src, headers={"User-Agent": AGENT}), timeout=timeout)
+    except urllib.error.HTTPError as err:
+        code = err.headers.get("x-ms-error-code") if err.headers else None
+        raise DownloadError(f"{where}: HTTP {err.code} {code or err.reason}") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+        reason = getattr(err, "reason", err)
+        raise DownloadError(f"{where}: cannot be read ({reason}); check the address and the network") from None
+    length = resp.headers.get("Content-Length") if resp.headers else None
+    return resp, int(length) if length and length.isdigit() else None
+
+
+def _progress(name: str, done: int, total: int | None, seconds: float) -> str:
+    of = f" / {total / 1e6:,.1f}" if total else ""
+    return f"  {name}: {done / 1e6:,.1f}{of} MB, {done / 1e6 / max(seconds, 1e-9):,.1f} MB/s"
+
+
+def fetch(url: str, dest: str | os.PathLike, every: float = EVERY_S, timeout: float = TIMEOUT_S) -> tuple[int, str]:
+    """Download ``url`` to ``dest`` (see the module's docstring); returns the file's size and SHA-256."""
+    dest = Path(dest)
+    if dest.is_file():
+        return dest.stat().st_size, file_sha256(dest)
+    src = source(url)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    h, done = hashlib.sha256(), 0
+    try:
+        stream, total = _open(url, src, timeout)
+        say(f"fetch {url}" + (f" (from {src})" if src != url else "") + f" -> {dest}")
+        start = last = time.monotonic()
+        with stream, open(part, "wb") as out:
+            while block := stream.read(CHUNK):
+                out.write(block)
+                h.update(block)
+                done += len(block)
+                if time.monotonic() - last >= every:
+                    last = time.monotonic()
+                    say(_progress(dest.name, done, total, last - start))
+        if total is not None and done != total:
+            raise DownloadError(f"{url}: cut off after {done:,} of {total:,} bytes; run again to fetch it anew")
+        os.replace(part, dest)
+    except (OSError, http.client.HTTPException) as err:      # the connection dropped mid-transfer, a full disk
+        raise DownloadError(f"{url}: the transfer failed after {done:,} bytes ({err}); run again to fetch it "
+                            "anew") from None
+    finally:
+        part.unlink(missing_ok=True)
+    say(_progress(dest.name, done, total, time.monotonic() - start) + " (done)")
+    return done, h.hexdigest()
