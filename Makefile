@@ -5,6 +5,13 @@
 #   - the package with the `notebooks` extra (papermill, JupyterLab, ipykernel): all that `make demo` needs;
 #   - the Jupyter kernel "Python (thesis-tte)", registered for this user (`make lab` starts it; any JupyterLab lists it);
 #   - `make test`, `make verify` and `make golden` add the `dev` extra (pytest, nbval, the peers the tests compare with).
+# Two choices for a GPU machine:
+#   - TORCH_INDEX_URL=<index>: torch and torchvision from this index alone, everything else from PyPI, e.g. a pinned
+#     CUDA build: `make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126`. Unlike TORCH_INDEX, an index
+#     that cannot be reached is an error, and a venv whose torch came from another index gets this one's instead.
+#   - WHEELS=<folder>: every pip call installs from the folder alone (pip --no-index --find-links), for a machine
+#     without a package index: `make setup WHEELS=wheels` (and `make test WHEELS=wheels`). The folder is made where
+#     PyPI can be reached by `make wheels WHEELS=wheels [TORCH_INDEX_URL=<index>]` (see there).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -17,29 +24,61 @@ LOGGED := THESIS_PROGRESS=0 $(PAPERMILL) --log-output
 KERNEL := thesis-tte
 TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
 TORCH_SPEC := $(shell sed -n 's/^ *"\(torch[<>=~!][^"]*\)",.*/\1/p' pyproject.toml)
+TORCH_INDEX_URL ?=
+WHEELS ?=
+PIP_INSTALL = $(BIN)/pip install --quiet$(if $(WHEELS), --no-index --find-links "$(WHEELS)")
+# the venv's torch came from another TORCH_INDEX_URL (or none) than the one asked for: install it again
+TORCH_STALE = $(if $(TORCH_INDEX_URL),$(if $(WHEELS),,$(if $(filter $(TORCH_INDEX_URL),$(shell cat $(BIN)/.torch 2>/dev/null)),,FORCE)))
 
-.PHONY: setup demo test verify golden pretrained reproduce long rehearsal figures lab clean-results
+.PHONY: setup demo test verify golden pretrained reproduce long rehearsal figures lab clean-results wheels FORCE
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(PIP_INSTALL) --upgrade pip
 
 # torch before the package, so that the package's own install finds it (no index reached: PyPI's, with the package)
 # (the index is probed first: where it cannot be reached nothing is installed from it, so that pip never mixes a
 # CPU-only torch found elsewhere with PyPI's torchvision, whose operators would then not load)
-$(BIN)/.torch: | $(BIN)/python
+# (WHEELS: torch comes from the folder with the package; TORCH_INDEX_URL: from that index, or make stops; the stamp
+# records the index, and another one asked for later replaces the venv's torch and torchvision)
+$(BIN)/.torch: $(TORCH_STALE) | $(BIN)/python
+ifneq ($(WHEELS),)
+	@ls "$(WHEELS)"/*.whl > /dev/null 2>&1 || { echo "WHEELS=$(WHEELS) holds no wheels: make the folder where PyPI" \
+	    "can be reached with 'make wheels WHEELS=$(WHEELS)' and bring it here" >&2; exit 2; }
+	touch $@
+else ifneq ($(TORCH_INDEX_URL),)
+	$(if $(wildcard $@),$(BIN)/pip uninstall --quiet --yes torch torchvision)
+	$(BIN)/pip install --quiet --index-url $(TORCH_INDEX_URL) "$(TORCH_SPEC)" torchvision || { echo "cannot install" \
+	    "torch and torchvision from TORCH_INDEX_URL=$(TORCH_INDEX_URL): check the address (e.g." \
+	    "https://download.pytorch.org/whl/cu126) and that it can be reached, or leave TORCH_INDEX_URL out" >&2; exit 2; }
+	echo "$(TORCH_INDEX_URL)" > $@
+else
 	$(if $(TORCH_INDEX),if $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/', timeout=10)" \
 	    2>/dev/null; then $(BIN)/pip install --quiet --index-url $(TORCH_INDEX) "$(TORCH_SPEC)" torchvision; \
 	    else echo "$(TORCH_INDEX) cannot be reached: torch comes from PyPI with the package"; fi)
 	touch $@
+endif
 
 $(BIN)/.installed: pyproject.toml | $(BIN)/.torch
-	$(BIN)/pip install --quiet -e ".[notebooks]"
+	$(PIP_INSTALL) -e ".[notebooks]"
 	touch $@
 
 $(BIN)/.installed-dev: pyproject.toml | $(BIN)/.installed
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(PIP_INSTALL) -e ".[dev]"
 	touch $@
+
+# The wheel folder WHEELS for `make setup WHEELS=...` on a machine without a package index: made here, where PyPI
+# (and TORCH_INDEX_URL) can be reached, by the Python minor version and on the kind of machine (Linux x86-64) it is
+# for, as pip picks wheels for the machine it runs on. torch and torchvision from TORCH_INDEX_URL (default: PyPI's,
+# its CUDA build), then, with them pinned, everything else the package, its notebooks and dev extras, pip and
+# setuptools need, as wheels (pip wheel builds any published as source only). Start from an empty folder.
+wheels: PIP_INSTALL = $(BIN)/pip install --quiet
+wheels: | $(BIN)/python
+	$(if $(WHEELS),,$(error make wheels needs WHEELS=<folder>, e.g. make wheels WHEELS=wheels))
+	$(BIN)/pip wheel --quiet -w "$(WHEELS)" $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)" torchvision
+	$(BIN)/pip wheel --quiet -w "$(WHEELS)" --find-links "$(WHEELS)" pip setuptools ".[notebooks,dev]" \
+	    $$(ls "$(WHEELS)" | sed -nE 's/^(torch|torchvision)-([^-]+)-.*\.whl$$/\1==\2/p')
+	rm -f "$(WHEELS)"/thesis_lib-*.whl
 
 $(BIN)/.kernel: $(BIN)/.installed
 	$(BIN)/python -m ipykernel install --user --name $(KERNEL) --display-name "Python ($(KERNEL))"

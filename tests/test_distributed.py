@@ -485,3 +485,90 @@ def test_resume_and_reuse_are_decided_on_rank_0_for_every_process(tmp_path):
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2))
     assert rank0 == {"first": 0, "resumed": 6, "same": True}
     assert rank1 == {"first": None, "resumed": None, "same": True}        # rank 1 returns {}; it trained along
+
+
+def _view_worker(rank, port, tmp):
+    """Both ranks compare what they see (check_same_view) four times: alike; rank 1 running an edited file; rank 1
+    seeing another data folder; then through run_experiment with a THESIS_DATA of each rank's own (a node-local
+    disk) in which the world is still to be generated."""
+    from thesis_lib.training import distributed, same_view
+    from thesis_lib.training.distributed import init_distributed
+    _torchrun_env(rank, 2, port)
+    os.environ["THESIS_DATA"] = str(tmp / f"data{rank}")
+    distributed.SHARED_WAIT_S = 1.0
+    info = init_distributed(torch.device("cpu"))
+    real = same_view.process_view
+    edited = lambda data: {**real(data), "code": {**real(data)["code"], "training/run.py": "edited"}}   # noqa: E731
+    messages = []
+    for scenario in ("alike", "code", "data", "run"):
+        same_view.process_view = edited if scenario == "code" and rank == 1 else real
+        try:
+            if scenario == "run":
+                run_experiment("smoke", out_dir=tmp / "out")
+            else:
+                same_view.check_same_view(info, tmp / ("other" if scenario == "data" and rank == 1 else "shared"))
+            messages.append("ok")
+        except ThesisError as err:
+            messages.append(f"{type(err).__name__}: {err}")
+    (tmp / f"rank{rank}.json").write_text(json.dumps(messages))
+
+
+def test_every_process_must_run_the_same_code_on_the_same_data_from_the_start(tmp_path):
+    """Every rank stops before training, with the same error naming rank 1, its host and what differs, where rank 1
+    runs an edited thesis_lib file, sees another data folder, or would generate the world in a THESIS_DATA of its own
+    (before: it trained on, and the processes differed or waited for each other). Alike, nothing is raised."""
+    for name, size in (("shared", 3), ("other", 4)):
+        (tmp_path / name / "coco").mkdir(parents=True)
+        (tmp_path / name / "coco" / "dataset_coco.json").write_text("x" * size)
+    spawn_two(_view_worker, (free_port(), tmp_path))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    host = socket.gethostname()
+    for rank, (alike, code, data, run) in enumerate(ranks):
+        assert alike == "ok"
+        assert code.startswith(f"SharedFolderError: rank 1 (on {host}) runs other code than rank 0 (on {host}): "
+                               "thesis_lib at ") and " in training/run.py. A run of several processes needs one " \
+                                                    "clone of the repository" in code, code
+        assert data.startswith(f"SharedFolderError: the data folder is not the same for every process: rank 1 (on "
+                               f"{host}) sees 2 entries two levels down (digest ") and f"at {tmp_path / 'other'}, " \
+                                                                                   f"rank 0" in data, data
+        assert run.startswith(f"SharedFolderError: the data folder {tmp_path / f'data{rank}'} is not shared by all "
+                              f"processes: rank 1 (on {host}) does not see the file rank 0"), run
+        assert "THESIS_DATA (or data.root) on a file system every node mounts" in run
+    assert not any((tmp_path / "data0").glob("world-*"))              # stopped before generating or training
+    assert not (tmp_path / "out" / "results" / "smoke" / "baseline" / "seed0" / "checkpoint.pt").exists()
+
+
+def test_what_each_process_sees_is_compared_with_rank_0s_by_kind(tmp_path):
+    """view_difference on the views of 3 processes: the first kind of difference, the rank and host, both paths."""
+    from thesis_lib.errors import SharedFolderError
+    from thesis_lib.training.same_view import folder_listing, process_view, view_difference
+    (tmp_path / "data" / "coco" / "images" / "deep").mkdir(parents=True)
+    (tmp_path / "data" / "coco" / "dataset_coco.json").write_text("{}")
+    main = {**process_view(tmp_path / "data"), "host": "n1"}
+    every = [main, {**main, "host": "n2"}, {**main, "host": "n3"}]
+    assert view_difference(every) is None
+    listing = folder_listing(tmp_path / "data")
+    assert listing[1] == 3                                          # coco/, coco/dataset_coco.json, coco/images/
+    (tmp_path / "data" / "coco" / "images" / "deep" / "a.jpg").write_text("x")
+    assert folder_listing(tmp_path / "data") == listing             # three levels down: not read
+    (tmp_path / "data" / "coco" / "dataset_coco.json").write_text("{ }")
+    assert folder_listing(tmp_path / "data") != listing and folder_listing(tmp_path / "nothing") is None
+
+    every[2] = {**every[2], "data": None, "data_path": "/local/data"}
+    err = view_difference(every, generated=False)
+    assert isinstance(err, SharedFolderError) and str(err).startswith(
+        "the data folder is not the same for every process: rank 2 (on n3) sees no folder at /local/data, rank 0 "
+        f"(on n1) 3 entries two levels down")
+    assert "needs --data-root (data.root) on a file system every node mounts" in str(err)
+    every[1] = {**every[1], "env": "Python 3.12.1, torch 2.9.0, thesis_lib 0.1.0", "prefix": "/opt/conda"}
+    err = view_difference(every)
+    assert type(err) is DistributedError and str(err).startswith(
+        f"rank 1 (on n2) runs Python 3.12.1, torch 2.9.0, thesis_lib 0.1.0 (interpreter at /opt/conda), rank 0 (on "
+        f"n1) {main['env']} (at {sys.prefix})") and "the clone's .venv (make setup)" in str(err)
+    code = dict(main["code"])
+    del code["training/same_view.py"]
+    every[2] = {**every[2], "code": code, "package": "/scratch/copy/thesis_lib"}
+    err = view_difference(every)
+    assert isinstance(err, SharedFolderError) and str(err).startswith(
+        f"rank 2 (on n3) runs other code than rank 0 (on n1): thesis_lib at /scratch/copy/thesis_lib differs from "
+        f"rank 0's at {main['package']} in training/same_view.py. A run")

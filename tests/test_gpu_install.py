@@ -2,11 +2,21 @@
 site-packages, pip --no-index from a wheel folder, this repository installed editable. Here the test's own Python
 stands in for the host's (its torch, timm, transformers, papermill, ipykernel are the host's packages) and the wheel
 folder is made from what that Python has installed, without any network. benchmarks/gpu_wheels.sh refuses to
-download where pip would resolve markers for another machine than the host."""
+download where pip would resolve markers for another machine than the host.
+
+The Makefile's two routes for a GPU machine, run on a stand-in project (this Makefile, a pyproject of the same
+shape naming tiny stand-in wheels) against package indexes that are folders on disk, with every network address
+made unreachable: `make setup TORCH_INDEX_URL=...` (torch and torchvision from that index, the rest from the
+default index) and `make wheels` + `make setup WHEELS=...` (everything from the folder, the default index never
+asked)."""
 import base64
+import ensurepip
 import hashlib
 import importlib.metadata
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -27,15 +37,33 @@ def wheel_of_installed(name: str, folder: Path) -> Path:
              and f.name not in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")]
     info = next(f.parts[0] for f in dist.files if f.parts[0].endswith(".dist-info"))
     path = folder / f"{dist.metadata['Name'].replace('-', '_')}-{dist.version}-py3-none-any.whl"
+    return write_wheel(path, {f.as_posix(): (base / f).read_bytes() for f in files}, info)
+
+
+def write_wheel(path: Path, entries: dict, info: str) -> Path:
+    """A wheel at ``path`` holding ``entries`` (name in the archive -> bytes) and the RECORD of their hashes."""
     record = []
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
-        for f in files:
-            data = (base / f).read_bytes()
-            whl.writestr(str(f.as_posix()), data)
+        for name, data in entries.items():
+            whl.writestr(name, data)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append(f"{f.as_posix()},sha256={digest},{len(data)}")
+            record.append(f"{name},sha256={digest},{len(data)}")
         whl.writestr(f"{info}/RECORD", "\n".join(record + [f"{info}/RECORD,,"]) + "\n")
     return path
+
+
+def tiny_wheel(folder: Path, name: str, version: str, requires=(), module: str | None = None) -> Path:
+    """A stand-in wheel: a package ``name`` whose ``__version__`` is ``version`` (plus ``module`` as its
+    ``__main__``), depending on ``requires``."""
+    info = f"{name}-{version}.dist-info"
+    metadata = "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
+                          *(f"Requires-Dist: {r}" for r in requires)]) + "\n"
+    entries = {f"{name}/__init__.py": f"__version__ = {version!r}\n".encode(), f"{info}/METADATA": metadata.encode(),
+               f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    if module:
+        entries[f"{name}/__main__.py"] = module.encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_wheel(folder / f"{name}-{version}-py3-none-any.whl", entries, info)
 
 
 def test_the_set_up_installs_from_the_wheel_folder_alone_and_imports_this_checkout(tmp_path):
@@ -70,3 +98,113 @@ def test_the_wheel_script_refuses_to_resolve_markers_for_another_python_than_the
                           timeout=60)
     assert done.returncode == 2 and "pypa/pip#11664" in done.stderr and f"python{target}" in done.stderr
     assert not (tmp_path / "w").exists()
+
+
+# ---- the Makefile's routes, on a stand-in project -------------------------------------------------------------------
+
+KERNEL = """import os, sys
+open(os.path.join(os.environ["HOME"], "kernel.txt"), "w").write(" ".join(sys.argv[1:]) + " " + sys.prefix)
+"""                                                    # the stand-in ipykernel: records `make setup`'s kernel step
+
+
+def simple_index(folder: Path, wheels: list[Path]) -> str:
+    """A package index in a folder (PEP 503: one page per project) serving ``wheels``; its file:// address."""
+    for wheel in wheels:
+        project = folder / wheel.name.split("-")[0].lower().replace("_", "-")
+        project.mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheel, project)
+        links = "".join(f'<a href="{w.name}">{w.name}</a>\n' for w in sorted(project.glob("*.whl")))
+        (project / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+    return folder.as_uri() + "/"
+
+
+def stand_in(tmp: Path) -> tuple[Path, dict]:
+    """A project of this pyproject's shape (its torch requirement, torchvision, one dependency, the notebooks and dev
+    extras), named thesis_lib; "PyPI" (torch 2.6.0: the build PyPI serves) and a "CUDA index" (torch 2.5.0+cu126)
+    as folders; an environment in which every network address is unreachable and no pip configuration is read."""
+    project = tmp / "project"
+    (project / "thesis_lib").mkdir(parents=True)
+    (project / "thesis_lib" / "__init__.py").write_text("")
+    torch_line = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines()
+                      if re.match(r' *"torch[<>=~!]', line))
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=68"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        f'[project]\nname = "thesis_lib"\nversion = "0.1.0"\ndependencies = [\n{torch_line}\n    "torchvision",\n'
+        '    "tinydep",\n]\n\n[project.optional-dependencies]\nnotebooks = ["ipykernel"]\ndev = ["devdep"]\n\n'
+        '[tool.setuptools]\npackages = ["thesis_lib"]\n')
+    made = tmp / "made"
+    pypi = [tiny_wheel(made, "torch", "2.6.0"), tiny_wheel(made, "torchvision", "0.21.0", ["torch==2.6.0"]),
+            tiny_wheel(made, "tinydep", "1.0"), tiny_wheel(made, "devdep", "1.0"),
+            tiny_wheel(made, "ipykernel", "6.0", module=KERNEL), wheel_of_installed("setuptools", made),
+            next(Path(ensurepip.__file__).parent.glob("_bundled/pip-*.whl"))]   # the venv's own pip: no upgrade
+    cuda = [tiny_wheel(made / "cu126", "torch", "2.5.0+cu126"),
+            tiny_wheel(made / "cu126", "torchvision", "0.20.0+cu126", ["torch==2.5.0+cu126"])]
+    dead = "http://127.0.0.1:9"                                  # the discard port: nothing answers
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "PYTHON"))
+           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=simple_index(tmp / "pypi", pypi), PIP_RETRIES="0",
+               PIP_TIMEOUT="5", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1", HOME=str(tmp / "home"),
+               http_proxy=dead, https_proxy=dead, HTTP_PROXY=dead, HTTPS_PROXY=dead, PYTHON=sys.executable)
+    (tmp / "home").mkdir()
+    return project, {"env": env, "cuda": simple_index(tmp / "cu126-index", cuda), "made": made}
+
+
+def make(project: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(["make", "-f", str(ROOT / "Makefile"), "-C", str(project), *args], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cannot be reached" not in done.stdout + done.stderr      # no index was probed
+    return done
+
+
+def installed(venv: Path, env: dict) -> dict:
+    probe = ("import json, torch, torchvision, tinydep, thesis_lib; print(json.dumps({'torch': torch.__version__, "
+             "'torchvision': torchvision.__version__, 'tinydep': tinydep.__version__, 'package': thesis_lib.__file__}))")
+    seen = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True, text=True,
+                          cwd=venv, timeout=60)                # (not this checkout's thesis_lib, in the current folder)
+    assert seen.returncode == 0, seen.stderr
+    return json.loads(seen.stdout)
+
+
+def test_make_setup_takes_torch_from_the_index_the_user_names_and_the_rest_from_pypi(tmp_path):
+    """torch and torchvision from TORCH_INDEX_URL although "PyPI" serves a newer torch; the package's dependency from
+    "PyPI"; the kernel registered. The same index again changes nothing; another index replaces the venv's torch."""
+    project, s = stand_in(tmp_path)
+    venv = tmp_path / "venv"
+    make(project, s["env"], "setup", f"VENV={venv}", f"TORCH_INDEX_URL={s['cuda']}")
+    assert installed(venv, s["env"]) == {"torch": "2.5.0+cu126", "torchvision": "0.20.0+cu126", "tinydep": "1.0",
+                                         "package": str(project / "thesis_lib" / "__init__.py")}
+    assert (tmp_path / "home" / "kernel.txt").read_text().startswith("install --user --name thesis-tte")
+    again = make(project, s["env"], "setup", f"VENV={venv}", f"TORCH_INDEX_URL={s['cuda']}")
+    assert f"{venv}/bin/pip" not in again.stdout                      # set up: nothing installed again
+    cu128 = simple_index(tmp_path / "cu128-index", [
+        tiny_wheel(s["made"] / "cu128", "torch", "2.5.0+cu128"),
+        tiny_wheel(s["made"] / "cu128", "torchvision", "0.20.0+cu128", ["torch==2.5.0+cu128"])])
+    make(project, s["env"], "setup", f"VENV={venv}", f"TORCH_INDEX_URL={cu128}")
+    assert installed(venv, s["env"])["torch"] == "2.5.0+cu128"
+
+
+def test_make_wheels_then_make_setup_from_the_folder_alone(tmp_path):
+    """`make wheels` (torch pinned to the CUDA index's build) makes a folder with every wheel the package, its
+    extras, pip and setuptools need, and none of the project itself; `make setup WHEELS=` and the dev extra install
+    from it into a fresh venv while the default index offers newer versions of everything (never taken)."""
+    project, s = stand_in(tmp_path)
+    wheels, venv = tmp_path / "carried" / "wheels", tmp_path / "offline"
+    early = subprocess.run(["make", "-f", str(ROOT / "Makefile"), "-C", str(project), "setup", f"VENV={venv}",
+                            f"WHEELS={wheels}"], env=s["env"], capture_output=True, text=True, timeout=300)
+    assert early.returncode != 0 and f"holds no wheels: make the folder where PyPI can be reached with 'make " \
+                                     f"wheels WHEELS={wheels}'" in early.stderr
+    make(project, s["env"], "wheels", f"VENV={tmp_path / 'online'}", f"WHEELS={wheels}",
+         f"TORCH_INDEX_URL={s['cuda']}")
+    names = sorted("-".join(w.name.split("-")[:2]) for w in wheels.iterdir())
+    assert [n for n in names if not n.startswith(("pip-", "setuptools-"))] == [
+        "devdep-1.0", "ipykernel-6.0", "tinydep-1.0", "torch-2.5.0+cu126", "torchvision-0.20.0+cu126"]
+    assert any(n.startswith("pip-") for n in names) and any(n.startswith("setuptools-") for n in names)
+    newer = [tiny_wheel(s["made"] / "newer", name, "9.0") for name in ("torch", "torchvision", "tinydep", "devdep")]
+    env = {**s["env"], "PIP_INDEX_URL": simple_index(tmp_path / "newer-index", newer)}
+    make(project, env, "setup", f"{venv}/bin/.installed-dev", f"VENV={venv}", f"WHEELS={wheels}")
+    assert installed(venv, env) == {"torch": "2.5.0+cu126", "torchvision": "0.20.0+cu126", "tinydep": "1.0",
+                                    "package": str(project / "thesis_lib" / "__init__.py")}
+    assert subprocess.run([str(venv / "bin" / "python"), "-c", "import devdep, ipykernel"], env=env,
+                          cwd=venv).returncode == 0
+

@@ -48,6 +48,7 @@ from .engine import (
 )
 from .prepare import prepare_assets
 from .results import RunPaths, check_writable, existing_result, read_result
+from .same_view import check_same_view
 
 
 def seed_everything(seed: int) -> None:
@@ -161,6 +162,7 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
     on_main(info, lambda: check_writable(paths.dir), "rank 0 to create the output folder")
     check_shared_folder(paths.dir, info)        # several processes: every one must see what rank 0 writes
+    check_same_view(info, *data_folder(cfg))     # ... and run the same code and environment on the same data
     lock = paths.lock() if info.world_size == 1 else None
     if lock:
         lock.acquire()
@@ -174,6 +176,15 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     finally:
         if lock:
             lock.release()
+
+
+def data_folder(cfg: ExperimentConfig) -> tuple[Path | None, bool]:
+    """The data folder every process of a run must see alike, and whether the run generates it: the embedded world's
+    folder, or the real data root (None when not given: data_root says so on every rank)."""
+    if cfg.data.source == "world":
+        from ..data.world_files import world_folder
+        return world_folder(cfg.data.world, cfg.data.root or None), True
+    return (Path(cfg.data.root) if cfg.data.root else None), False
 
 
 def run_config(preset=None, variant=None, seed=None, overrides=None, config=None) -> ExperimentConfig:
