@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# The GPU command, for a GPU host with no package index. One call of at most 10 minutes (benchmarks/gpu.py: peak
-# matmul, the thesis step eager and compiled, the data path; its --budget is 540 s less this set-up), then optionally
-# a second: `bash benchmarks/gpu.sh --only-notebook` (notebook 03 on the GPU). Results: ${OUT:-build/gpu}/gpu.{json,md},
-# rewritten after every section.
+# The GPU command, for a GPU host with no package index. One call of at most 10 minutes (benchmarks/gpu.py; its
+# --budget is 540 s less this set-up), its sections in order, each under its own budget (expected on an H100, budget):
+#   peak matmul (~5 s, 15) | step batch 256 and 512 eager, peak memory; 512 out of memory is recorded, not accumulated
+#   (~25 s each, 40) | data path (~10 s, 20) | data loader: webdataset shards, 8 workers, pairs/s beside the step's
+#   (~25 s, 40) | cuda tests: pytest -m cuda tests/test_cuda.py (~25 s, 50) | demo assets: the world (~50 s, 60) |
+#   demo run: results/demo/baseline/seed0 trained on the GPU, metrics vs the committed CPU ones within the declared
+#   tolerance (~45 s, 80) | step batch 256 and 512 compiled (~60 s each, 70 up to 140 with time left over).
+# Optionally a second call: `bash benchmarks/gpu.sh --only-notebook --merge FIRST/gpu.json` (notebook 03 on the GPU).
+# Results: ${OUT:-build/gpu}/gpu.{json,md}, rewritten after every section, and demo_run/ (the run's result, curve).
 #   bash benchmarks/gpu.sh --rehearsal [ARGS]   instead: the full-scale path in miniature (make rehearsal's, on the GPU;
 #                                               python -m thesis_lib.study.rehearsal --device cuda ARGS), one call
 #   bash benchmarks/gpu.sh --setup-only         the set-up below alone (CI runs it: tests/test_gpu_install.py)
@@ -14,9 +19,10 @@
 #      where python3 is itself a venv's (GPU images often ship torch in one), --system-site-packages alone would
 #      expose its base interpreter's packages, without torch;
 #   2. from the wheel folder ${WHEELS:-wheels} only (pip --no-index): papermill and ipykernel with what they need
-#      that the host lacks (notebooks), and this repository, editable, without dependencies (--no-deps -e .; pip
-#      builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is left out: it is
-#      imported only to read Hugging Face data, which neither command does.
+#      that the host lacks (notebooks), pytest (the cuda tests; where neither the folder nor the host has it, that
+#      section records the error and the others run), and this repository, editable, without dependencies
+#      (--no-deps -e .; pip builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is
+#      left out: it is imported only to read Hugging Face data, which neither command does.
 # The wheel folder is made where PyPI is reachable: `bash benchmarks/gpu_wheels.sh` (python3 -m pip download
 # --only-binary=:all: for CPython 3.12 on manylinux x86-64 ... -d wheels; about 20 MB), then brought along (git
 # ignores it).
@@ -53,6 +59,9 @@ if [ ! -f "$VENV/.installed" ]; then
   "$PY" -c 'import site; print("\n".join(f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()))' \
     > "$purelib/host-site.pth"
   "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" papermill ipykernel
+  "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" pytest ||
+    echo "gpu.sh: no pytest in '$WHEELS' (made before it was added?): the cuda tests section will fail; remake the" \
+         "folder with 'bash benchmarks/gpu_wheels.sh'" >&2
   "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" --no-deps -e .
   touch "$VENV/.installed"
 fi

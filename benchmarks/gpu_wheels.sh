@@ -5,11 +5,12 @@
 #
 # Wheels for the GPU host's interpreter, CPython ${PY_VERSION:-3.12} on Linux x86-64 with glibc up to 2.${GLIBC_MINOR:-35}
 # (pure-Python wheels are py3-none-any and match too), of what gpu.sh installs and everything they depend on:
-# papermill and ipykernel (the notebooks), and setuptools + wheel, with which pip builds this repository's editable
-# install in its isolated build environment. The target is named in full to pip download: --python-version,
-# --implementation cp, --abi cp312 / abi3 / none, and every manylinux tag the host accepts (manylinux_2_5 ...
-# manylinux_2_${GLIBC_MINOR:-35}, manylinux1/2010/2014, linux): pip takes a wheel only if one of its tags is listed,
-# and a package whose Linux wheels carry only, say, manylinux_2_34 would otherwise be missing.
+# papermill and ipykernel (the notebooks), pytest (gpu.py's cuda tests), and setuptools + wheel, with which pip
+# builds this repository's editable install in its isolated build environment. The target is named in full to pip
+# download: --python-version, --implementation cp, --abi cp312 / abi3 / none, and every manylinux tag the host
+# accepts (manylinux_2_5 ... manylinux_2_${GLIBC_MINOR:-35}, manylinux1/2010/2014, linux): pip takes a wheel only if
+# one of its tags is listed, and a package whose Linux wheels carry only, say, manylinux_2_34 would otherwise be
+# missing.
 # pip evaluates the *dependencies'* environment markers (sys_platform, platform_machine, python_version) for the
 # machine it runs on, not for --platform / --python-version (pypa/pip#11664): run on macOS or Windows, or with
 # another Python, Linux-only or version-specific dependencies would silently go missing. So this script runs only
@@ -36,4 +37,5 @@ platforms=(--platform linux_x86_64 --platform manylinux1_x86_64 --platform manyl
            --platform manylinux2014_x86_64)
 for ((n = GLIBC_MINOR; n >= 5; n--)); do platforms+=(--platform "manylinux_2_${n}_x86_64"); done
 exec "$PY" -m pip download --only-binary=:all: --python-version "$TARGET" --implementation cp \
-  --abi "$abi" --abi abi3 --abi none "${platforms[@]}" -d "${WHEELS:-wheels}" papermill ipykernel setuptools wheel
+  --abi "$abi" --abi abi3 --abi none "${platforms[@]}" -d "${WHEELS:-wheels}" \
+  papermill ipykernel pytest setuptools wheel
