@@ -297,7 +297,11 @@ def design_headline_rows(params) -> list[dict]:
             if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
                 where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
                          designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
-                out.append(_headline_row(r, r["claim"].text.split(",")[0].split(" (")[0], f"({where})"))
+                text = r["claim"].text
+                if design is designs.THESIS_LR_SUM:          # "At the thesis's summed learning rate, the TTE' is …"
+                    text = text.split(", ", 1)[-1]
+                    text = text[0].upper() + text[1:]
+                out.append(_headline_row(r, text.split(",")[0].split(" (")[0], f"({where})"))
     return out
 
 

@@ -141,8 +141,7 @@ def markdown(params) -> str:
                   f"Every parameter trained for {_steps(params)} steps of the demo's schedule (its summed learning "
                   f"rate equals the thesis run's, ≈ 4.46; the demo's 600 steps sum to 0.45): a rule of thumb for "
                   f"\"trained as long as the thesis\" on a width-96 model, not the thesis's regime. Baseline and "
-                  f"TTE', paired by seed; {n_done} of the design's {len(THESIS_LR_SUM.seeds_for(params.preset))} "
-                  f"seeds trained so far. The margin (±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the "
+                  f"TTE', paired by seed; {_trained(n_done, len(THESIS_LR_SUM.seeds_for(params.preset)))}. The margin (±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the "
                   "pilot's baseline.",
                   _markdown(long_rows(params, df)), _markdown(baseline_rows(params, df)),
                   "γ and the TTE's share of the shared block's input, beside the thesis's γ:",
@@ -169,7 +168,7 @@ def sentence(params) -> str:
         used = long.iloc[0]
         share = tables.runs_of(df, TTE_AFTER_LS)
         bits.append(f"with the whole model trained to the thesis's summed learning rate "
-                    f"({len(share)} seed pairs so far), the TTE's share of the shared block's input is "
+                    f"({len(share)} seed pairs{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's share of the shared block's input is "
                     f"{share.tte_ratio_image.mean() * 100:.2f} % (images) and {share.tte_ratio_text.mean() * 100:.2f} % "
                     f"(captions), and removing it moves COCO by {used['difference (95 % CI)']} "
                     f"({used.verdict})")
@@ -177,3 +176,8 @@ def sentence(params) -> str:
         return ""
     return ("At budgets where the TTE can matter, " + "; ".join(bits) + ". What the demo cannot say is how a "
             "768-wide model trained on 3.3 M real pairs uses its TTE.")
+
+
+def _trained(done: int, wanted: int) -> str:
+    return f"all {wanted} of the design's seeds trained" if done >= wanted else \
+        f"{done} of the design's {wanted} seeds trained so far"
