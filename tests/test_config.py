@@ -80,3 +80,13 @@ def test_a_field_added_later_reads_a_stored_config_without_it_as_declared():
     assert identity_differences(stored, _stored(cfg)) == ["train.itm_negatives: 'hard' -> 'random'"]
     dropped = _stored(replace_path(cfg, "model.text_dropout", 0.1))
     assert "model.text_dropout: 0.0 -> 0.1" in identity_differences(stored, dropped)
+
+
+def test_every_cli_parses_set_items_one_way_and_refuses_an_item_without_equals():
+    from thesis_lib.config_checks import parse_sets
+    from thesis_lib.errors import ConfigError
+    assert parse_sets(["train.steps=3", "data.train_sets=coco,wds:/d/a.txt@5", "x=a=b"]) == {
+        "train.steps": "3", "data.train_sets": "coco,wds:/d/a.txt@5", "x": "a=b"}
+    for bad in ("train.steps", "=3"):
+        with pytest.raises(ConfigError, match="--set expects KEY=VALUE"):
+            parse_sets([bad])

@@ -14,6 +14,18 @@ from .errors import ConfigError
 from .variants import VARIANTS
 
 
+def parse_sets(items) -> dict:
+    """``--set KEY=VALUE`` items (every CLI's) as overrides, values as text (``replace_path`` coerces them); an item
+    without ``=`` is a ``ConfigError`` naming it."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
 @dataclass(frozen=True)
 class Rule:
     """A field's range: ``holds(value)``, and what it says when it does not (``"must be an integer ≥ 1"``)."""

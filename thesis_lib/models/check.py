@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import get_config
+from ..config_checks import parse_sets
 from ..errors import ThesisError
 from ..fetch import file_sha256
 from .checkpoints import D2V1_TEXT, D2V2_TEXT, _model_state, text_release, torch_load
@@ -139,7 +140,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         had_lock = not args.no_lock and read_lock(args.folder) is not None
-        rows = check_folder(args.folder, dict(item.partition("=")[::2] for item in args.set), not args.no_lock)
+        rows = check_folder(args.folder, parse_sets(args.set), not args.no_lock)
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

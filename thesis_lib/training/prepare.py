@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..config import PRESETS, ExperimentConfig, get_config
+from ..config_checks import parse_sets
 from ..data.roots import data_root
 from ..data.tokenizer import prepare_demo_tokenizer, uses_demo_tokenizer
 from ..data.world_files import ensure_world
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
                    "pretrained): from scratch, into thesis_lib/assets/")
     args = p.parse_args(argv)
     try:
-        overrides = dict(item.partition("=")[::2] for item in args.set)
+        overrides = parse_sets(args.set)
         cfg = get_config(args.preset, overrides=overrides)
         if args.ship:
             print(f"shipped: {ship_demo_weights(cfg)}")

@@ -24,6 +24,7 @@ import torch
 from ..analysis import PROBE_ITEMS, modality_probe, tte_ablation_metrics, tte_contribution, tte_monitor
 from ..cache import build_once, fingerprint, torch_save_atomic, write_json_atomic
 from ..config import PRESETS, ExperimentConfig, get_config
+from ..config_checks import parse_sets
 from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
@@ -333,12 +334,7 @@ def add_user_args(p: argparse.ArgumentParser) -> None:
 def overrides_of(args: argparse.Namespace) -> dict:
     """The config overrides the parsed command line names: every ``--set KEY=VALUE``, ``--data-root`` and
     ``--checkpoints`` (what docs/full_scale.md's check compares with the notebooks' own)."""
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ThesisError(f"--set expects KEY=VALUE, got {item!r}")
-        overrides[key] = value
+    overrides = parse_sets(args.set)
     if args.data_root:
         overrides["data.root"] = args.data_root
     if args.checkpoints:
