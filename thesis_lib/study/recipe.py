@@ -2,8 +2,15 @@
 every run the notebooks read at the thesis preset, what each costs in GPU-hours and disk, and the commands that
 train each run once from the command line (one GPU, one node of 8, SLURM) so that the notebooks then reuse it.
 
-    python -m thesis_lib.study.recipe table                          # the run table of docs/full_scale.md
+    python -m thesis_lib.study.recipe mix "$DATA"                   # the training mixture, as data.train_sets
+    python -m thesis_lib.study.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
+    python -m thesis_lib.study.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
     python -m thesis_lib.study.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
+
+Times use the slower of the GPU and the data path (``pace``): a GPU steps ``H100_PAIRS_PER_S`` (a goal, not a
+measurement), and the DataLoader workers of its process decode ``workers × r`` pairs/s, r being the per-core rate
+``benchmarks/data_pipeline.py`` measured (``benchmarks/measured.json``, ``data_path``) for the mixture's image shapes,
+weighted by their pairs. The assumption is printed with every table.
 
 A command trains exactly the job the notebook would (``runs.grid_jobs`` / ``runs.ablation_jobs``): the same config
 with the global batch of 512 split over its processes, so the notebook finds the result and reuses it
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import math
 from pathlib import Path
 
 from ..config import get_config
@@ -29,6 +37,53 @@ BYTES_PER_PARAMETER = 12    # checkpoint.pt: fp32 weights + AdamW's two fp32 mom
 NB05_SEEDS, NB05_FUSION = (0, 1, 2), grids.FUSION_TRAINED    # notebook 05's seeds, fusion_variants
 LAYOUTS = ("1gpu", "8gpu", "slurm")
 LANES, FIRST_PORT = 4, 29500          # 8gpu: four runs side by side, 2 GPUs each, one master port each
+# The thesis's mixture (docs/sources.md): set, pairs, the image shape its recommended download holds
+# (benchmarks/data_pipeline.py SHAPES), and the shard list the data download writes
+MIXTURE = (("coco", 566_747, "coco", ""), ("cc3m", 1_516_133, "shard512", "cc3m/shards.txt"),
+           ("cc12m", 1_181_988, "shard512", "cc12m/shards.txt"))
+CORES_PER_GPU = 14           # an 8-GPU H100 node with 112 cores (DGX H100: 2 × 56); --cores-per-gpu for yours
+DECODER = "pil"              # data.decoder of the recipe (the default)
+
+
+def mix(data: str = "$DATA") -> str:
+    """``data.train_sets`` of the thesis's mixture: COCO, and the CC3M / CC12M subsets from their shard lists."""
+    return ",".join(name if not shards else f"wds:{data}/{shards}@{pairs}" for name, pairs, _, shards in MIXTURE)
+
+
+def workers(cores_per_gpu: int) -> int:
+    """DataLoader workers per process (one process per GPU): every core but two, which the training process and
+    the loader's pin-memory thread use."""
+    return max(1, cores_per_gpu - 2)
+
+
+def decode_rates() -> dict:
+    """Measured images/s per CPU core (decode + both views) per image shape and decoder (``rates``), the command and
+    the machine (``machine_name``): ``benchmarks/measured.json``'s ``data_path_shapes``."""
+    from .measured import load, value
+    data = load()
+    return {**data["data_path_shapes"], "machine_name": value(data, "data_path_shapes.machine.with_isa")}
+
+
+def data_pairs_per_s(cores_per_gpu: int, rates: dict | None = None, decoder: str = DECODER) -> float:
+    """Pairs/s one process's workers decode for the mixture (its shapes weighted by their pairs)."""
+    per_shape = (rates or decode_rates())["rates"]
+    seconds_per_pair_core = sum(n / float(per_shape[shape][decoder]) for _, n, shape, _ in MIXTURE)
+    return workers(cores_per_gpu) * sum(n for _, n, _, _ in MIXTURE) / seconds_per_pair_core
+
+
+def pace(cores_per_gpu: int = CORES_PER_GPU, rates: dict | None = None) -> tuple[float, str]:
+    """Pairs/s per GPU (the slower of the GPU and its data path) and the sentence stating the assumption."""
+    rates = rates or decode_rates()
+    data = data_pairs_per_s(cores_per_gpu, rates)
+    slower = "the data path" if data < H100_PAIRS_PER_S else "the GPU"
+    shapes = ", ".join(f"{shape} {float(rates['rates'][shape][DECODER]):.0f}" for shape in
+                       dict.fromkeys(s for _, _, s, _ in MIXTURE))
+    return min(data, H100_PAIRS_PER_S), (
+        f"Assumed: one H100 steps {H100_PAIRS_PER_S:,} pairs/s (a goal, not measured); its process's "
+        f"{workers(cores_per_gpu)} DataLoader workers ({cores_per_gpu} cores per GPU, less 2) decode {data:,.0f} "
+        f"pairs/s at the per-core rates measured with data.decoder={DECODER} ({shapes} images/s per core; "
+        f"{rates['machine_name']}, `{rates['command']}`). The slower, {slower}, sets the pace: "
+        f"{min(data, H100_PAIRS_PER_S):,.0f} pairs/s per GPU.")
 
 
 def notebook_params(notebook: str) -> StudyParams:
@@ -89,23 +144,59 @@ def checkpoint_gb(variant: str) -> float:
     return parameters(variant) * BYTES_PER_PARAMETER / 1e9
 
 
-def run_hours() -> tuple[float, float]:
-    """GPU-hours of one run of 44,636 steps × 512 pairs: at the thesis's rate, and at the (estimated) H100 goal."""
+def run_hours(per_gpu: float | None = None) -> tuple[float, float]:
+    """GPU-hours of one run of 44,636 steps × 512 pairs: at the thesis's rate, and at ``per_gpu`` pairs/s (default:
+    ``pace()``, the slower of the H100 goal and the data path)."""
     pairs = get_config("thesis").train.steps * GLOBAL_BATCH
-    return pairs / (THESIS_PAIRS_PER_S / THESIS_GPUS) / 3600, pairs / H100_PAIRS_PER_S / 3600
+    return pairs / (THESIS_PAIRS_PER_S / THESIS_GPUS) / 3600, pairs / (per_gpu or pace()[0]) / 3600
 
 
-def table(table1_seeds: int | None = None) -> str:
+def days(runs: int, gpus: int, per_gpu: float) -> float:
+    """Wall days of ``runs`` runs on ``gpus`` GPUs, each run on 2 GPUs (1 on a single GPU) and the runs in rounds of
+    ``gpus // 2`` side by side (the recipe's layouts)."""
+    per_run, lanes = (1, 1) if gpus == 1 else (2, gpus // 2)
+    rounds = -(-runs // lanes)
+    return rounds * run_hours(per_gpu)[1] / per_run / 24
+
+
+def days_table(cores_per_gpu: int = CORES_PER_GPU, table1_seeds: int | None = None) -> str:
+    """The whole recipe's wall days on 1, 8 and 16 GPUs, at the pace and, beside it, at the GPU's goal alone."""
+    per_gpu, assumption = pace(cores_per_gpu)
+    first = len(planned_jobs(table1_seeds))
+    most = len(planned_jobs(sequential.TABLE1_PRIMARY.looks[-1]))
+    lines = ["| GPUs | layout | days, the recipe's runs (" + f"{first})" + f" | days, at most ({most} runs) | "
+             "days if the data path kept up |", "|---:|---|---:|---:|---:|"]
+    for gpus, layout in ((1, "1gpu"), (8, "8gpu: 4 runs × 2 GPUs"), (16, "slurm: 8 runs × 2 GPUs")):
+        lines.append(f"| {gpus} | {layout} | {days(first, gpus, per_gpu):.1f} | {days(most, gpus, per_gpu):.1f} | "
+                     f"{days(first, gpus, H100_PAIRS_PER_S):.1f} |")
+    return "\n".join(lines) + "\n\n" + assumption + " " + fed_sentence()
+
+
+def cores_to_feed(rates: dict | None = None, decoder: str = DECODER, goal: float = H100_PAIRS_PER_S) -> int:
+    """CPU cores per GPU whose workers decode ``goal`` pairs/s of the mixture (two more for the process itself)."""
+    per_core = data_pairs_per_s(3, rates or decode_rates(), decoder)       # 3 cores: 1 worker
+    return math.ceil(goal / per_core) + 2
+
+
+def fed_sentence(rates: dict | None = None) -> str:
+    rates = rates or decode_rates()
+    return (f"To feed one H100 at {H100_PAIRS_PER_S:,} pairs/s a node needs {cores_to_feed(rates)} cores per GPU "
+            f"({8 * cores_to_feed(rates)} for 8 GPUs) at these rates, or {cores_to_feed(rates, 'pil_draft')} with "
+            f"data.decoder=pil_draft, which decodes at reduced scale and so changes what a run computes.")
+
+
+def table(table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU) -> str:
     """The run table of docs/full_scale.md: per notebook, the runs it reads that no earlier notebook trained."""
-    thesis_h, h100_h = run_hours()
+    per_gpu, assumption = pace(cores_per_gpu)
+    thesis_h, h100_h = run_hours(per_gpu)
     first = sequential.TABLE1_PRIMARY.looks[0]
     rows = []
     groups: dict = {}
     for nb, job in planned_jobs(table1_seeds or sequential.TABLE1_PRIMARY.looks[-1]):
         later = nb == "02" and job["seed"] >= first
         groups.setdefault((nb, later), []).append(job)
-    lines = ["| notebook | runs it adds (variant × seeds) | runs | GPU-hours at the thesis's rate | GPU-hours on one "
-             "H100, estimated | checkpoints (GB) |", "|---|---|---:|---:|---:|---:|"]
+    lines = ["| notebook | runs it adds (variant × seeds) | runs | GPU-hours at the thesis's rate | GPU-hours on H100s, "
+             "estimated | checkpoints (GB) |", "|---|---|---:|---:|---:|---:|"]
     for (nb, later), jobs in groups.items():
         by = {}
         for j in jobs:
@@ -121,7 +212,7 @@ def table(table1_seeds: int | None = None) -> str:
         n, gb = sum(r[1] for r in rows if keep(r[0])), sum(r[2] for r in rows if keep(r[0]))
         lines.append(f"| **all, {scope}** | | **{n}** | **{n * thesis_h:,.0f}** | **{n * h100_h:,.0f}** | "
                      f"**{gb:,.0f}** |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + assumption
 
 
 def _seeds(seeds: list) -> str:
@@ -129,60 +220,92 @@ def _seeds(seeds: list) -> str:
     return f"seeds {s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) and len(s) > 1 else f"seed {s[0]}"
 
 
-def cli_args(job: dict, processes: int, quote=lambda v: f'"{v}"') -> list[str]:
+def cli_args(job: dict, processes: int, quote=lambda v: f'"{v}"', cores_per_gpu: int = CORES_PER_GPU,
+             device: str = "cuda") -> list[str]:
     """``python -m thesis_lib.training.run``'s arguments for ``job`` on ``processes`` processes (train.batch_size =
-    512 / processes: the same global batch, the same result)."""
+    the job's global batch (512) / processes: the same global batch, the same result; data.num_workers from the cores
+    per GPU, operational: the result does not depend on it)."""
     over = dict(job["overrides"])
     root, ckpt = over.pop("data.root"), over.pop("weights.checkpoint_dir")
-    over["train.batch_size"] = GLOBAL_BATCH // processes
+    over["train.batch_size"] = int(over.get("train.batch_size", GLOBAL_BATCH)) // processes
+    over["data.num_workers"] = workers(cores_per_gpu)
     return (["-m", "thesis_lib.training.run", "--preset", job["preset"], "--variant", job["variant"], "--seed",
-             str(job["seed"]), "--device", "cuda", "--data-root", quote(root), "--checkpoints", quote(ckpt),
+             str(job["seed"]), "--device", device, "--data-root", quote(root), "--checkpoints", quote(ckpt),
              "--out", quote(job["out_dir"])] + [a for k, v in over.items() for a in ("--set", quote(f"{k}={v}"))]
             + ["--resume"])
 
 
-def commands(layout: str, table1_seeds: int | None = None) -> str:
+MEM_PER_GPU_GB = 64     # SLURM --mem per job: 2 processes, each its model, batch and workers' decode buffers
+SLURM_HOURS = 12        # --time: 2.5 h per run at the GPU's goal; the data path may take several times that
+
+
+def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
+    """One SLURM job of ``job`` on 2 GPUs: partition and account from $PARTITION / $ACCOUNT, the log under
+    $OUT/slurm/; srun is given --cpus-per-task itself (SLURM 22.05+ no longer passes sbatch's on to srun)."""
+    return (f"sbatch --job-name=tte-{job['variant']}-{job['seed']} --partition=\"$PARTITION\" --account=\"$ACCOUNT\" "
+            f"--nodes=1 --ntasks=2 --gpus-per-task=1 --cpus-per-task={cores_per_gpu} --mem={2 * MEM_PER_GPU_GB}G "
+            f"--time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x-%j.out\" --wrap \"srun --kill-on-bad-exit=1 "
+            f"--cpus-per-task={cores_per_gpu} python " + " ".join(cli_args(job, 2, lambda v: f"'{v}'", cores_per_gpu, device))
+            + '"')
+
+
+def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU,
+             jobs: list[dict] | None = None, device: str = "cuda") -> str:
     """A bash script training every run of the recipe once on ``layout`` (``LAYOUTS``); DATA, CKPT, OUT and MIX
-    come from the environment."""
-    jobs = [job for _, job in planned_jobs(table1_seeds)]
+    (and for SLURM PARTITION and ACCOUNT) come from the environment. ``jobs`` and ``device``: other runs than the
+    recipe's, elsewhere (the rehearsal's, in miniature)."""
+    jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
+    need = '"$DATA" "$CKPT" "$OUT" "$MIX"' + (' "$PARTITION" "$ACCOUNT"' if layout == "slurm" else "")
     head = [f"# python -m thesis_lib.study.recipe commands --layout {layout}"
-            + (f" --table1-seeds {table1_seeds}" if table1_seeds else "") + f": {len(jobs)} runs",
-            'set -u; : "$DATA" "$CKPT" "$OUT" "$MIX"   # docs/full_scale.md']
+            + (f" --table1-seeds {table1_seeds}" if table1_seeds else "")
+            + (f" --cores-per-gpu {cores_per_gpu}" if cores_per_gpu != CORES_PER_GPU else "") + f": {len(jobs)} runs",
+            f'set -eu; : {need}   # docs/full_scale.md',
+            'python -m thesis_lib.data.shard_index "$MIX"   # the shard index, once, before any run reads it']
     if layout == "1gpu":
-        return "\n".join(head + ["python " + " ".join(cli_args(j, 1)) for j in jobs]) + "\n"
-    if layout == "8gpu":
+        return "\n".join(head + ["python " + " ".join(cli_args(j, 1, cores_per_gpu=cores_per_gpu, device=device))
+                                 for j in jobs]) + "\n"
+    if layout == "8gpu":                 # a lane stops at its first failed run; the script fails if any lane did
         lanes = [jobs[i::LANES] for i in range(LANES)]
-        out = head[:]
-        for i, lane in enumerate(lanes):
+        out = head + ["pids=()"]
+        for i, lane in enumerate(lane for lane in lanes if lane):
             gpus = f"{2 * i},{2 * i + 1}"
             out.append(f"(   # GPUs {gpus}: {len(lane)} runs one after another")
             out += [f"CUDA_VISIBLE_DEVICES={gpus} torchrun --nproc_per_node 2 --master_port {FIRST_PORT + i} "
-                    + " ".join(cli_args(j, 2)) for j in lane]
-            out.append(f') > lane{i}.log 2>&1 &')
-        return "\n".join(out + ["wait"]) + "\n"
+                    + " ".join(cli_args(j, 2, cores_per_gpu=cores_per_gpu, device=device)) for j in lane]
+            out.append(f') > lane{i}.log 2>&1 & pids+=($!)')
+        return "\n".join(out + ['status=0; for pid in "${pids[@]}"; do wait "$pid" || status=1; done; exit $status']) + "\n"
     if layout == "slurm":
-        return "\n".join(head + [
-            f"sbatch --job-name=tte-{j['variant']}-{j['seed']} --nodes=1 --ntasks=2 --gpus-per-task=1 "
-            f"--cpus-per-task=8 --time=12:00:00 --wrap \"srun --kill-on-bad-exit=1 python "
-            + " ".join(cli_args(j, 2, quote=lambda v: f"'{v}'")) + '"' for j in jobs]) + "\n"
+        return "\n".join(head + ['mkdir -p "$OUT/slurm"'] + [sbatch(j, cores_per_gpu, device) for j in jobs]) + "\n"
     raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.recipe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
-    sub.add_parser("table", help="the run table (markdown)")
+    m = sub.add_parser("mix", help="the thesis's training mixture, as data.train_sets")
+    m.add_argument("data", nargs="?", default="$DATA", help="the data folder (default: the text $DATA)")
+    t = sub.add_parser("table", help="the run table (markdown)")
+    d = sub.add_parser("days", help="the whole recipe's days on 1, 8 and 16 GPUs (markdown)")
     c = sub.add_parser("commands", help="a bash script training every run once")
     c.add_argument("--layout", choices=LAYOUTS, required=True)
     c.add_argument("--table1-seeds", type=int, default=None,
                    help="train notebook 02's sequential looks up to this many seeds (default: the first look, 4)")
+    for sp in (t, d, c):
+        sp.add_argument("--cores-per-gpu", type=int, default=CORES_PER_GPU,
+                        help=f"CPU cores of the node per GPU (default {CORES_PER_GPU}: 112 cores, 8 GPUs)")
     return p
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    print(table() if args.what == "table" else commands(args.layout, args.table1_seeds), end="\n" if
-          args.what == "table" else "")
+    if args.what == "mix":
+        print(mix(args.data))
+    elif args.what == "table":
+        print(table(cores_per_gpu=args.cores_per_gpu))
+    elif args.what == "days":
+        print(days_table(args.cores_per_gpu))
+    else:
+        print(commands(args.layout, args.table1_seeds, args.cores_per_gpu), end="")
     return 0
 
 
