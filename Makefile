@@ -142,10 +142,11 @@ long: setup
 	THESIS_PROGRESS=0 $(BIN)/python -m thesis_lib.study.designs thesis-lr-sum --preset $(PRESET) $(if $(BLOCK),--block $(BLOCK))
 
 # The full-scale path in miniature (thesis preset, model shrunk, tiny real-format files written here): checkpoint
-# check (guarded unpickler), a 2-process torchrun of several steps (teacher cache, a decode failure), the same run
-# killed and resumed (compared bit for bit), notebooks 03 (reusing the torchrun run) and 05, into build/rehearsal/.
-# REHEARSAL_ARGS="--notebooks all" adds the other notebooks, the figures and the report; on a GPU host without a
-# package index: bash benchmarks/gpu.sh --rehearsal.
+# check (guarded unpickler), a 2-process torchrun of several steps (the recipe's augmented teacher view, a decode
+# failure), the same run killed and resumed (compared bit for bit), the recipe's generated launches (an 8-GPU lane
+# run by bash, an srun-style launch building the fixed-view teacher cache in parts, the pilot), all six notebooks
+# (03 reusing the torchrun run), the figures and the report, into build/rehearsal/. On a GPU host without a package
+# index: bash benchmarks/gpu.sh --rehearsal.
 rehearsal: setup
 	$(BIN)/python -m thesis_lib.study.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 

@@ -2,9 +2,10 @@
 JSONs with JPEGs, ImageNet's 1,000 class folders, two webdataset shard sets with broken samples and one image that
 fails only when decoded, the checkpoints in their original key layouts with fairseq's/unilm's pickled args, GPT-2
 tokenizer files), at the thesis preset with the model shrunk. CI runs its core: the checkpoint check, a 2-process
-torchrun training (gloo) of several steps with the fixed teacher view, the same run killed and resumed (equal to
-the uninterrupted one bit for bit), and notebook 03, which must reuse the torchrun run; `make rehearsal` adds
-notebook 05 (docs/full_scale.md: time measured)."""
+torchrun training (gloo) of several steps with the recipe's augmented teacher view, the same run killed and resumed
+(equal to the uninterrupted one bit for bit), and notebook 03, which must reuse the torchrun run; `make rehearsal`
+adds the recipe's generated launches (an 8-GPU lane, an srun-style launch building the fixed-view teacher cache in
+parts, the pilot) and the other notebooks (docs/full_scale.md: time measured)."""
 import json
 import shutil
 
@@ -17,12 +18,11 @@ from thesis_lib.study.grids import TABLE2
 def test_the_rehearsal_core_trains_kills_resumes_and_notebook_03_reuses_the_run(tmp_path, capsys):
     pytest.importorskip("papermill")
     out = tmp_path / "r"
-    assert rehearsal.main(["--out", str(out), "--notebooks", "03_tte_layerscale"]) == 0
+    assert rehearsal.main(["--out", str(out), "--notebooks", "03_tte_layerscale", "--skip-launches"]) == 0
     printed = capsys.readouterr().out
     for line in ("the 3 model files hold fairseq's/unilm's args and trainer state",
-                 f"{rehearsal.TRAIN_STEPS} steps on 2 processes (gloo on the CPU)",
-                 "teacher-target cache (data.teacher_view=fixed) built under torchrun in parts of whole batches of "
-                 "256: rank 0 none, rank 1 images [0, 36) of 36; joined by rank 0, the parts removed",
+                 f"{rehearsal.TRAIN_STEPS} steps on 2 processes (gloo on the CPU), a checkpoint after each step, "
+                 "the augmented teacher view (the recipe's)",
                  "2 shard sets, 10 broken samples counted and skipped at indexing; 1 training image(s) failed to "
                  "decode in a batch",
                  "killed (SIGKILL to torchrun, its 2 processes and their loader workers) after step",
@@ -32,7 +32,7 @@ def test_the_rehearsal_core_trains_kills_resumes_and_notebook_03_reuses_the_run(
     folder = out / "runs" / "results" / "thesis"
     for variant in TABLE2:                                  # what notebook 03 trains
         result = json.loads((folder / variant / "seed0.json").read_text())
-        assert result["train"]["steps"] == rehearsal.TRAIN_STEPS and result["config"]["data"]["teacher_view"] == "fixed"
+        assert result["train"]["steps"] == rehearsal.TRAIN_STEPS and result["config"]["data"]["teacher_view"] == "augmented"
         assert result["config"]["weights"]["checkpoint_dir"] == str(out / "CKPT")
         assert ("tte_contribution" in result) == variant.startswith("tte_after")   # from the files, as in memory
         assert (result["train"]["world_size"] == 2) == (variant == "tte_after_ls")

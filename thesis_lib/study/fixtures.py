@@ -335,3 +335,46 @@ SHRINK = {  # the thesis preset at the fixtures' width; everything else (loaders
     "model.text.max_positions": 20, "model.text.mask_id": TEXT_VOCAB - 1, "teacher.dim": 32, "teacher.depth": 2,
     "teacher.num_heads": 2, "teacher.patch_size": 8, "train.batch_size": 8, "train.steps": 1,
     "data.num_workers": 2, "eval.batch_size": 16}
+
+
+def download_mirror(mirror: Path, work: Path, shards: int = 3, per_shard: int = 4) -> dict:
+    """A mirror folder of what the downloads fetch (``THESIS_MIRROR``: every link read by its file name), in
+    miniature: the six checkpoint files, COCO's two zips and Karpathy's ``caption_datasets.zip``, ``valprep.sh`` for 2
+    classes, and ``shards`` pixparse-named shards of CC3M and of CC12M; the two archives a user brings
+    (Flickr30K's, ImageNet's validation tar) are written to ``work``. Returns the counts each set must reach."""
+    import zipfile
+    mirror.mkdir(parents=True, exist_ok=True)
+    checkpoint_folder(mirror)
+    coco, flickr = karpathy_coco(work / "coco"), karpathy_flickr(work / "flickr30k")
+    counts = {}
+    for split in ("train2014", "val2014"):
+        files = sorted((coco / "images" / split).iterdir())
+        counts[split] = len(files)
+        with zipfile.ZipFile(mirror / f"{split}.zip", "w") as z:
+            for f in files:
+                z.writestr(f"{split}/{f.name}", f.read_bytes())
+    with zipfile.ZipFile(mirror / "caption_datasets.zip", "w") as z:
+        z.writestr("dataset_coco.json", (coco / "dataset_coco.json").read_bytes())
+        z.writestr("dataset_flickr30k.json", (flickr / "dataset_flickr30k.json").read_bytes())
+    images = sorted((flickr / "flickr30k-images").iterdir())
+    counts["flickr30k-images"] = len(images)
+    with tarfile.open(work / "flickr30k-images.tar.gz", "w:gz") as tar:
+        for f in images:
+            tar.add(f, arcname=f"flickr30k-images/{f.name}")
+    wnids = ("n01440764", "n01443537")
+    (mirror / "valprep.sh").write_text("".join(f"mkdir -p {w}\n" for w in wnids) + "".join(
+        f"mv ILSVRC2012_val_{k:08d}.JPEG {wnids[k % 2]}/\n" for k in range(1, 5)))
+    with tarfile.open(work / "ILSVRC2012_img_val.tar", "w") as tar:
+        for k in range(1, 5):
+            data = jpeg_bytes(k, (12, 10))
+            info = tarfile.TarInfo(f"ILSVRC2012_val_{k:08d}.JPEG")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    counts.update(classes=len(wnids), per_class=2)
+    for name in ("cc3m", "cc12m"):
+        for s in range(shards):
+            write_shard(mirror / f"{name}-train-{s:04d}.tar", {
+                f"{s:04d}{k:03d}": {"jpg": jpeg_bytes(10 * s + k, (48, 64)), "txt": f"{name} {k} of shard {s}"}
+                for k in range(per_shard)})
+    counts.update(last=shards - 1)
+    return counts

@@ -10,13 +10,16 @@ and runs, in order:
 1. the checkpoint check (``models.check``) on files that pickle fairseq's and unilm's ``args`` and trainer state
    beside their tensors, so that they load only through the guarded unpickler;
 2. a ``torchrun`` training of 2 processes on the COCO + two webdataset shard sets mixture, ``TRAIN_STEPS`` steps
-   with a checkpoint after each, the fixed teacher view (its target cache built under torchrun) and one training
-   image that only fails when a batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
+   with a checkpoint after each, the recipe's augmented teacher view and one training image that only fails when a
+   batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
 3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
    continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
-4. notebooks at that scale (default: 03, which must reuse the torchrun run instead of retraining it, and 05, the
-   fusion and ITM paths), one seed;
-5. with all six notebooks (``--notebooks all``), the figures and the README-style report of that scale.
+4. the recipe's generated launches (study/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
+   shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun starts
+   its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
+   both tasks in parts), and the pilot;
+5. notebooks at that scale (default: all six; 03 must reuse the torchrun run instead of retraining it), one seed,
+   then the figures and the README-style report of that scale.
 
 2 processes always: gloo on the CPU, or NCCL where the host has 2 GPUs; on a one-GPU host (NCCL needs one GPU per
 process) the torchrun stages run on its CPU with gloo and the notebooks on the GPU, and the log says so. Each stage
@@ -41,13 +44,13 @@ from .kill_resume import Torchrun, compare_runs, killed_and_resumed
 
 NOTEBOOKS = ("00_notation", "01_baseline", "02_tte_before_encoders", "03_tte_layerscale", "04_layerscale_weights",
              "05_modality_mechanisms")
-DEFAULT_NOTEBOOKS = ("03_tte_layerscale", "05_modality_mechanisms")   # the reuse of the torchrun run; fusion + ITM
+DEFAULT_NOTEBOOKS = NOTEBOOKS
 NOTEBOOK_PARAMETERS = {"05_modality_mechanisms": {"fusion_variants": ["switch_sib"]}}   # one fusion head of two
 SEEDS = [0]
 TORCHRUN = ("tte_after_ls", 0)        # the run trained by torchrun, which notebook 03 must reuse
 TRAIN_STEPS, KILL_AFTER = 8, 3        # 56 pairs = 7 global batches of 8: every pair, the undecodable one too, is met
-TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "data.teacher_view": "fixed",
-         "eval.batch_size": 256}
+TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "eval.batch_size": 256}
+FIXED_VIEW = {"data.teacher_view": "fixed"}      # the srun launch: the teacher-target cache, built in parts
 
 
 def write_data(out: Path) -> tuple[Path, Path, str]:
@@ -108,15 +111,14 @@ def figures_and_report(seeds, runs: Path, logs: Path) -> None:
           "--output-dir", str(runs)], logs / "report.txt")
 
 
-def torchrun_lines(result: dict, where: str, teacher_cache: Path, log: Path) -> list[str]:
-    """What the uninterrupted torchrun run did, read from its result, its log and the teacher cache (raises
-    SystemExit where it did not do what the rehearsal is for)."""
+def torchrun_lines(result: dict, where: str, log: Path) -> list[str]:
+    """What the uninterrupted torchrun run did, read from its result and its log (raises SystemExit where it did not
+    do what the rehearsal is for)."""
     train = result["train"]
     if train["world_size"] != 2:
         raise SystemExit(f"rehearsal: the torchrun run trained on {train['world_size']} process(es), not 2")
-    caches = sorted(teacher_cache.glob("thesis-*.pt"))
-    if not caches:
-        raise SystemExit(f"rehearsal: the fixed-view run left no teacher-target cache in {teacher_cache}")
+    if result["config"]["data"]["teacher_view"] != "augmented":
+        raise SystemExit("rehearsal: the torchrun run did not train with the recipe's augmented teacher view")
     replaced, text = train.get("replaced_samples", 0), log.read_text()
     if not replaced or "replaced by the next decodable pair" not in text:
         raise SystemExit(f"rehearsal: the undecodable training image was not met and replaced (log {log})")
@@ -125,13 +127,20 @@ def torchrun_lines(result: dict, where: str, teacher_cache: Path, log: Path) -> 
                                                        "missing_image", "missing_caption")) for r in shards.values())
     variant, seed = TORCHRUN
     return [f"torchrun: {variant} seed {seed}, {train['steps']} steps on 2 processes ({where}), a checkpoint "
-            f"after each step",
-            f"teacher-target cache (data.teacher_view=fixed) built under torchrun in parts of whole batches of "
-            f"{result['config']['eval']['batch_size']}: {cache_parts(text, teacher_cache)}; joined by rank 0, the "
-            f"parts removed: {caches[0].name}",
+            f"after each step, the augmented teacher view (the recipe's)",
             f"{len(shards)} shard sets, {broken} broken samples counted and skipped at indexing; {replaced} training "
             f"image(s) failed to decode in a batch, replaced by the next decodable pair and counted "
             f"(train.replaced_samples)"]
+
+
+def cache_lines(result: dict, log_text: str, teacher_cache: Path) -> str:
+    """The fixed-view teacher-target cache of a 2-process run: built in parts, joined, the parts removed."""
+    caches = sorted(teacher_cache.glob("thesis-*.pt"))
+    if not caches:
+        raise SystemExit(f"rehearsal: the fixed-view run left no teacher-target cache in {teacher_cache}")
+    return (f"teacher-target cache (data.teacher_view=fixed) built by the 2 tasks in parts of whole batches of "
+            f"{result['config']['eval']['batch_size']}: {cache_parts(log_text, teacher_cache)}; joined by rank 0, "
+            f"the parts removed: {caches[0].name}")
 
 
 def cache_parts(log_text: str, teacher_cache: Path) -> str:
@@ -164,6 +173,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "build" / "rehearsal")
     p.add_argument("--device", default="cpu")
     p.add_argument("--skip-notebooks", action="store_true", help="files, check and the torchrun stages only")
+    p.add_argument("--skip-launches", action="store_true", help="not the recipe's generated launches (stage 4)")
     p.add_argument("--keep", action="store_true", help="keep the finished runs of an earlier rehearsal in --out")
     p.add_argument("--notebooks", default=",".join(DEFAULT_NOTEBOOKS),
                    help="comma-separated notebooks to run, or 'all' (then also the figures and the report); "
@@ -210,12 +220,14 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
     job = Torchrun(variant, seed, device, data, ckpt, overrides(mix))
     log = logs / "torchrun.log"
     result = stage("torchrun", lambda: job.run(runs, log))
-    summary += torchrun_lines(result, where, args.out / "cache" / "teacher-targets", log)
+    summary += torchrun_lines(result, where, log)
     killed_at, resumed = stage("torchrun killed + resumed",
                                lambda: killed_and_resumed(job, args.out / "killed", KILL_AFTER, logs))
     summary.append(f"killed (SIGKILL to torchrun, its 2 processes and their loader workers) after step {killed_at}, "
                    f"resumed from step "
                    f"{resumed['train']['resumed_from']}: " + compare_runs(job, runs, args.out / "killed"))
+    if not args.skip_launches:
+        summary += stage("recipe launches", recipe_launches, device, data, ckpt, mix, args.out, logs)
     if not args.skip_notebooks and names:
         stage(f"notebooks {', '.join(n[:2] for n in names)}", notebooks, names, seeds, data, ckpt, mix, runs,
               args.device, logs)
@@ -236,6 +248,31 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
           + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     print("\n".join(f"  - {line}" for line in summary) + f"\n  - logs and executed notebooks: {logs}")
     return 0
+
+
+def recipe_launches(device: str, data: Path, ckpt: Path, mix: str, out: Path, logs: Path) -> list[str]:
+    """Stage 4: a generated 8-GPU lane, an srun-style launch of a generated sbatch line, the pilot."""
+    from . import launches
+    from .kill_resume import _free_port
+    spec = launches.job("baseline", 0, out / "lane", data, ckpt, overrides(mix))
+    result, index_line = launches.lane(spec, device, data, ckpt, mix, logs)
+    lines = [f"`recipe commands --layout 8gpu`, lane 0 run by bash: `{index_line.split('#')[0].strip()}`, then "
+             f"torchrun, {result['train']['world_size']} processes, teacher view "
+             f"{result['config']['data']['teacher_view']}: {spec['variant']} seed {spec['seed']} trained"]
+    spec = launches.job("baseline", 1, out / "srun", data, ckpt, {**overrides(mix), **FIXED_VIEW})
+    result = launches.srun_launch(spec, device, data, ckpt, mix, logs, _free_port())
+    if result["train"]["world_size"] != 2:
+        raise SystemExit(f"rehearsal: the srun-style launch trained on {result['train']['world_size']} process(es)")
+    text = "".join((logs / f"srun-task{r}.log").read_text() for r in range(2))
+    lines += [f"`recipe commands --layout slurm`'s training command started as srun starts 2 tasks (SLURM_PROCID, "
+              f"SLURM_STEP_NODELIST, no torchrun): 2 processes", cache_lines(result, text, out / "cache" /
+                                                                            "teacher-targets")]
+    report = launches.pilot(data, ckpt, out / "pilot-out", mix, overrides(mix), device, logs)
+    text = report.splitlines()
+    first = next((i for i, line in enumerate(text) if line.startswith("pilot: ")), None)
+    if first is None:
+        raise SystemExit(f"rehearsal: the pilot printed no report ({logs / 'pilot.log'})")
+    return lines + ["; ".join(line.strip() for line in text[first:first + 4])]
 
 
 def _require_clean(rows, folder: Path) -> str:

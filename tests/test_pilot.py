@@ -1,0 +1,36 @@
+"""study/pilot: the pilot's command is the recipe's run, shortened, and its report projects what it measured."""
+import pytest
+
+from thesis_lib.study import pilot, recipe
+
+
+def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch):
+    for k, v in {"DATA": "/d", "CKPT": "/c", "OUT": "/o", "MIX": "coco,wds:/d/cc3m/shards.txt@9"}.items():
+        monkeypatch.setenv(k, v)
+    cmd = pilot.command(2, 300, "cuda", "thesis", 14, ["model.dim=32"])
+    assert cmd[1:5] == ["-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
+    assert sets == ["data.train_sets=coco,wds:/d/cc3m/shards.txt@9", "train.batch_size=256", "train.steps=300",
+                    f"data.num_workers={recipe.workers(14)}", "model.dim=32"]
+    assert cmd[cmd.index("--out") + 1] == "/o/pilot"                      # never the recipe's results
+    assert pilot.command(1, 5, "cpu", "thesis", 3, [])[1:3] == ["-m", "thesis_lib.training.run"]
+    monkeypatch.delenv("MIX")
+    with pytest.raises(SystemExit, match="set MIX first"):
+        pilot.command(1, 5, "cpu", "thesis", 3, [])
+
+
+def test_the_report_projects_the_measured_pace_onto_the_recipe():
+    result = {"train": {"steps": 300, "world_size": 2, "device": "cuda", "time_s": 100.0, "data_wait_s": 40.0,
+                        "pairs_per_s": 1000.0}}
+    text = pilot.report(result, 2, "80 % (mean of 99 samples)", 130.0)
+    runs = len(recipe.planned_jobs())
+    assert "1,000 (500 per GPU)" in text and "waited for its batches 40 %" in text and "the data path is" in text
+    assert f"{recipe.days(runs, 8, 500):.1f} days on 8 GPUs" in text
+    assert recipe.days(runs, 8, 500) == pytest.approx(2 * recipe.days(runs, 8, 1000))   # half the pace: twice the days
+
+
+def test_without_nvidia_smi_utilisation_is_said_unmeasured(monkeypatch):
+    monkeypatch.setattr(pilot.shutil, "which", lambda _: None)
+    u = pilot.Utilisation()
+    u.start()
+    assert u.stop() == "not measured (no nvidia-smi)"

@@ -1,0 +1,119 @@
+"""A pilot before the recipe's runs: one run of a few hundred steps on the real data, as the recipe launches it, then
+what it measured (pairs/s end to end, the share of the time the loop waited for its batches, GPU utilisation) and
+what that projects for the whole recipe (``recipe.days``).
+
+    python -m thesis_lib.study.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
+
+It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its
+result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` processes at the recipe's global batch
+of 512, with the DataLoader workers the recipe gives them (``recipe.workers``), and ends with the run's evaluation,
+like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over the whole run (training and
+evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
+``--set`` run it in miniature (tests/test_pilot.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import recipe
+
+
+def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int, sets: list[str]) -> list[str]:
+    """The training command of the pilot run: the recipe's, shortened to ``steps`` and written to $OUT/pilot."""
+    env = os.environ
+    missing = [v for v in ("DATA", "CKPT", "OUT", "MIX") if not env.get(v)]
+    if missing:
+        raise SystemExit(f"pilot: set {', '.join(missing)} first (docs/full_scale.md, the quick start's exports)")
+    launch = ([sys.executable] if gpus == 1 else
+              [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpus)])
+    return launch + ["-m", "thesis_lib.training.run", "--preset", preset, "--variant", "baseline", "--seed", "0",
+                     "--device", device, "--data-root", env["DATA"], "--checkpoints", env["CKPT"],
+                     "--out", str(Path(env["OUT"]) / "pilot"), "--set", f"data.train_sets={env['MIX']}",
+                     "--set", f"train.batch_size={recipe.GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
+                     "--set", f"data.num_workers={recipe.workers(cores_per_gpu)}"] + [
+                         a for s in sets for a in ("--set", s)]
+
+
+class Utilisation(threading.Thread):
+    """``nvidia-smi``'s GPU utilisation (%, all GPUs), sampled once a second until ``stop``."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples: list[float] = []
+        self.halt = threading.Event()
+        self.tool = shutil.which("nvidia-smi")
+
+    def run(self):
+        while self.tool and not self.halt.wait(1.0):
+            out = subprocess.run([self.tool, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True).stdout.split()
+            self.samples += [float(v) for v in out if v.replace(".", "", 1).isdigit()]
+
+    def stop(self) -> str:
+        self.halt.set()
+        self.join(timeout=5)
+        if not self.tool:
+            return "not measured (no nvidia-smi)"
+        return f"{sum(self.samples) / len(self.samples):.0f} % (mean of {len(self.samples)} samples)" if \
+            self.samples else "not measured (no sample)"
+
+
+def result_file(out: Path, preset: str) -> Path:
+    found = sorted((out / "pilot").rglob("seed0.json"))
+    if not found:
+        raise SystemExit(f"pilot: the run wrote no result under {out / 'pilot'}; its log above says why")
+    return max(found, key=lambda p: p.stat().st_mtime)
+
+
+def report(result: dict, gpus: int, utilisation: str, wall_s: float) -> str:
+    """What the pilot measured and what it projects for the recipe's runs on 1, 8 and 16 GPUs."""
+    train = result["train"]
+    per_gpu = train["pairs_per_s"] / gpus
+    waited = train["data_wait_s"] / train["time_s"]
+    runs = len(recipe.planned_jobs())
+    lines = [f"pilot: {train['steps']} steps on {gpus} process(es) ({train['device']}), {wall_s:.0f} s in all "
+             f"(training {train['time_s']:.0f} s, then the evaluation)",
+             f"  pairs/s end to end: {train['pairs_per_s']:,.0f} ({per_gpu:,.0f} per GPU); the loop waited for its "
+             f"batches {100 * waited:.0f} % of the training time"
+             + (" (the data path is the bottleneck: more cores per GPU, or data.decoder)" if waited > 0.1 else ""),
+             f"  GPU utilisation: {utilisation}",
+             f"  projected, the recipe's {runs} runs at {per_gpu:,.0f} pairs/s per GPU: "
+             + ", ".join(f"{recipe.days(runs, g, per_gpu):.1f} days on {g} GPU{'s' * (g > 1)}" for g in (1, 8, 16))]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.pilot", description=__doc__.split("\n\n")[0])
+    p.add_argument("--gpus", type=int, default=2, help="processes (one per GPU); 2: the recipe's split")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--cores-per-gpu", type=int, default=recipe.CORES_PER_GPU)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--preset", default="thesis")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="more config overrides (e.g. a shrunk model for a miniature pilot)")
+    args = p.parse_args(argv)
+    cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
+    print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
+    gpu = Utilisation()
+    gpu.start()
+    start = time.perf_counter()
+    status = subprocess.run(cmd).returncode
+    utilisation, wall = gpu.stop(), time.perf_counter() - start
+    if status:
+        print(f"pilot: the training run failed (exit {status})", file=sys.stderr)
+        return status
+    result = json.loads(result_file(Path(os.environ["OUT"]), args.preset).read_text())
+    print(report(result, args.gpus, utilisation, wall))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
