@@ -24,7 +24,7 @@ from thesis_lib.config import get_config
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.study import grids, recipe
 from thesis_lib.study.runs import SEEDS, StudyParams
-from thesis_lib.training.results import RunPaths, _identity
+from thesis_lib.training.results import OPERATIONAL, RunPaths, _identity
 from thesis_lib.training.run import overrides_of, run_config
 
 GUIDE, README = ROOT / "docs" / "full_scale.md", ROOT / "README.md"
@@ -51,6 +51,7 @@ def recorded(script: str, tmp_path: Path, env: dict | None = None) -> list[tuple
     rec = tmp_path / "record"
     rec.write_text("")
     prelude = "".join(f': "${{{k}:={v}}}"; export {k}\n' for k, v in {**DEFAULTS, **(env or {})}.items())
+    script = script.replace("export MIX=$(", "export MIX=${MIX}$(")    # nothing runs: `recipe mix` prints nothing
     done = subprocess.run(["bash", "-c", RECORD + prelude + script], cwd=tmp_path, capture_output=True, text=True,
                           env={"REC": str(rec), "HOME": str(tmp_path)}, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -59,6 +60,16 @@ def recorded(script: str, tmp_path: Path, env: dict | None = None) -> list[tuple
 
 class _Parsed(Exception):
     pass
+
+
+def setup_of(cfg, processes: int) -> dict:
+    """What a result's reuse compares (``training.results``): the identity, operational fields (workers, logging)
+    left out."""
+    out = _identity(asdict(cfg), processes)
+    for key in OPERATIONAL:
+        section, name = key.split(".")
+        out.get(section, {}).pop(name, None)
+    return out
 
 
 def module_args(module: str, argv: list[str]) -> argparse.Namespace:
@@ -150,7 +161,7 @@ class Check:
         a = module_args("thesis_lib.training.run", argv)
         cfg = get_config(a.preset, a.variant, a.seed, overrides_of(a))       # unknown field, bad value: ConfigError
         path = RunPaths(results_dir(a.out), cfg.preset, cfg.model.variant, cfg.seed).result
-        self.writes.setdefault(path, []).append((_identity(asdict(cfg), processes), shown))
+        self.writes.setdefault(path, []).append((setup_of(cfg, processes), shown))
 
     def papermill(self, args, shown):
         from papermill.cli import _resolve_type, papermill
@@ -177,7 +188,7 @@ class Check:
         for job in jobs:
             cfg = run_config(job["preset"], job["variant"], job["seed"], job["overrides"])
             path = RunPaths(results_dir(job["out_dir"]), cfg.preset, cfg.model.variant, cfg.seed).result
-            self.writes.setdefault(path, []).append((_identity(asdict(cfg), 1), shown))
+            self.writes.setdefault(path, []).append((setup_of(cfg, 1), shown))
             if job["seed"] < 4 or number != "02":
                 self.notebook_jobs.append((path, shown))
 
@@ -225,7 +236,7 @@ def test_the_notebooks_reuse_every_run_the_recipe_trains(layout, tmp_path):
         setups = [json.dumps(i, sort_keys=True) for i, _ in trained.writes[path] + notebooks.writes[path]]
         assert len(set(setups)) == 1, path
     if layout == "8gpu":
-        lanes = {cvd for cvd, argv in recorded(recipe.commands(layout), tmp_path)}
+        lanes = {cvd for cvd, argv in recorded(recipe.commands(layout), tmp_path) if "thesis_lib.training.run" in argv}
         assert lanes == {f"{2 * i},{2 * i + 1}" for i in range(recipe.LANES)}
 
 
@@ -233,8 +244,8 @@ def test_the_notebooks_reuse_every_run_the_recipe_trains(layout, tmp_path):
     ('--checkpoints "$CKPT" --out "$OUT" --set "data.train_sets=$MIX" --set "train.batch_size=512"',
      '--checkpoint-dir "$CKPT" --out "$OUT" --set "data.train_sets=$MIX" --set "train.batch_size=512"'),  # no such flag
     ("--nproc_per_node 8", "--nproc-per-nodes 8"),                                  # torchrun has no such flag
-    ('--set "train.batch_size=512" --resume', '--set "train.batch_size=half" --resume'),   # not an integer
-    ('--set "train.batch_size=256" --resume', '--set "train.batchsize=256" --resume'),     # no such config field
+    ('--set "train.batch_size=512" \\\n', '--set "train.batch_size=half" \\\n'),       # not an integer
+    ('--set "train.batch_size=256" --set', '--set "train.batchsize=256" --set'),       # no such config field
     ("-p data_root", "-p data_dir"),                                                  # no such notebook parameter
     ("train.batch_size: 512}", "train.batch_size: 512, data.decoders: pil}"),     # no such field in -y overrides
     ("--seed 0 --device cuda --data-root '$DATA'", "--seed zero --device cuda --data-root '$DATA'"),  # in sbatch --wrap
@@ -258,6 +269,8 @@ def test_two_commands_writing_one_result_with_different_setups_fail_the_check(tm
 
 def test_the_guide_shows_the_run_table_the_code_computes():
     assert recipe.table() in GUIDE.read_text()
+    for page in (GUIDE, ROOT / "BENCHMARKS.md"):            # the days on 1, 8, 16 GPUs, the data path included
+        assert recipe.days_table() in page.read_text(), page.name
 
 
 def test_the_recipe_follows_the_notebooks_parameters_and_the_global_batch():
@@ -288,12 +301,12 @@ def test_a_checkpoint_holds_twelve_bytes_per_parameter(tmp_path):
 
 def test_the_guide_quotes_the_recipes_per_run_figures():
     """The per-run figures the guide's prose states, against the code that computes the table."""
-    thesis_h, h100_h = recipe.run_hours()
+    thesis_h, _ = recipe.run_hours()
     largest = max((recipe.checkpoint_gb(job["variant"]), job["variant"]) for _, job in recipe.planned_jobs())
     assert largest[1] == "switch_sib"
     base, top = recipe.checkpoint_gb("baseline"), largest[0]
     text = " ".join(GUIDE.read_text().split())
-    for quoted in (f"{thesis_h:.1f} per run", f"{h100_h:.1f} per run",
+    for quoted in (f"{thesis_h:.1f} per run",
                    f"(≈ {recipe.THESIS_PAIRS_PER_S:.0f} pairs/s, derived)",
                    f"took {recipe.THESIS_HOURS} h on {recipe.THESIS_GPUS} × RTX 4090",
                    f"at {recipe.H100_PAIRS_PER_S:,} pairs/s",
@@ -301,3 +314,102 @@ def test_the_guide_quotes_the_recipes_per_run_figures():
                    f"up to {top:.2f} GB for `switch_sib`", f"| {base:.2f}-{top:.2f} GB |",
                    f"{recipe.BYTES_PER_PARAMETER} bytes per trainable parameter"):
         assert quoted in text, quoted
+
+
+def quick_start() -> str:
+    return GUIDE.read_text().split("## Quick start, in working order", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, capsys):
+    """The guide's quick start followed in miniature: its commands in their order, each parsed by its CLI's own
+    parser, the downloads, checks and the shard index run for real from a mirror of tiny files (THESIS_MIRROR; the
+    counts each set must reach are the fixtures'), the GPU steps (pilot, recipe) parsed only. A step out of order (a
+    check before its download) fails here."""
+    from dataclasses import replace
+
+    from thesis_lib.data import download as dd
+    from thesis_lib.data import shard_index
+    from thesis_lib.models import check as mc
+    from thesis_lib.models import download as md
+    from thesis_lib.study.fixtures import SHRINK, download_mirror
+    work, shared = tmp_path / "work", tmp_path / "shared"
+    counts = download_mirror(tmp_path / "mirror", work)
+    monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "mirror"))
+    monkeypatch.setenv("THESIS_DATA", str(shared / "cache"))
+    monkeypatch.chdir(work)                                   # the two archives a user brings lie here
+    tiny = {"coco": {"train2014": counts["train2014"], "val2014": counts["val2014"]},
+            "flickr30k": {"flickr30k-images": counts["flickr30k-images"]},
+            "imagenet": {"classes": counts["classes"], "per_class": counts["per_class"]},
+            "cc3m": {"first": 0, "last": counts["last"]}, "cc12m": {"first": 0, "last": counts["last"]}}
+    steps, mix, check = [], None, Check()
+    for _, argv in recorded("\n".join(bash_blocks(quick_start())), tmp_path):
+        argv = [a.replace("/shared", str(shared)) for a in argv]
+        module = argv[2] if argv[:2] == ["python", "-m"] else argv[0]
+        check.command(argv if module != "thesis_lib.data.shard_index" else argv[:3] + [mix or "coco"])
+        a = module_args(module, argv[3:]) if module.startswith("thesis_lib") else None
+        if module == "thesis_lib.models.download":
+            rows = md.download_checkpoints(Path(a.folder), require={}, overrides=SHRINK)
+            assert not [r.problem for r in rows if r.problem]
+        elif module == "thesis_lib.data.download":
+            source = replace(dd.SOURCES[a.what], expected=tiny[a.what], sizes={})
+            if a.what in ("cc3m", "cc12m"):
+                dd.download_shards(a.data, a.what, min(a.pairs, 10), source)
+            else:
+                {"coco": lambda: dd.coco(a.data, source), "flickr30k": lambda: dd.flickr30k(a.data, a.archive, source),
+                 "imagenet": lambda: dd.imagenet(a.data, a.archive, source)}[a.what]()
+        elif module == "thesis_lib.study.recipe" and a.what == "mix":
+            capsys.readouterr()
+            assert recipe.main(argv[3:]) == 0
+            mix = capsys.readouterr().out.strip()
+        elif module == "thesis_lib.models.check":
+            assert mc.main(argv[3:] + [f"--set={k}={v}" for k, v in SHRINK.items()]) == 0
+            assert "as recorded in" in capsys.readouterr().out          # the lock file the download wrote
+        elif module == "thesis_lib.data.shard_index":
+            assert shard_index.main([mix]) == 0
+        steps.append(module)
+    assert steps == ["make", "thesis_lib.models.download"] + ["thesis_lib.data.download"] * 5 + [
+        "thesis_lib.study.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.study.pilot",
+        "thesis_lib.study.recipe", "bash"]
+    assert mix == recipe.mix(str(shared / "data"))
+    assert (shared / "data" / "cc12m" / "shards.txt").read_text().split()[0] == "cc12m-train-0000.tar"
+
+
+def test_the_data_path_time_enters_the_run_table():
+    """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
+    doubles the GPU-hours; one faster than the GPU changes nothing."""
+    shapes = {s for _, _, s, _ in recipe.MIXTURE}
+    slow = {"rates": {s: {recipe.DECODER: 1.0, "pil_draft": 2.0} for s in shapes}, "command": "c", "machine_name": "m"}
+    cores = 12
+    data = recipe.data_pairs_per_s(cores, slow)
+    assert data == pytest.approx(recipe.workers(cores) * 1.0)
+    per_gpu, said = recipe.pace(cores, slow)
+    assert per_gpu == data and "the data path, sets the pace" in said and f"{recipe.workers(cores)} DataLoader" in said
+    fast = {**slow, "rates": {s: {recipe.DECODER: 1e6} for s in shapes}}
+    assert recipe.pace(cores, fast)[0] == recipe.H100_PAIRS_PER_S and "the GPU, sets" in recipe.pace(cores, fast)[1]
+    hours = recipe.run_hours(per_gpu)[1]
+    assert hours == pytest.approx(recipe.run_hours(recipe.H100_PAIRS_PER_S)[1] * recipe.H100_PAIRS_PER_S / per_gpu)
+    with mock.patch.object(recipe, "decode_rates", lambda: slow):
+        assert said in recipe.table(cores_per_gpu=cores) and said in recipe.days_table(cores)
+    mixed = {**slow, "rates": {s: {recipe.DECODER: 1.0 if s == "coco" else 3.0} for s in shapes}}
+    n = {s: sum(p for _, p, sh, _ in recipe.MIXTURE if sh == s) for s in shapes}
+    harmonic = sum(n.values()) / (n["coco"] / 1.0 + sum(v / 3.0 for k, v in n.items() if k != "coco"))
+    assert recipe.data_pairs_per_s(cores, mixed) == pytest.approx(recipe.workers(cores) * harmonic)
+
+
+def test_the_generated_commands_size_the_workers_and_name_what_slurm_needs():
+    assert recipe.workers(14) == 12 and recipe.workers(1) == 1
+    script = recipe.commands("slurm", cores_per_gpu=10)
+    lines = [line for line in script.splitlines() if line.startswith("sbatch")]
+    assert len(lines) == len(recipe.planned_jobs())
+    for flag in ('--partition="$PARTITION"', '--account="$ACCOUNT"', "--mem=", '--output="$OUT/slurm/',
+                 "--cpus-per-task=10", "srun --kill-on-bad-exit=1 --cpus-per-task=10 python", "data.num_workers=8"):
+        assert all(flag in line for line in lines), flag
+    assert ': "$DATA" "$CKPT" "$OUT" "$MIX" "$PARTITION" "$ACCOUNT"' in script
+    for layout in recipe.LAYOUTS:                                 # the index, once, before any run reads it
+        head = recipe.commands(layout).splitlines()[:3]
+        assert head[2].startswith('python -m thesis_lib.data.shard_index "$MIX"')
+
+
+def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():
+    assert recipe.mix("/d") == "coco,wds:/d/cc3m/shards.txt@1516133,wds:/d/cc12m/shards.txt@1181988"
+    assert sum(n for _, n, _, _ in recipe.MIXTURE) == 3_264_868
