@@ -141,14 +141,6 @@ def sesoi(rows: tuple, metric: str, control_mean: float) -> float | None:
     return None if rel is None or rel == 0 else abs(rel) * control_mean
 
 
-def thesis_effect(rows: tuple, metric: str) -> float | None:
-    """The smallest |difference| the two versions of the thesis report between two rows, in the thesis's points
-    (its own scale: a reference column, not a margin); None if unreported."""
-    effects = [abs(t[rows[0]][metric] - t[rows[1]][metric]) for t in (THESIS_AUG, THESIS_FINAL)
-               if metric in t.get(rows[0], {}) and metric in t.get(rows[1], {})]
-    return min(effects) if effects else None
-
-
 TEST_ITEMS = {  # the real test sets (Karpathy COCO 5K, Flickr30K 1K): images, captions; ImageNet-1K val: images, classes
     "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
 

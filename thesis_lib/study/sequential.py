@@ -51,9 +51,6 @@ class SequentialDesign:
         return nominal_levels(self.looks, self.alpha, two_sided=True)[k], \
             nominal_levels(self.looks, self.alpha, two_sided=False)[k]
 
-    def is_last(self, n: int, preset: str) -> bool:
-        return n >= self.looks_for(preset)[-1]
-
 
 TABLE1_PRIMARY = SequentialDesign("TTE before the encoders hurts", looks=(4, 8, 12, 16, 20, 24))
 DESIGNS = {d.claim: d for d in (TABLE1_PRIMARY,)}
