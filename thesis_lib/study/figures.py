@@ -438,14 +438,19 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None)
+    p.add_argument("--without", default="", help="comma-separated figures not to draw (e.g. 04_long_schedule where "
+                   "make long's runs are not wanted)")
     args = p.parse_args(argv)
+    without = {n for n in args.without.split(",") if n}
+    if without - set(FIGURES):
+        p.error(f"no such figure: {', '.join(sorted(without - set(FIGURES)))}")
     try:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)   # stored results
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    skipped = [name for name in FIGURES if not _draw_or_say_why(name, params)]
+    skipped = [name for name in FIGURES if name not in without and not _draw_or_say_why(name, params)]
     if skipped:
         print(f"{len(skipped)} of {len(FIGURES)} figures skipped; run the notebooks that train their variants",
               file=sys.stderr)

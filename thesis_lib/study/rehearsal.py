@@ -51,6 +51,7 @@ TORCHRUN = ("tte_after_ls", 0)        # the run trained by torchrun, which noteb
 TRAIN_STEPS, KILL_AFTER = 8, 3        # 56 pairs = 7 global batches of 8: every pair, the undecodable one too, is met
 TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "eval.batch_size": 256}
 FIXED_VIEW = {"data.teacher_view": "fixed"}      # the srun launch: the teacher-target cache, built in parts
+WITHOUT_FIGURES = "04_long_schedule"               # make long's 5,952-step design: not part of the rehearsal
 
 
 def write_data(out: Path) -> tuple[Path, Path, str]:
@@ -106,7 +107,7 @@ def notebooks(names, seeds, data: Path, ckpt: Path, mix: str, runs: Path, device
 def figures_and_report(seeds, runs: Path, logs: Path) -> None:
     seeds = json.dumps(seeds)
     _run([sys.executable, "-m", "thesis_lib.study.figures", "--preset", "thesis", "--seeds", seeds,
-          "--output-dir", str(runs)], logs / "figures.log")
+          "--output-dir", str(runs), "--without", WITHOUT_FIGURES], logs / "figures.log")
     _run([sys.executable, "-m", "thesis_lib.study.report", "--preset", "thesis", "--seeds", seeds,
           "--output-dir", str(runs)], logs / "report.txt")
 
@@ -180,6 +181,7 @@ def main(argv=None) -> int:
                         f"default {','.join(DEFAULT_NOTEBOOKS)}")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
+    args.out = args.out.resolve()           # the generated scripts run in folders of their own: absolute paths
     names = list(NOTEBOOKS) if args.notebooks == "all" else [n for n in args.notebooks.split(",") if n]
     seeds = [int(s) for s in args.seeds.split(",")]
     unknown = sorted(set(names) - set(NOTEBOOKS))
@@ -239,7 +241,8 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
         if set(names) == set(NOTEBOOKS):
             stage("figures + report", figures_and_report, seeds, runs, logs)
             figures = sorted((runs / "figures" / "thesis").glob("*.png"))
-            summary.append(f"{len(figures)} figures in {runs / 'figures' / 'thesis'}, the report in {logs}")
+            summary.append(f"{len(figures)} figures in {runs / 'figures' / 'thesis'} (not {WITHOUT_FIGURES}: make "
+                           f"long's design), the report in {logs}")
         else:
             summary.append("figures and report skipped (they need every notebook: --notebooks all)")
     else:
