@@ -2,7 +2,8 @@
 thesis loaders' strict checks, the lock file), on tiny files in the original key layouts."""
 import torch
 
-from thesis_lib.models.check import KNOWN_SHA256, check_folder, main, sha256
+from thesis_lib.fetch import file_sha256 as sha256
+from thesis_lib.models.check import KNOWN_SHA256, check_folder, main
 from thesis_lib.models.checkpoints import D2V2_TEXT
 from thesis_lib.models.lock import LOCK, read_lock
 from thesis_lib.study.fixtures import SHRINK, checkpoint_folder

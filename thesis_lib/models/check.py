@@ -54,9 +54,6 @@ class FileCheck:
     problem: str = ""
 
 
-sha256 = file_sha256  # a file's SHA-256, as the downloader computes it while it fetches
-
-
 def describe(part: str, path: Path) -> str:
     """A one-line description of what a model file holds, read from its keys."""
     state = _model_state(torch_load(path), path)
@@ -77,14 +74,15 @@ def describe(part: str, path: Path) -> str:
     return f"BEiT v2, {len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks, {release}"
 
 
-def check_file(name: str, path: Path, require: dict | None = None) -> FileCheck:
+def check_file(name: str, path: Path, require: dict | None = None, sha256: str | None = None) -> FileCheck:
     """One file: present, hashed, and described (a model file) or compared with its published SHA-256 (a tokenizer
-    file). ``require`` (name -> SHA-256): the files whose SHA-256 must be exactly this (the downloader's check)."""
+    file). ``require`` (name -> SHA-256): the files whose SHA-256 must be exactly this (the downloader's check);
+    ``sha256``: the file's, where already known (the downloader hashes while it fetches)."""
     row = FileCheck(name)
     if not path.exists():
         row.problem = "missing"
         return row
-    row.size, row.sha256 = path.stat().st_size, sha256(path)
+    row.size, row.sha256 = path.stat().st_size, sha256 or file_sha256(path)
     part = next((p for p, n in THESIS_FILES.items() if n == name), None)
     if part:
         try:
@@ -102,14 +100,16 @@ def check_file(name: str, path: Path, require: dict | None = None) -> FileCheck:
     return row
 
 
-def check_folder(folder: Path, overrides: dict | None = None, use_lock: bool = True) -> list[FileCheck]:
+def check_folder(folder: Path, overrides: dict | None = None, use_lock: bool = True,
+                 checked: dict[str, FileCheck] | None = None) -> list[FileCheck]:
     """Every thesis file in ``folder``: present, hashed, described, compared with ``checkpoints.lock.json`` when it
     exists (``use_lock``), and loaded by the thesis preset's loaders (``overrides``: config fields, e.g. a shrunk
-    model for tiny test files)."""
+    model for tiny test files). ``checked``: files ``check_file`` has just checked (not hashed again)."""
     from ..data.tokenizer import load_tokenizer
     from .sources import load_encoders, load_teacher
     cfg = get_config("thesis", overrides={**(overrides or {}), "weights.checkpoint_dir": str(folder)})
-    rows = [check_file(name, folder / name) for name in (*THESIS_FILES.values(), *TOKENIZER_FILES)]
+    rows = [(checked or {}).get(name) or check_file(name, folder / name)
+            for name in (*THESIS_FILES.values(), *TOKENIZER_FILES)]
     locked = read_lock(folder) if use_lock else None
     if locked is not None:
         compare(rows, locked)

@@ -45,13 +45,12 @@ URLS: dict[str, tuple[str, ...]] = {   # file name in CKPT -> its links, tried i
 }
 
 
-def fetch_first(links: tuple[str, ...], dest: Path) -> str:
-    """Fetch ``dest`` from the first of ``links`` that answers; returns that link."""
+def fetch_first(links: tuple[str, ...], dest: Path) -> tuple[str, str]:
+    """Fetch ``dest`` from the first of ``links`` that answers; returns that link and the file's SHA-256."""
     failures = []
     for url in links:
         try:
-            fetch(url, dest)
-            return url
+            return url, fetch(url, dest)[1]
         except DownloadError as err:
             failures.append(str(err))
             if url != links[-1]:
@@ -66,20 +65,20 @@ def download_checkpoints(folder: Path, urls: dict = URLS, require: dict = KNOWN_
     the folder has no lock file yet, write it. Returns the check's rows; a wrong file raises ``CheckpointError``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    came_from = {}
+    came_from, checked = {}, {}
     for name, links in urls.items():
-        path = folder / name
+        path, sha = folder / name, None
         if path.exists():
             say(f"{name}: already in {folder}, not downloaded again")
         else:
-            came_from[name] = fetch_first(links, path)
-        row = check_file(name, path, require)
+            came_from[name], sha = fetch_first(links, path)
+        row = checked[name] = check_file(name, path, require, sha)
         if row.problem:
             raise CheckpointError(f"{path}: {row.problem} (came from {came_from.get(name, 'an earlier download')}; "
                                   "delete the file to fetch it again)")
         say(f"{name}: {row.size / 2 ** 20:,.1f} MiB, {row.release or 'present'}")
     had_lock = read_lock(folder) is not None
-    rows = check_folder(folder, overrides)
+    rows = check_folder(folder, overrides, checked=checked)
     if not had_lock and not any(r.problem for r in rows):
         write_lock(folder, rows, came_from)
     return rows

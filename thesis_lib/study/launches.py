@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -64,21 +65,15 @@ def lane(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs: Path) 
 
 
 def srun_command(spec: dict, device: str, env: dict) -> list[str]:
-    """The training command inside the sbatch line's ``--wrap``, its variables filled in, without srun."""
-    args = shlex.split(_expand(recipe.sbatch(spec, CORES_PER_GPU, device), env))
+    """The training command inside the sbatch line's ``--wrap``, its variables filled in from ``env`` (as the
+    shell that submits it would), without srun."""
+    args = shlex.split(string.Template(recipe.sbatch(spec, CORES_PER_GPU, device)).safe_substitute(env))
     wrap = shlex.split(args[args.index("--wrap") + 1] if "--wrap" in args else
                        next(a.split("=", 1)[1] for a in args if a.startswith("--wrap=")))
     if wrap[0] != "srun":
         raise SystemExit(f"rehearsal: the sbatch line does not wrap srun: {wrap[:3]}")
     at = wrap.index("python")
     return [sys.executable] + wrap[at + 1:]
-
-
-def _expand(text: str, env: dict) -> str:
-    """``$NAME`` and ``"$NAME"`` of the sbatch line filled in from ``env`` (the shell that submits it would)."""
-    for name in ("PARTITION", "ACCOUNT", "OUT", "DATA", "CKPT", "MIX"):
-        text = text.replace(f"${name}", env.get(name, name.lower()))
-    return text
 
 
 def srun_launch(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs: Path, port: int) -> dict:

@@ -66,7 +66,7 @@ class Utilisation(threading.Thread):
             self.samples else "not measured (no sample)"
 
 
-def result_file(out: Path, preset: str) -> Path:
+def result_file(out: Path) -> Path:
     found = sorted((out / "pilot").rglob("seed0.json"))
     if not found:
         raise SystemExit(f"pilot: the run wrote no result under {out / 'pilot'}; its log above says why")
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     if status:
         print(f"pilot: the training run failed (exit {status})", file=sys.stderr)
         return status
-    result = json.loads(result_file(Path(os.environ["OUT"]), args.preset).read_text())
+    result = json.loads(result_file(Path(os.environ["OUT"])).read_text())
     print(report(result, args.gpus, utilisation, wall))
     return 0
 

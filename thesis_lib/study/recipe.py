@@ -64,11 +64,16 @@ def decode_rates() -> dict:
     return {**data["data_path_shapes"], "machine_name": value(data, "data_path_shapes.machine.with_isa")}
 
 
+def per_core_pairs(rates: dict, decoder: str = DECODER) -> float:
+    """Pairs/s one CPU core decodes for the mixture: its shapes' measured rates weighted by their pairs."""
+    per_shape = rates["rates"]
+    seconds = sum(n / float(per_shape[shape][decoder]) for _, n, shape, _ in MIXTURE)
+    return sum(n for _, n, _, _ in MIXTURE) / seconds
+
+
 def data_pairs_per_s(cores_per_gpu: int, rates: dict | None = None, decoder: str = DECODER) -> float:
-    """Pairs/s one process's workers decode for the mixture (its shapes weighted by their pairs)."""
-    per_shape = (rates or decode_rates())["rates"]
-    seconds_per_pair_core = sum(n / float(per_shape[shape][decoder]) for _, n, shape, _ in MIXTURE)
-    return workers(cores_per_gpu) * sum(n for _, n, _, _ in MIXTURE) / seconds_per_pair_core
+    """Pairs/s one process's workers decode for the mixture."""
+    return workers(cores_per_gpu) * per_core_pairs(rates or decode_rates(), decoder)
 
 
 def pace(cores_per_gpu: int = CORES_PER_GPU, rates: dict | None = None) -> tuple[float, str]:
@@ -161,7 +166,8 @@ def days(runs: int, gpus: int, per_gpu: float) -> float:
 
 def days_table(cores_per_gpu: int = CORES_PER_GPU, table1_seeds: int | None = None) -> str:
     """The whole recipe's wall days on 1, 8 and 16 GPUs, at the pace and, beside it, at the GPU's goal alone."""
-    per_gpu, assumption = pace(cores_per_gpu)
+    rates = decode_rates()
+    per_gpu, assumption = pace(cores_per_gpu, rates)
     first = len(planned_jobs(table1_seeds))
     most = len(planned_jobs(sequential.TABLE1_PRIMARY.looks[-1]))
     lines = ["| GPUs | layout | days, the recipe's runs (" + f"{first})" + f" | days, at most ({most} runs) | "
@@ -169,20 +175,19 @@ def days_table(cores_per_gpu: int = CORES_PER_GPU, table1_seeds: int | None = No
     for gpus, layout in ((1, "1gpu"), (8, "8gpu: 4 runs × 2 GPUs"), (16, "slurm: 8 runs × 2 GPUs")):
         lines.append(f"| {gpus} | {layout} | {days(first, gpus, per_gpu):.1f} | {days(most, gpus, per_gpu):.1f} | "
                      f"{days(first, gpus, H100_PAIRS_PER_S):.1f} |")
-    return "\n".join(lines) + "\n\n" + assumption + " " + fed_sentence()
+    return "\n".join(lines) + "\n\n" + assumption + " " + fed_sentence(rates)
 
 
-def cores_to_feed(rates: dict | None = None, decoder: str = DECODER, goal: float = H100_PAIRS_PER_S) -> int:
-    """CPU cores per GPU whose workers decode ``goal`` pairs/s of the mixture (two more for the process itself)."""
-    per_core = data_pairs_per_s(3, rates or decode_rates(), decoder)       # 3 cores: 1 worker
-    return math.ceil(goal / per_core) + 2
+def cores_to_feed(rates: dict, decoder: str = DECODER, goal: float = H100_PAIRS_PER_S) -> int:
+    """CPU cores per GPU whose workers decode ``goal`` pairs/s of the mixture (two more: see ``workers``)."""
+    return math.ceil(goal / per_core_pairs(rates, decoder)) + 2
 
 
-def fed_sentence(rates: dict | None = None) -> str:
-    rates = rates or decode_rates()
-    return (f"To feed one H100 at {H100_PAIRS_PER_S:,} pairs/s a node needs {cores_to_feed(rates)} cores per GPU "
-            f"({8 * cores_to_feed(rates)} for 8 GPUs) at these rates, or {cores_to_feed(rates, 'pil_draft')} with "
-            f"data.decoder=pil_draft, which decodes at reduced scale and so changes what a run computes.")
+def fed_sentence(rates: dict) -> str:
+    cores = cores_to_feed(rates)
+    return (f"To feed one H100 at {H100_PAIRS_PER_S:,} pairs/s a node needs {cores} cores per GPU ({8 * cores} for "
+            f"8 GPUs) at these rates, or {cores_to_feed(rates, 'pil_draft')} with data.decoder=pil_draft, which "
+            f"decodes at reduced scale and so changes what a run computes.")
 
 
 def table(table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU) -> str:

@@ -95,15 +95,14 @@ def view_difference(every: list[dict], generated: bool = False) -> ThesisError |
             f"{at(r)} runs other code than rank 0 (on {main['host']}): thesis_lib at {every[r]['package']} differs from "
             f"rank 0's at {main['package']} in {_some(code[r])}{_also(others, at)}. A run of several processes needs "
             f"{SAME_CODE_NEEDS}")
-    env = [r for r, v in enumerate(every) if v["env"] != main["env"]]
-    if env:
-        r, *others = env
+    differ = {key: [r for r, v in enumerate(every) if v[key] != main[key]] for key in ("env", "data")}
+    if differ["env"]:
+        r, *others = differ["env"]
         return DistributedError(
             f"{at(r)} runs {every[r]['env']} (interpreter at {every[r]['prefix']}), rank 0 (on {main['host']}) "
             f"{main['env']} (at {main['prefix']}){_also(others, at)}. A run of several processes needs {SAME_ENV_NEEDS}")
-    data = [r for r, v in enumerate(every) if v["data"] != main["data"]]
-    if data:
-        r, *others = data
+    if differ["data"]:
+        r, *others = differ["data"]
         return SharedFolderError(
             f"the data folder is not the same for every process: {at(r)} sees {_seen(every[r])} at "
             f"{every[r]['data_path']}, rank 0 (on {main['host']}) {_seen(main)} at {main['data_path']}"
