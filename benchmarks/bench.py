@@ -29,7 +29,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from thesis_lib import get_config
 from thesis_lib.data.train_pairs import TrainPairs
-from thesis_lib.evaluate import retrieval_recalls
+from thesis_lib.evaluation import retrieval_recalls
 from thesis_lib.training.distributed import DistInfo
 from thesis_lib.training.engine import autocast, compute_loss, make_optimizer
 
@@ -245,7 +245,7 @@ def _naive_recalls(img, txt, t2i):
 
 def classifier_rate(device, n_classes=20, n_templates=80, preset="thesis") -> dict:
     """Building the zero-shot classifier at the thesis preset on a class subset; per prompt, batched vs per class."""
-    from thesis_lib.evaluate import embed_texts
+    from thesis_lib.evaluation import embed_texts
     from thesis_lib.models.emkum import build_model
     cfg = get_config(preset)
     model = build_model(cfg).to(device).eval()

@@ -9,7 +9,7 @@
 # Optionally a second call: `bash benchmarks/gpu.sh --only-notebook --merge FIRST/gpu.json` (notebook 03 on the GPU).
 # Results: ${OUT:-build/gpu}/gpu.{json,md}, rewritten after every section, and demo_run/ (the run's result, curve).
 #   bash benchmarks/gpu.sh --rehearsal [ARGS]   instead: the full-scale path in miniature (make rehearsal's, on the GPU;
-#                                               python -m thesis_lib.study.rehearsal --device cuda ARGS), one call
+#                                               python -m thesis_lib.study.full_scale.rehearsal --device cuda ARGS), one call
 #   bash benchmarks/gpu.sh --setup-only         the set-up below alone (CI runs it: tests/test_gpu_install.py)
 #
 # The host's Python 3.12 and its torch, torchvision, timm, transformers, scipy, seaborn, scikit-learn and statsmodels
@@ -67,7 +67,7 @@ if [ ! -f "$VENV/.installed" ]; then
 fi
 case "$mode" in
   setup) echo "gpu.sh: set up $VENV ($VENV/bin/python imports thesis_lib from $PWD)"; exit 0 ;;
-  rehearsal) exec "$VENV/bin/python" -m thesis_lib.study.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
+  rehearsal) exec "$VENV/bin/python" -m thesis_lib.study.full_scale.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
 esac
 exec "$VENV/bin/python" benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" \
   --budget $((540 - (SECONDS - start))) "$@"     # 540: gpu.py's DEFAULT_BUDGET, less this set-up

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from thesis_lib import run_experiment
+from thesis_lib import get_config, run_experiment
 from thesis_lib.analysis import load_trained, modality_probe, tte_contribution
 from thesis_lib.models.emkum import build_model
 from thesis_lib.training import run as run_module
@@ -53,12 +53,12 @@ def test_the_probe_reads_a_modality_that_differs_and_not_one_that_does_not():
     """Two encoders whose outputs differ in one direction: the probe reads it (≈ 100 %). The same encoder output
     for both modalities: nothing to read (≈ 50 %, the balanced chance)."""
     torch.manual_seed(0)
-    model = build_model("smoke", "baseline")
+    model = build_model(get_config("smoke", "baseline"))
     images, tokens = _inputs(model.cfg)
     D = model.cfg.dim
 
     def fake(modality):
-        def encoder_outputs(inputs, m):
+        def encoder_outputs(inputs, m, types="own"):
             g = torch.Generator().manual_seed(1 + m)
             h = torch.randn(inputs.shape[0], 10, D, generator=g)
             return h + (8.0 if m == 1 and modality else 0.0) * torch.eye(D)[0], None
@@ -73,11 +73,11 @@ def test_the_probe_reads_a_modality_that_differs_and_not_one_that_does_not():
 
 
 def test_tte_contribution_is_the_ratio_of_norms():
-    model = build_model("smoke", "tte_after_ls")
+    model = build_model(get_config("smoke", "tte_after_ls"))
     images, tokens = _inputs(model.cfg)
     ratio = tte_contribution(model, images, tokens)
     h, _ = model.image_encoder(images)
     added = (model.tte_scale.gamma * model.token_type_embeddings.weight[1]).norm()
     assert ratio["image"] == pytest.approx((added / h.norm(dim=-1)).mean().item(), rel=1e-5)
     assert model.training                                                   # the mode it had is restored
-    assert tte_contribution(build_model("smoke", "baseline"), images, tokens) is None
+    assert tte_contribution(build_model(get_config("smoke", "baseline")), images, tokens) is None

@@ -147,14 +147,20 @@ def test_transformers_routes(tmp_path):
     bert.encoder.layer = bert.encoder.layer[:2]
     ref = bert(input_ids=tokens, attention_mask=(tokens != 0).long()).last_hidden_state
     assert torch.allclose(out[~pad], ref[~pad], atol=1e-5)
-    shifted, _ = enc(tokens, type_vector=torch.ones(32))      # the TTE-before hook changes the output
-    assert not torch.allclose(shifted, out)
+    h0, pad = enc.embed_inputs(tokens)                        # H_0 + t through the layers = the model with t added
+    shifted = enc.blocks(h0 + 1, pad)                         # to its embedding output (the TTE before the encoders)
+    bert.embeddings.register_forward_hook(lambda module, args, output: output + 1)
+    ref = bert(input_ids=tokens, attention_mask=(tokens != 0).long()).last_hidden_state
+    assert torch.allclose(shifted[~pad], ref[~pad], atol=1e-5) and not torch.allclose(shifted, out)
 
     Data2VecTextModel(Data2VecTextConfig(vocab_size=60, **small)).save_pretrained(tmp_path / "d2vt")
     assert hf_encoder(str(tmp_path / "d2vt"), "text", 2, pad_id=1)(TOKENS)[0].shape == (2, 7, 32)
     vision = Data2VecVisionConfig(image_size=32, patch_size=8, use_shared_relative_position_bias=True, **small)
     Data2VecVisionModel(vision).save_pretrained(tmp_path / "d2vv")
-    assert hf_encoder(str(tmp_path / "d2vv"), "image", 2)(IMAGES)[0].shape == (2, 17, 32)
+    image = hf_encoder(str(tmp_path / "d2vv"), "image", 2).eval()
+    assert image(IMAGES)[0].shape == (2, 17, 32)
+    h0, _ = image.embed_inputs(IMAGES)
+    assert torch.equal(image.blocks(h0), image(IMAGES)[0]) and not torch.allclose(image.blocks(h0 + 1), image.blocks(h0))
 
 
 def test_timm_beitv2_route(tmp_path):

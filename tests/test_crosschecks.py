@@ -21,7 +21,7 @@ from checkpoint_fixtures import gpt2_tokenizer_files
 from torch.nn import functional as F
 
 from thesis_lib.data.tokenizer import gpt2_fairseq_tokenizer
-from thesis_lib.evaluate import retrieval_recalls, zero_shot_accuracy, zero_shot_classifier
+from thesis_lib.evaluation import retrieval_recalls, zero_shot_accuracy, zero_shot_classifier
 from thesis_lib.training.losses import clip_loss
 
 CPU = torch.device("cpu")

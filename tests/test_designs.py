@@ -1,12 +1,14 @@
-"""Table 2's fixed-n designs (thesis_lib/study/designs.py), read from the code that declares them: seeds, n, family,
+"""Table 2's fixed-n designs (thesis_lib/study/statistics/designs.py), read from the code that declares them: seeds, n, family,
 margin, the long schedule's length, where their runs go; and a smoke run of each through the study's functions."""
 import dataclasses
 
 import pytest
 
 from thesis_lib import get_config
-from thesis_lib.study import designs, reference, runs, tables
-from thesis_lib.study.designs import BUDGET_CONFIRM, THESIS_LR_SUM
+from thesis_lib.study.statistics import designs
+from thesis_lib.study import reference, runs
+from thesis_lib.study.reporting import tables
+from thesis_lib.study.statistics.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from thesis_lib.training.engine import summed_lr, thesis_summed_lr
 
 
@@ -87,7 +89,8 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
     assert sorted(set(curve.step)) == list(range(3, steps + 1, 3)) and set(curve.seed) == {1, 2}
     import matplotlib.pyplot as plt
 
-    from thesis_lib.study import figures, grids, table2
+    from thesis_lib.study.reporting import figures, table2
+    from thesis_lib.study import grids
     runs.run_grid(params, grids.TABLE2)
     plt.close(figures.draw("04_long_schedule", params))
     assert (params.figures / "04_long_schedule.png").exists()

@@ -1,75 +1,80 @@
+"""thesis_lib.evaluate (``python -m thesis_lib.evaluate``): a checkpoint evaluated without retraining gives the
+numbers its run wrote, bit for bit on the same machine; a file that is not a run's checkpoint is a one-line error."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
 import torch
-from torch.nn import functional as F
 
-from thesis_lib import retrieval_recalls, zero_shot_accuracy
+from thesis_lib import run_experiment
+from thesis_lib.evaluate import main
+from thesis_lib.paths import ROOT
 
-
-def _embeddings(seed=0, n_img=30, dim=16):
-    g = torch.Generator().manual_seed(seed)
-    images = F.normalize(torch.randn(n_img, dim, generator=g), dim=-1)
-    counts = [5] * n_img
-    counts[7] = 6                                          # one image with six captions, as in COCO's 25,010
-    t2i = torch.tensor([i for i, c in enumerate(counts) for _ in range(c)])
-    texts = F.normalize(images[t2i] + 1.2 * torch.randn(len(t2i), dim, generator=g), dim=-1)
-    return images, texts, t2i
+SECTIONS = ("metrics", "chance", "modality_probe", "tte_ablation", "tte_contribution", "config")
 
 
-def _brute_force(images, texts, t2i):
-    sims = images @ texts.T
-    out = {}
-    for k in (1, 5, 10):
-        hits = 0
-        for i in range(len(images)):                       # image -> text: any own caption in the top k
-            ranked = sorted(range(len(texts)), key=lambda j: -sims[i, j].item())[:k]
-            hits += any(t2i[j] == i for j in ranked)
-        out[f"tr@{k}"] = 100 * hits / len(images)
-        hits = 0
-        for j in range(len(texts)):                        # text -> image: the own image in the top k
-            ranked = sorted(range(len(images)), key=lambda i: -sims[i, j].item())[:k]
-            hits += int(t2i[j]) in ranked
-        out[f"ir@{k}"] = 100 * hits / len(texts)
-    out["mean"] = sum(out.values()) / 6
-    return out
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """A finished smoke run (its checkpoint is kept beside its result: training.results.RunPaths)."""
+    out = tmp_path_factory.mktemp("out")
+    result = run_experiment("smoke", "tte_after_ls", 0, out_dir=out)
+    return out / "results" / "smoke" / "tte_after_ls" / "seed0" / "checkpoint.pt", result
 
 
-def test_retrieval_recalls_agree_with_a_brute_force_loop():
-    images, texts, t2i = _embeddings()
-    want = _brute_force(images, texts, t2i)
-    for chunk in (1024, 7):                                # chunking changes nothing
-        got = retrieval_recalls(images, texts, t2i, chunk=chunk)
-        assert set(got) == {"tr@1", "tr@5", "tr@10", "ir@1", "ir@5", "ir@10", "mean"}
-        for k, v in want.items():
-            assert abs(got[k] - v) < 1e-4, k
-    assert 0 < want["tr@1"] < want["tr@10"] < 100
+def test_a_checkpoint_evaluated_gives_the_numbers_its_run_wrote(smoke_run, tmp_path, capsys):
+    ckpt, result = smoke_run
+    assert main([str(ckpt), "--out", str(tmp_path / "eval")]) == 0
+    steps = result["train"]["steps"]
+    written = tmp_path / "eval" / f"smoke-tte_after_ls-seed0-step{steps}-eval.json"
+    got = json.loads(written.read_text())
+    for section in SECTIONS:
+        assert got[section] == result[section], section
+    assert set(result["tte_ablation"]) == {"removed", "swapped"}
+    without_file = lambda ls: {k: v for k, v in ls.items() if k != "values_file"}   # noqa: E731
+    assert without_file(got["layerscale"]) == without_file(result["layerscale"])
+    assert np.array_equal(np.load(written.parent / got["layerscale"]["values_file"]),
+                          np.load(ckpt.parent / "layerscale.npy"))
+    assert (got["preset"], got["variant"], got["seed"]) == ("smoke", "tte_after_ls", 0)
+    assert got["checkpoint"] == str(ckpt.resolve()) and got["step"] == got["steps"] == steps
+    out = capsys.readouterr().out
+    assert "TTE removed" in out and "LayerScale γ" in out and str(written) in out
 
 
-def test_perfect_embeddings_score_100():
-    images, _, t2i = _embeddings()
-    assert retrieval_recalls(images, images[t2i], t2i)["mean"] == 100
+def _foreign_files(tmp_path, ckpt):
+    """Files that are not a checkpoint of a run here, and what the error says of each."""
+    other = tmp_path / "other.pt"
+    torch.save({"model": {}, "step": 3}, other)                          # a torch file, no config
+    huge = tmp_path / "huge.pt"
+    state = torch.load(ckpt, weights_only=False)                         # our own file (it holds numpy's RNG)
+    state["config"]["preset"] = "huge"                                   # a preset this version does not know
+    torch.save(state, huge)
+    return [(tmp_path / "missing.pt", "checkpoint not found"),
+            (ckpt.parent.parent / "seed0.json", "is not a checkpoint of a thesis_lib run"),
+            (other, "is not a checkpoint of a thesis_lib run"),
+            (ckpt.parent, "is a folder, not a checkpoint file; its run's checkpoint is"),
+            (huge, "unknown preset 'huge'")]
 
 
-def test_zero_shot_accuracy_agrees_with_a_loop():
-    g = torch.Generator().manual_seed(3)
-    classes = F.normalize(torch.randn(12, 8, generator=g), dim=-1)
-    labels = torch.randint(12, (50,), generator=g)
-    images = F.normalize(classes[labels] + 0.9 * torch.randn(50, 8, generator=g), dim=-1)
-    got = zero_shot_accuracy(images, classes, labels)
-    scores = images @ classes.T
-    top1 = sum(int(scores[i].argmax() == labels[i]) for i in range(50)) / 50 * 100
-    top5 = sum(int(labels[i] in scores[i].topk(5).indices) for i in range(50)) / 50 * 100
-    assert abs(got["top1"] - top1) < 1e-4 and abs(got["top5"] - top5) < 1e-4 and top1 < top5
+def test_a_file_that_is_not_a_runs_checkpoint_is_a_one_line_error(smoke_run, tmp_path, capsys):
+    ckpt, _ = smoke_run
+    for path, message in _foreign_files(tmp_path, ckpt):
+        assert main([str(path), "--out", str(tmp_path / "eval"), "--no-progress"]) == 2, path
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and str(path) in err and err.count("\n") == 1, err
+    assert not (tmp_path / "eval").exists() or not any((tmp_path / "eval").iterdir())
 
 
-def test_itm_negatives_are_true_ones():
-    """Image 0's most similar other caption (index 2) fits it too (the world's ground truth): the hard negative is
-    the next most similar false one; the fixed negative is the first false caption from half the set away."""
-    from thesis_lib.evaluate import itm_pairs
-    t2i = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
-    fits = t2i[None, :] == torch.arange(4)[:, None]
-    fits[0, 2] = fits[0, 4] = True
-    sims = torch.zeros(4, 8)
-    sims[0, 2], sims[0, 6] = 9.0, 5.0
-    first, hardest, other = itm_pairs(sims, fits, t2i)
-    assert first.tolist() == [0, 2, 4, 6]
-    assert hardest[0] == 6 and not fits[torch.arange(4), hardest].any()
-    assert other[0] == 5 and other.tolist()[1:] == [6, 0, 2] and not fits[torch.arange(4), other].any()
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_a_device_this_machine_lacks_is_an_error(smoke_run, tmp_path, capsys):
+    assert main([str(smoke_run[0]), "--out", str(tmp_path), "--device", "cuda"]) == 2
+    assert "no CUDA GPU is visible" in capsys.readouterr().err
+
+
+def test_python_m_thesis_lib_evaluate_is_the_command(tmp_path):
+    """The module runs as the CLI (its main guard), without runpy's warning of a module imported twice."""
+    out = subprocess.run([sys.executable, "-m", "thesis_lib.evaluate", str(tmp_path / "missing.pt"), "--out",
+                          str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and out.stderr.endswith(f"error: checkpoint not found: {tmp_path / 'missing.pt'}\n")
+    assert "Warning" not in out.stderr and "Traceback" not in out.stderr

@@ -33,7 +33,7 @@ def test_paired_se_equals_a_simulation_of_correlated_hits(share):
 
 def test_item_hits_give_the_run_metrics(smoke_model_and_sets):
     """The hits' means are the model's ImageNet top-1 and COCO R@1 both ways, as ``evaluate`` computes them."""
-    from thesis_lib.evaluate import evaluate
+    from thesis_lib.evaluation import evaluate
     model, sets, ctx = smoke_model_and_sets
     hits = ia.item_hits(model, *sets, ctx)
     metrics = evaluate(model, *sets, ctx)
@@ -49,7 +49,7 @@ def smoke_model_and_sets():
     from thesis_lib import get_config
     from thesis_lib.data.eval_sets import build_eval_sets
     from thesis_lib.data.tokenizer import load_tokenizer
-    from thesis_lib.evaluate import EvalContext
+    from thesis_lib.evaluation import EvalContext
     from thesis_lib.models.emkum import build_model
     from thesis_lib.training.prepare import prepare_assets
     cfg = get_config("smoke")

@@ -18,8 +18,8 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("variants", "metrics", "config_checks", "config"),
     ("data",),
     ("models",),
-    ("evaluate", "analysis", "item_agreement"),
-    ("training", "evaluate_cli"),
+    ("evaluation", "analysis", "item_agreement"),
+    ("training", "evaluate"),
     ("study",),
     ("__init__",),
 )
@@ -34,20 +34,11 @@ def modules() -> dict[str, ast.Module]:
     return out
 
 
-def _main_guard(node) -> bool:
-    """``if __name__ == "__main__":``: code that runs only when the file is executed as ``__main__``
-    (``python -m thesis_lib.evaluate``), a module of its own that nothing imports."""
-    t = node.test if isinstance(node, ast.If) else None
-    return (isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == "__name__"
-            and len(t.comparators) == 1 and getattr(t.comparators[0], "value", None) == "__main__")
-
-
 def imports(name: str, tree: ast.Module, known: set) -> set:
-    """Every thesis_lib module ``name`` imports, at the top or inside a function; not what its main guard imports
-    (an entry point's dispatch: ``python -m thesis_lib.evaluate`` runs the CLI that a room above holds)."""
+    """Every thesis_lib module ``name`` imports, anywhere in the file: at the top, inside a function or under a
+    ``__main__`` guard (no exception: an entry point is a module like any other)."""
     is_package = name == "__init__" or any(k.startswith(name + ".") for k in known)
     package = [] if name == "__init__" else name.split(".")[:None if is_package else -1]
-    tree = ast.Module(body=[n for n in tree.body if not _main_guard(n)], type_ignores=[])
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -157,8 +148,8 @@ def test_the_layout_page_names_every_benchmark_script():
 
 
 def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
-    """The map's third column against the figure registry (study/figures.py FIGURES): one source, tested."""
-    from thesis_lib.study.figures import FIGURES
+    """The map's third column against the figure registry (study/reporting/figures.py FIGURES): one source, tested."""
+    from thesis_lib.study.reporting.figures import FIGURES
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Notebook map"):]
     rows = [r for r in section[:section.index("\n\n", section.index("| notebook"))].splitlines() if r.startswith("| `0")]

@@ -2,7 +2,8 @@ import pandas as pd
 import pytest
 
 from thesis_lib import study
-from thesis_lib.study import grids, mechanisms
+from thesis_lib.study import grids
+from thesis_lib.study.reporting import mechanisms
 from thesis_lib.variants import VARIANT_LABELS
 
 

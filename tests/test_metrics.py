@@ -37,7 +37,7 @@ def test_chance_is_what_a_random_ranking_scores():
 
 def test_chance_levels_of_evaluation_come_from_the_registry():
     from thesis_lib.data.eval_sets import RetrievalSet, ZeroShotSet
-    from thesis_lib.evaluate import chance_levels
+    from thesis_lib.evaluation import chance_levels
     t2i = torch.arange(12).repeat_interleave(5)
     sets = [RetrievalSet(name, None, torch.zeros(60, 4), t2i) for name in ("coco", "flickr30k")]
     zs = ZeroShotSet(None, torch.zeros(96, dtype=torch.long), [str(i) for i in range(48)], ["a"], torch.zeros(48, 4))

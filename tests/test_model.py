@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from thesis_lib import VARIANTS, get_config
-from thesis_lib.models.emkum import IMAGE, TEXT, SharedBlock, build_model, parameter_table
+from thesis_lib.models.emkum import IMAGE, TEXT, SharedBlock, build_model
+from thesis_lib.study.reporting.parameters import parameter_table
 from thesis_lib.models.teacher import build_teacher
 
 PAIR = dict(images=torch.randn(3, 3, 16, 16), tokens=torch.tensor([[0, 7, 8, 2, 1, 1]] * 3))
@@ -14,30 +15,30 @@ def n_params(m):
 
 def test_tte_parameter_arithmetic():
     D = get_config("smoke").model.dim
-    base = n_params(build_model("smoke", "baseline"))
-    assert n_params(build_model("smoke", "tte_before")) - base == 2 * D       # Embedding(2, D)
-    assert n_params(build_model("smoke", "tte_after")) - base == 2 * D
-    assert n_params(build_model("smoke", "tte_after_ls")) - base == 3 * D     # + one shared LayerScale γ
+    base = n_params(build_model(get_config("smoke", "baseline")))
+    assert n_params(build_model(get_config("smoke", "tte_before"))) - base == 2 * D       # Embedding(2, D)
+    assert n_params(build_model(get_config("smoke", "tte_after"))) - base == 2 * D
+    assert n_params(build_model(get_config("smoke", "tte_after_ls"))) - base == 3 * D     # + one shared LayerScale γ
 
 
 def test_type_ids_and_type_vectors():
-    model = build_model("smoke", "tte_after")
-    ids = model.token_type_ids(3, 6, TEXT)
-    assert ids.eq(0).all() and model.token_type_ids(3, 17, IMAGE).eq(1).all()
+    """Adding one type vector to every token is the embedding of type ids ≡ modality (TTE chapter Eq. 3; 0 = text,
+    1 = image), pads included."""
+    model = build_model(get_config("smoke", "tte_after"))
     torch.manual_seed(0)
     h_base, _ = model.text_encoder(PAIR["tokens"])
     h, _ = model.encoder_outputs(PAIR["tokens"], TEXT)
+    ids = torch.full(h.shape[:2], 0)
     assert torch.allclose(h - h_base, model.token_type_embeddings(ids), atol=1e-6)   # every token, pads too
     hi, _ = model.encoder_outputs(PAIR["images"], IMAGE)
     hi_base, _ = model.image_encoder(PAIR["images"])
-    ids_img = model.token_type_ids(3, hi.shape[1], IMAGE)
-    assert torch.allclose(hi - hi_base, model.token_type_embeddings(ids_img), atol=1e-6)
+    assert torch.allclose(hi - hi_base, model.token_type_embeddings(torch.full(hi.shape[:2], 1)), atol=1e-6)
 
 
 def _twins(variant):
     torch.manual_seed(0)
-    base = build_model("smoke", "baseline")
-    other = build_model("smoke", variant)
+    base = build_model(get_config("smoke", "baseline"))
+    other = build_model(get_config("smoke", variant))
     missing, unexpected = other.load_state_dict(base.state_dict(), strict=False)
     assert not unexpected and all("token_type" in k or "tte_scale" in k for k in missing)
     return base.eval(), other.eval()
@@ -81,14 +82,14 @@ def test_forward_all_variants_demo(variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_forward_all_variants_thesis_shapes(variant):
     with torch.device("meta"):
-        model = build_model("thesis", variant)
+        model = build_model(get_config("thesis", variant))
         fi, ft = model(torch.empty(2, 3, 224, 224), torch.zeros(2, 64, dtype=torch.long))
     assert fi.x.shape == (2, 768) and ft.kd.shape == (2, 768)
 
 
 def test_thesis_parameter_counts_match_the_thesis():
     with torch.device("meta"):
-        rows = {r["part"]: r["parameters"] for r in parameter_table(build_model("thesis", "tte_after_ls"),
+        rows = {r["part"]: r["parameters"] for r in parameter_table(build_model(get_config("thesis", "tte_after_ls")),
                                                                      build_teacher(get_config("thesis").teacher, 224))}
         bert = {r["part"]: r["parameters"] for r in parameter_table(
             build_model(get_config("thesis", "tte_after_ls", overrides={"model.text_encoder": "bert"})))}
@@ -129,7 +130,7 @@ def test_teacher_is_frozen_and_stays_in_eval():
 
 @pytest.mark.parametrize("modality", [TEXT, IMAGE])
 def test_mome_routes_each_modality_only_through_its_own_expert(modality):
-    model = build_model("smoke", "mome")
+    model = build_model(get_config("smoke", "mome"))
     block = model.shared[0]
     inputs = PAIR["tokens"] if modality == TEXT else PAIR["images"]
     model.encode(inputs, modality).x.sum().backward()
@@ -142,14 +143,14 @@ def test_mome_routes_each_modality_only_through_its_own_expert(modality):
 
 def test_mome_adds_one_feed_forward_expert():
     m = get_config("smoke").model
-    extra = n_params(build_model("smoke", "mome")) - n_params(build_model("smoke", "baseline"))
+    extra = n_params(build_model(get_config("smoke", "mome"))) - n_params(build_model(get_config("smoke", "baseline")))
     hidden = int(m.dim * m.mlp_ratio)
     assert extra == m.shared_depth * (2 * m.dim + m.dim * hidden + hidden + hidden * m.dim + m.dim)
 
 
 @pytest.mark.parametrize("preset", ["smoke", "demo"])
 def test_the_contrastive_temperature_starts_at_the_configured_value(preset):
-    model = build_model(preset, "baseline")
+    model = build_model(get_config(preset, "baseline"))
     assert torch.allclose(model.logit_scale.exp(), torch.tensor([1 / 0.07]))          # τ = 0.07, as CLIP
     cfg = get_config(preset, overrides={"train.logit_scale_init": 2.0})
     assert torch.allclose(build_model(cfg).logit_scale, torch.tensor([2.0]))           # the config value is used
@@ -160,61 +161,58 @@ def test_every_variant_starts_from_the_baselines_weights(seed):
     """Common random numbers: with one seed, every tensor a variant shares with the baseline is equal, and the
     caller's random stream after building is the same (batches, views and dropout do not shift)."""
     torch.manual_seed(seed)
-    base = build_model("smoke", "baseline").state_dict()
+    base = build_model(get_config("smoke", "baseline")).state_dict()
     after_base = torch.rand(3)
     for variant in VARIANTS:
         torch.manual_seed(seed)
-        state = build_model("smoke", variant).state_dict()
+        state = build_model(get_config("smoke", variant)).state_dict()
         assert torch.equal(torch.rand(3), after_base), variant
         shared = [k for k in state if k in base]
         assert len(shared) >= len(base) - 2, variant                  # only the image input norm may be missing
         assert all(torch.equal(state[k], base[k]) for k in shared), variant
     torch.manual_seed(seed + 1)
-    assert not torch.equal(build_model("smoke", "baseline").state_dict()["head.weight"], base["head.weight"])
+    assert not torch.equal(build_model(get_config("smoke", "baseline")).state_dict()["head.weight"], base["head.weight"])
 
 
 def test_added_parameters_come_from_their_own_stream():
     torch.manual_seed(0)
-    a = build_model("smoke", "tte_after").token_type_embeddings.weight
+    a = build_model(get_config("smoke", "tte_after")).token_type_embeddings.weight
     torch.manual_seed(0)
-    b = build_model("smoke", "tte_before").token_type_embeddings.weight
+    b = build_model(get_config("smoke", "tte_before")).token_type_embeddings.weight
     torch.manual_seed(1)
-    c = build_model("smoke", "tte_after").token_type_embeddings.weight
+    c = build_model(get_config("smoke", "tte_after")).token_type_embeddings.weight
     assert torch.equal(a, b) and not torch.equal(a, c) and abs(a.std().item() - 0.02) < 0.01
 
 
 def test_tte_ablation_removes_or_swaps_the_type_vectors():
-    from thesis_lib.models.emkum import tte_ablation
+    from thesis_lib.analysis import WithTypes
     torch.manual_seed(0)
-    model = build_model("smoke", "tte_after").eval()
+    model = build_model(get_config("smoke", "tte_after")).eval()
     with torch.no_grad():
         model.token_type_embeddings.weight.copy_(torch.randn(2, model.cfg.dim) * 3)   # a TTE that matters
     plain, _ = model.image_encoder(PAIR["images"])
     h, _ = model.encoder_outputs(PAIR["images"], IMAGE)
     assert torch.allclose(h - plain, model.token_type_embeddings.weight[IMAGE].expand_as(h))
-    with tte_ablation(model, "removed"):
-        assert torch.equal(model.encoder_outputs(PAIR["images"], IMAGE)[0], plain)
-        removed = model.encode_image(PAIR["images"]).x
-    with tte_ablation(model, "swapped"):
-        h_text_vector, _ = model.encoder_outputs(PAIR["images"], IMAGE)
-        assert torch.allclose(h_text_vector - plain, model.token_type_embeddings.weight[TEXT].expand_as(h))
-    assert model.tte_ablation == "none"
+    assert torch.equal(model.encoder_outputs(PAIR["images"], IMAGE, "removed")[0], plain)
+    removed = model.encode_image(PAIR["images"], "removed").x
+    assert torch.equal(WithTypes(model, "removed").encode_image(PAIR["images"]).x, removed)   # the evaluation's view
+    h_text_vector, _ = model.encoder_outputs(PAIR["images"], IMAGE, "swapped")
+    assert torch.allclose(h_text_vector - plain, model.token_type_embeddings.weight[TEXT].expand_as(h))
     assert (removed - model.encode_image(PAIR["images"]).x).abs().max() > 1e-2         # the output depends on it
     with pytest.raises(ValueError):
-        with tte_ablation(model, "halved"):
-            pass
+        model.encode_image(PAIR["images"], "halved")
 
 
 def test_the_controls():
     torch.manual_seed(0)
-    shared = build_model("smoke", "tte_shared")
+    shared = build_model(get_config("smoke", "tte_shared"))
     assert torch.equal(shared.type_vector(IMAGE), shared.type_vector(TEXT))          # no modality information
-    assert n_params(shared) == n_params(build_model("smoke", "tte_after_ls"))         # same parameters
-    noln = build_model("smoke", "tte_before_noln")
+    assert n_params(shared) == n_params(build_model(get_config("smoke", "tte_after_ls")))         # same parameters
+    noln = build_model(get_config("smoke", "tte_before_noln"))
     assert isinstance(noln.image_encoder.norm, torch.nn.Identity)
     assert isinstance(noln.text_encoder.norm, torch.nn.LayerNorm)                    # the text path keeps it
     x = PAIR["images"]
-    expected = noln.image_encoder.blocks(noln.image_encoder.embed(x) + noln.type_vector(IMAGE))
+    expected = noln.image_encoder.blocks(noln.image_encoder.embed(x) + noln.type_vector(IMAGE))  # no LayerNorm
     assert torch.allclose(noln.encoder_outputs(x, IMAGE)[0], expected, atol=1e-6)
 
 
@@ -223,7 +221,7 @@ def test_the_thesis_scale_parameter_count_docs_sources_states():
     embeddings): 132.3 M parameters, split as docs/sources.md §1 gives them; the final text's BERT-text model is the
     ≈ 117 M the thesis's appendix states."""
     from pathlib import Path
-    model = build_model("thesis", "baseline")
+    model = build_model(get_config("thesis", "baseline"))
     parts = {name: n_params(child) for name, child in model.named_children()}
     assert n_params(model) == 132_328_705
     assert (parts["image_encoder"], parts["text_encoder"], parts["shared"]) == (43_120_128, 81_527_040, 7_089_408)
@@ -239,7 +237,7 @@ def test_text_dropout_acts_in_training_only_and_at_zero_changes_nothing():
     from thesis_lib.models.encoders import Data2Vec2TextEncoder
     from thesis_lib.models.representations import PostLNBlock
     torch.manual_seed(0)
-    plain = build_model("smoke", "tte_before")
+    plain = build_model(get_config("smoke", "tte_before"))
     torch.manual_seed(0)
     dropped = build_model(get_config("smoke", "tte_before", overrides={"model.text_dropout": 0.1}))
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), dropped.state_dict().values()))

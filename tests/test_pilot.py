@@ -1,7 +1,7 @@
 """study/pilot: the pilot's command is the recipe's run, shortened, and its report projects what it measured."""
 import pytest
 
-from thesis_lib.study import pilot, recipe
+from thesis_lib.study.full_scale import pilot, recipe
 
 
 def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch):

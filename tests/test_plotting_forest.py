@@ -14,9 +14,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
-from thesis_lib.study import plotting  # noqa: E402
-from thesis_lib.study.forest import LEGEND, dose_response, forest, headline  # noqa: E402
-from thesis_lib.study.stats import mean_ci  # noqa: E402
+from thesis_lib.study.reporting import plotting  # noqa: E402
+from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest, headline  # noqa: E402
+from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
                "skipped − baseline"]
@@ -317,7 +317,8 @@ def test_difference_frame_gives_the_interval_each_test_reads():
     """The forest's data: the 95 % half-width (the difference test's) and the 90 % one (the TOST's), of one test."""
     from scipy import stats as sps
 
-    from thesis_lib.study import reference, tables
+    from thesis_lib.study import reference
+    from thesis_lib.study.reporting import tables
     rng = np.random.default_rng(2)
     df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 20 + s + e + rng.normal(0, 0.3),
                         "imagenet_top1": 40 + s + rng.normal(0, 0.3), "flickr_mean": 30 + s + rng.normal(0, 0.3)}
@@ -373,7 +374,7 @@ def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
 
 
 def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
-    from thesis_lib.study.figures import ABLATION_METRICS
+    from thesis_lib.study.reporting.figures import ABLATION_METRICS
     assert "flickr_mean" in ABLATION_METRICS
     rng = np.random.default_rng(4)
     variants = ["tte_after", "tte_after_ls", "tte_shared"]
@@ -585,7 +586,8 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
     """The 1e-5 arm is the TTE' itself (Table 2's claim), read at the config's default; the others the γ-init
     claims; one x position each, its numbers those of ``tables.difference_frame``."""
     from thesis_lib.config import get_config
-    from thesis_lib.study import figures, grids, reference, tables
+    from thesis_lib.study.reporting import figures, tables
+    from thesis_lib.study import grids, reference
     params = _demo_params()
     default = get_config("demo").model.tte_layer_scale
     doses = figures.dose_claims(default)
@@ -605,7 +607,8 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
 
 
 def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_main_effect():
-    from thesis_lib.study import figures, reference, tables
+    from thesis_lib.study.reporting import figures, tables
+    from thesis_lib.study import reference
     params = _demo_params()
     assert [c.text for c in figures.HEADLINE] == [c.text for c in reference.CLAIMS
                                                   if c.in_thesis or c.text == figures.LN_MAIN_EFFECT]

@@ -1,5 +1,5 @@
 """study/recipe and docs/full_scale.md against the code. Every command of the guide (and of README's full-scale
-subsection, and of the scripts ``python -m thesis_lib.study.recipe commands`` writes) is expanded by bash with every
+subsection, and of the scripts ``python -m thesis_lib.study.full_scale.recipe commands`` writes) is expanded by bash with every
 program replaced by a recorder (nothing runs), then parsed by the real parser of what it calls: thesis_lib's CLIs
 (their own argparse, ``--set`` fields through ``get_config``), torchrun's, papermill's (``-p`` / ``-y`` names
 against the notebook's ``parameters`` cell, overrides through ``get_config``), the Makefile's targets. No two
@@ -22,7 +22,8 @@ import yaml
 
 from thesis_lib.config import get_config
 from thesis_lib.paths import ROOT, results_dir
-from thesis_lib.study import grids, recipe
+from thesis_lib.study import grids
+from thesis_lib.study.full_scale import recipe
 from thesis_lib.study.runs import SEEDS, StudyParams
 from thesis_lib.training.results import OPERATIONAL, RunPaths, _identity
 from thesis_lib.training.run import overrides_of, run_config
@@ -34,7 +35,6 @@ RECORD = r"""command_not_found_handle() { local r; r=$(printf '%s\x1f' "${CUDA_V
 source() { :; }
 PATH=/nonexistent-recipe-check
 """
-ENTRY = {"thesis_lib.evaluate": "thesis_lib.evaluate_cli"}     # evaluate.py hands its __main__ to evaluate_cli
 
 
 def bash_blocks(text: str) -> list[str]:
@@ -83,7 +83,7 @@ def module_args(module: str, argv: list[str]) -> argparse.Namespace:
     err = io.StringIO()
     with mock.patch.object(argparse.ArgumentParser, "parse_args", parse), contextlib.redirect_stderr(err):
         try:
-            importlib.import_module(ENTRY.get(module, module)).main(argv)
+            importlib.import_module(module).main(argv)
         except _Parsed as parsed:
             return parsed.args[0]
         except SystemExit:
@@ -331,7 +331,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
     from thesis_lib.data import shard_index
     from thesis_lib.models import check as mc
     from thesis_lib.models import download as md
-    from thesis_lib.study.fixtures import SHRINK, download_mirror
+    from thesis_lib.study.full_scale.fixtures import SHRINK, download_mirror
     work, shared = tmp_path / "work", tmp_path / "shared"
     counts = download_mirror(tmp_path / "mirror", work)
     monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "mirror"))
@@ -357,7 +357,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             else:
                 {"coco": lambda: dd.coco(a.data, source), "flickr30k": lambda: dd.flickr30k(a.data, a.archive, source),
                  "imagenet": lambda: dd.imagenet(a.data, a.archive, source)}[a.what]()
-        elif module == "thesis_lib.study.recipe" and a.what == "mix":
+        elif module == "thesis_lib.study.full_scale.recipe" and a.what == "mix":
             capsys.readouterr()
             assert recipe.main(argv[3:]) == 0
             mix = capsys.readouterr().out.strip()
@@ -368,8 +368,8 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             assert shard_index.main([mix]) == 0
         steps.append(module)
     assert steps == ["make", "thesis_lib.models.download"] + ["thesis_lib.data.download"] * 5 + [
-        "thesis_lib.study.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.study.pilot",
-        "thesis_lib.study.recipe", "bash"]
+        "thesis_lib.study.full_scale.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.study.full_scale.pilot",
+        "thesis_lib.study.full_scale.recipe", "bash"]
     assert mix == recipe.mix(str(shared / "data"))
     assert (shared / "data" / "cc12m" / "shards.txt").read_text().split()[0] == "cc12m-train-0000.tar"
 

@@ -12,7 +12,7 @@ from thesis_lib.models.representations import (
     TextEmbedding,
     TransformerStack,
     patchify,
-    pre_ln_block,
+    PreLNBlock,
     sincos_2d,
 )
 
@@ -90,10 +90,10 @@ def test_text_positions_follow_eq7(rule):
         assert torch.count_nonzero(pe[0, 4]) > 0             # ... T_SEP does not
 
 
-def test_pre_ln_block_is_exactly_eqs_9_and_10():
+def test_PreLNBlock_is_exactly_eqs_9_and_10():
     torch.manual_seed(0)
     D, H = 16, 4
-    block = pre_ln_block(D, H).eval()
+    block = PreLNBlock(D, H).eval()
     x = torch.randn(2, 5, D)
 
     def mha(h):  # multi-head attention written out from the block's own weights
@@ -121,7 +121,7 @@ def test_post_ln_block_is_the_data2vec2_altblock():
 
 def test_padding_mask_keeps_real_tokens_independent_of_padding():
     torch.manual_seed(0)
-    stack = TransformerStack([pre_ln_block(16, 4) for _ in range(2)]).eval()
+    stack = TransformerStack([PreLNBlock(16, 4) for _ in range(2)]).eval()
     x = torch.randn(1, 4, 16)
     padded = torch.cat([x, torch.randn(1, 3, 16)], dim=1)
     mask = torch.tensor([[False] * 4 + [True] * 3])
@@ -129,7 +129,7 @@ def test_padding_mask_keeps_real_tokens_independent_of_padding():
 
 
 def test_vit_b_parameter_counts():
-    assert n_params(pre_ln_block(768, 12)) == VIT_B_BLOCK
+    assert n_params(PreLNBlock(768, 12)) == VIT_B_BLOCK
     assert n_params(PostLNBlock(768, 12)) == VIT_B_BLOCK
     emb = ImageEmbedding(get_config("thesis").model.image, 768)
     assert n_params(emb) == 590_592 + 768                   # patch projection + I_CLS (sin-cos table is fixed)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from thesis_lib.study import stats
-from thesis_lib.study.stats import (
+from thesis_lib.study.statistics import stats
+from thesis_lib.study.statistics.stats import (
     COMPARISONS,
     VERDICTS,
     PairedTest,

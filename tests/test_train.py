@@ -54,7 +54,7 @@ def test_finished_result_is_reused_and_never_overwritten_by_another_config(smoke
 
 
 def test_no_weight_decay_on_embeddings_norms_tte_and_layerscale():
-    model = build_model("smoke", "tte_after_ls")
+    model = build_model(get_config("smoke", "tte_after_ls"))
     decay, no_decay = param_groups(model, 0.01)
     names = {id(p): n for n, p in model.named_parameters()}
     skipped = {names[id(p)] for p in no_decay["params"]}
@@ -214,7 +214,8 @@ def test_the_budget_variant_gives_the_tte_the_thesis_summed_learning_rate():
     (4.46 over 44,632 steps at 2e-4), everything else as in TTE'; the other variants keep two groups."""
     from transformers import get_cosine_schedule_with_warmup
 
-    from thesis_lib.training.engine import THESIS_GLOBAL_BATCH, make_optimizer, summed_lr, tte_lr_scale
+    from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN
+    from thesis_lib.training.engine import make_optimizer, summed_lr, thesis_summed_lr, tte_lr_scale
     t = get_config("demo").train
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=1.0)
@@ -225,25 +226,25 @@ def test_the_budget_variant_gives_the_tte_the_thesis_summed_learning_rate():
         sched.step()
     assert summed_lr(t, 256) == pytest.approx(total * t.base_lr, rel=1e-9)        # HF's own schedule, summed
     thesis = get_config("thesis").train
-    assert summed_lr(thesis, THESIS_GLOBAL_BATCH, 44632) == pytest.approx(4.4636, abs=1e-3)
-    assert tte_lr_scale(thesis, THESIS_GLOBAL_BATCH, "thesis") == pytest.approx(1.0, abs=1e-4)
-    assert tte_lr_scale(t, 128, "") is None
-    model = build_model("smoke", "tte_after_ls_budget")
-    opt, _ = make_optimizer(model, get_config("smoke").train, 1, "thesis")
+    assert summed_lr(thesis, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN) == thesis_summed_lr() == pytest.approx(4.4636, abs=1e-3)
+    assert tte_lr_scale(thesis, THESIS_GLOBAL_BATCH, thesis_summed_lr()) == pytest.approx(1.0, abs=1e-4)
+    assert tte_lr_scale(t, 128, None) is None
+    model = build_model(get_config("smoke", "tte_after_ls_budget"))
+    opt, _ = make_optimizer(model, get_config("smoke").train, 1, thesis_summed_lr())
     assert len(opt.param_groups) == 3
     names = {id(p): n for n, p in model.named_parameters()}
     assert sorted(names[id(p)] for p in opt.param_groups[2]["params"]) == ["token_type_embeddings.weight",
                                                                             "tte_scale.gamma"]
-    scale = tte_lr_scale(get_config("smoke").train, get_config("smoke").train.batch_size, "thesis")
+    scale = tte_lr_scale(get_config("smoke").train, get_config("smoke").train.batch_size, thesis_summed_lr())
     assert opt.param_groups[2]["lr"] == pytest.approx(opt.param_groups[1]["lr"] * scale)
-    assert len(make_optimizer(build_model("smoke", "tte_after_ls"), get_config("smoke").train, 1)[0].param_groups) == 2
+    assert len(make_optimizer(build_model(get_config("smoke", "tte_after_ls")), get_config("smoke").train, 1)[0].param_groups) == 2
 
 
 def test_the_thesis_decay_rule_decays_the_type_vectors_positions_and_cls():
     """train.decay_rule='thesis' (TimCares/MasterThesis@63a7062 Sx3HRe.py:166-173): only 1-D parameters, biases and
     the token table are exempt; ours also exempts every embedding. The two differ on exactly three tensors here."""
     from thesis_lib.training.engine import exempt
-    model = build_model("demo", "tte_after_ls")
+    model = build_model(get_config("demo", "tte_after_ls"))
     differ = sorted(n for n, p in model.named_parameters() if exempt(n, p) != exempt(n, p, "thesis"))
     assert differ == ["image_encoder.embed.cls_token", "text_encoder.embed.embed_positions.weight",
                       "token_type_embeddings.weight"]

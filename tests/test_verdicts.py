@@ -1,4 +1,4 @@
-"""What the verdicts rest on (thesis_lib/study/verdicts.py, reference.margin_conventions, stats.words): the margin
+"""What the verdicts rest on (thesis_lib/study/statistics/verdicts.py, reference.margin_conventions, stats.words): the margin
 conventions against an independent computation, the thesis-noise table against binomial arithmetic, the one-line
 conclusions against the claims table they come from."""
 import math
@@ -8,8 +8,10 @@ import pytest
 from scipy.special import expit, logit
 
 from thesis_lib import study
-from thesis_lib.study import reference, sequential, tables, verdicts
-from thesis_lib.study.stats import COMPATIBLE, words
+from thesis_lib.study import reference
+from thesis_lib.study.statistics import sequential, verdicts
+from thesis_lib.study.reporting import tables
+from thesis_lib.study.statistics.stats import COMPATIBLE, words
 
 
 @pytest.fixture(autouse=True)

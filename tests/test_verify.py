@@ -1,4 +1,4 @@
-"""thesis_lib.study.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
+"""thesis_lib.study.statistics.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
 the last-bit drift measured across kernels and tight enough that a run behaving like another seed fails on every
 family ``make verify`` retrains; a failure is one line naming run, metric, values and tolerance; a verdict that a
 swapped run changes is named."""
@@ -10,7 +10,8 @@ import pytest
 
 from thesis_lib.metrics import label
 from thesis_lib.paths import ROOT
-from thesis_lib.study import grids, verify
+from thesis_lib.study import grids
+from thesis_lib.study.statistics import verify
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 
 COMMITTED = ROOT / "results"

@@ -17,8 +17,8 @@ def __getattr__(name):  # lazily, so `python -m thesis_lib.training.run` or `.ev
         from .training.run import run_experiment
         return run_experiment
     if name in ("retrieval_recalls", "zero_shot_accuracy"):
-        from . import evaluate
-        return getattr(evaluate, name)
+        from . import evaluation
+        return getattr(evaluation, name)
     raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
 
 __all__ = [

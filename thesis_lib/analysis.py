@@ -19,10 +19,10 @@ import torch
 
 from .config import config_of
 from .errors import CheckpointError, ConfigError
-from .evaluate import EvalContext, evaluate
+from .evaluation import EvalContext, evaluate
 from .metrics import ABLATED
 from .models.checkpoints import load_strict, torch_load
-from .models.emkum import IMAGE, TEXT, build_model, tte_ablation
+from .models.emkum import IMAGE, TEXT, build_model
 from .version import __version__
 
 PROBE_ITEMS = 256            # test pictures and captions a run's analyses look at (the first of the COCO-like set)
@@ -40,24 +40,40 @@ def evaluating(model: torch.nn.Module):
         model.train(was_training)
 
 
+class WithTypes:
+    """An evaluation-side view of an EMKUM whose forward uses the given type vectors (``models.emkum.TYPES``:
+    "removed" or "swapped"): ``evaluate`` calls its ``encode_image``/``encode_text``; all else is the model's."""
+
+    def __init__(self, model, types: str):
+        self.model, self.types = model, types
+
+    def encode_image(self, images):
+        return self.model.encode_image(images, self.types)
+
+    def encode_text(self, tokens):
+        return self.model.encode_text(tokens, self.types)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
 def tte_ablation_metrics(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
     """The trained model evaluated with its TTE removed and with the modalities' type vectors swapped, on the
     metrics the registry marks ``ablated``."""
     out = {}
-    for mode in ("removed", "swapped"):
-        with tte_ablation(model, mode):
-            m = evaluate(model, retrieval, zero_shot, ctx)
-        out[mode] = {k: m[k] for k in ABLATED}
+    for types in ("removed", "swapped"):
+        m = evaluate(WithTypes(model, types), retrieval, zero_shot, ctx)
+        out[types] = {k: m[k] for k in ABLATED}
     return out
 
 
-def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, mode: str = "none"):
+def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, mode: str = "own"):
     """H'_L of both modalities under a TTE ablation: [(modality, (B, T, D) vectors, (B, T) True where a token is
     real)] for the images and the captions."""
     out = []
-    with evaluating(model), tte_ablation(model, mode):
+    with evaluating(model):
         for modality, inputs in ((IMAGE, images), (TEXT, tokens)):
-            h, pad = model.encoder_outputs(inputs, modality)
+            h, pad = model.encoder_outputs(inputs, modality, mode)
             real = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device) if pad is None else ~pad
             out.append((modality, h.float(), real))
     return out
@@ -67,7 +83,7 @@ def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, mode: str
 def tte_contribution(model, images: torch.Tensor, tokens: torch.Tensor) -> dict | None:
     """‖γ ⊙ t_type‖ / ‖H_L‖ averaged over the real tokens, per modality ({"image", "text"}); None without a TTE
     after the encoders. H_L is the encoder output without the TTE."""
-    if model.cfg.spec.tte != "after":
+    if model.tte.place != "after":
         return None
     out = {}
     for modality, h, real in _encoder_tokens(model, images, tokens, "removed"):
@@ -79,7 +95,7 @@ def tte_contribution(model, images: torch.Tensor, tokens: torch.Tensor) -> dict 
 def tte_monitor(model, images: torch.Tensor, tokens: torch.Tensor):
     """For ``train_loop``'s log rows: a function of the model giving {"tte_ratio": tte_contribution(...)} on fixed
     inputs; None for a variant without a TTE after the encoders."""
-    if model.cfg.spec.tte != "after":
+    if model.tte.place != "after":
         return None
     return lambda m: {"tte_ratio": tte_contribution(m, images, tokens)}
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, DROPOUT, FINITE, NON_NEGATIVE, POSITIVE,
                             SEED, TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of, replace_path)
@@ -92,6 +93,23 @@ BERT_TEXT = TextConfig(vocab_size=30522, max_len=64, max_positions=512, bos_id=1
 
 
 @dataclass(frozen=True)
+class TTEConfig:
+    """What EMKUM's forward reads about the token-type embedding (TTE chapter Eqs. 1-5), typed; derived from the
+    variant (``ModelConfig.tte``), never stored on its own.
+
+    place       where t_type is added: "" (nowhere), "before" (to the encoders' input H_0, TTE chapter Eqs. 1-3) or
+                "after" (to their output H_L, TTE chapter Eq. 4)
+    layerscale  after the encoders, t_type is scaled by a LayerScale γ ∈ R^D shared by both modalities (TTE chapter Eq. 5)
+    gamma_init  γ's initial value (the thesis's: 1e-5)
+    shared_type both modalities get one vector, the mean of the two rows (a control without modality information)
+    """
+    place: Literal["", "before", "after"]
+    layerscale: bool
+    gamma_init: float
+    shared_type: bool
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """EMKUM: image encoder + text encoder + shared pre-LN block(s) + KD head (docs/sources.md §1)."""
     image: ImageConfig = field(default_factory=ImageConfig)
@@ -125,6 +143,13 @@ class ModelConfig:
     @property
     def spec(self) -> VariantSpec:
         return VARIANT_SPECS[self.variant]
+
+    @property
+    def tte(self) -> TTEConfig:
+        """The variant's token-type embedding; γ starts at the variant's own value (a dose) or ``tte_layer_scale``."""
+        s = self.spec
+        return TTEConfig(s.tte, s.layerscale, self.tte_layer_scale if s.layerscale_init is None else s.layerscale_init,
+                         s.shared_type)
 
 
 @dataclass(frozen=True)
@@ -212,9 +237,13 @@ class TrainConfig:
     log_every: int = knob(25, rule=AT_LEAST_ONE, role="operational")
     ckpt_every: int = knob(200, rule=AT_LEAST_ONE, role="operational")  # steps between checkpoints
     # steps between checkpoints also kept as checkpoint-step<N>.pt (a multiple of ckpt_every; 0 = none): the
-    # snapshots a held-out curve is evaluated on afterwards (thesis_lib.study.designs)
+    # snapshots a held-out curve is evaluated on afterwards (thesis_lib.study.statistics.designs)
     keep_every: int = knob(0, rule=AT_LEAST_ZERO, role="operational")
     grad_clip: float = knob(0.0, rule=NON_NEGATIVE)  # 0 = off (thesis: none)
+
+
+THESIS_GLOBAL_BATCH = 512   # the thesis run's pairs per step: 256 per GPU on 2 GPUs (docs/sources.md §3)
+THESIS_STEPS_RUN = 44632    # its steps: it stopped 4 before the 44,636 its schedule (TrainConfig.steps) has
 
 
 @dataclass(frozen=True)

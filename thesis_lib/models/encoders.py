@@ -1,9 +1,9 @@
 """The modality-specific encoders of EMKUM: Data2Vec2 image and text models, and transformers alternatives.
 
-Every encoder maps its input to (H_L, padding_mask) and accepts an optional ``type_vector`` (D,) that is added to
-every token of its block input H_0 (VLMo-style TTE before the encoders, TTE chapter Eqs. 1-2; VLMo adds it to the embedding
-output, i.e. after the embedding LayerNorm). Parameter names follow the original checkpoints (docs/sources.md §7)
-so that ``thesis_lib.models.checkpoints`` maps keys one-to-one.
+Every encoder has two halves that EMKUM calls in turn (``models/emkum.py``, where the TTE is added between or after
+them): ``embed_inputs(inputs) -> (H_0, padding_mask)``, the block input after the embedding LayerNorm (where VLMo
+adds its TTE), and ``blocks(H_0, padding_mask) -> H_L``; calling the encoder runs both. Parameter names follow the
+original checkpoints (docs/sources.md §7) so that ``thesis_lib.models.checkpoints`` maps keys one-to-one.
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ class Data2Vec2ImageEncoder(nn.Module):
         self.norm = nn.LayerNorm(dim, eps=eps)                 # context_encoder.norm
         self.blocks = TransformerStack([PostLNBlock(dim, num_heads, mlp_ratio, eps) for _ in range(depth)])
 
-    def forward(self, images: torch.Tensor, type_vector: torch.Tensor | None = None):
-        h = self.norm(self.embed(images))                      # H_{v,0}: (B, N+1, D)
-        if type_vector is not None:
-            h = h + type_vector                                # + T^v_type on every token (TTE chapter Eq. 2)
-        return self.blocks(h), None
+    def embed_inputs(self, images: torch.Tensor):
+        return self.norm(self.embed(images)), None             # H_{v,0}: (B, N+1, D); no padding
+
+    def forward(self, images: torch.Tensor):
+        return self.blocks(*self.embed_inputs(images)), None
 
 
 class Data2Vec2TextEncoder(nn.Module):
@@ -56,41 +56,51 @@ class Data2Vec2TextEncoder(nn.Module):
         for block in self.blocks.blocks:
             block.set_dropout(p)
 
-    def forward(self, tokens: torch.Tensor, type_vector: torch.Tensor | None = None):
+    def embed_inputs(self, tokens: torch.Tensor):
         padding_mask = tokens.eq(self.pad_id)                  # True = pad
-        h = self.dropout(self.norm(self.embed(tokens)))        # H_{w,0}: (B, M+2, D)
-        if type_vector is not None:
-            h = h + type_vector                                # + T^w_type on every token, pads too (TTE chapter Eq. 1)
+        return self.dropout(self.norm(self.embed(tokens))), padding_mask    # H_{w,0}: (B, M+2, D)
+
+    def forward(self, tokens: torch.Tensor):
+        h, padding_mask = self.embed_inputs(tokens)
         return self.blocks(h, padding_mask), padding_mask
 
 
 class HFEncoder(nn.Module):
     """A transformers model (``BertModel``, ``Data2VecTextModel``, ``Data2VecVisionModel``) used as an encoder.
-    The TTE-before variant adds its vector to the output of ``model.embeddings`` through a forward hook."""
+    ``embed_inputs`` runs the model's embedding module; ``blocks`` runs the model on the same inputs with that
+    module's output replaced by the H_0 it is given (a forward hook), so that what EMKUM adds in between (the TTE
+    before the encoders) enters the layers as it would in the model."""
 
     def __init__(self, model: nn.Module, modality: str, pad_id: int | None = None):
         super().__init__()
         self.model, self.modality, self.pad_id = model, modality, pad_id
-        self._type_vector = None
-        model.embeddings.register_forward_hook(self._add_type_vector)
+        self._inputs = self._h0 = None
+        model.embeddings.register_forward_hook(self._use_h0)
 
-    def _add_type_vector(self, module, args, output):
-        if self._type_vector is None:
+    def _use_h0(self, module, args, output):
+        if self._h0 is None:
             return output
-        if isinstance(output, tuple):                          # vision embeddings also return the patch grid
-            return (output[0] + self._type_vector,) + tuple(output[1:])
-        return output + self._type_vector
+        return (self._h0,) + tuple(output[1:]) if isinstance(output, tuple) else self._h0  # vision: + patch grid
 
-    def forward(self, inputs: torch.Tensor, type_vector: torch.Tensor | None = None):
-        self._type_vector = type_vector
+    def embed_inputs(self, inputs: torch.Tensor):
+        self._inputs = inputs                                  # what ``blocks`` runs the model on
+        if self.modality == "text":
+            return self.model.embeddings(input_ids=inputs), inputs.eq(self.pad_id)
+        out = self.model.embeddings(inputs)
+        return (out[0] if isinstance(out, tuple) else out), None
+
+    def blocks(self, h0: torch.Tensor, padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        self._h0 = h0
         try:
             if self.modality == "text":
-                padding_mask = inputs.eq(self.pad_id)
-                out = self.model(input_ids=inputs, attention_mask=(~padding_mask).long())
-                return out.last_hidden_state, padding_mask
-            return self.model(pixel_values=inputs).last_hidden_state, None
+                return self.model(input_ids=self._inputs, attention_mask=(~padding_mask).long()).last_hidden_state
+            return self.model(pixel_values=self._inputs).last_hidden_state
         finally:
-            self._type_vector = None
+            self._h0 = None
+
+    def forward(self, inputs: torch.Tensor):
+        h0, padding_mask = self.embed_inputs(inputs)
+        return self.blocks(h0, padding_mask), padding_mask
 
 
 def hf_encoder(name_or_dir: str, modality: str, keep: int, pad_id: int | None = None,

@@ -18,12 +18,12 @@ world never a caption that fits the picture too: ``thesis_lib.data.world.Descrip
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import torch
-from timm.models.vision_transformer import Block
 from torch import nn
 from torch.nn import functional as F
+
+from .representations import PreLNBlock
 
 
 MODES = ("self-self", "self-cross", "cross-self", "joint")     # Switch-BERT Table 1, M_0..M_3 (X = image)
@@ -68,12 +68,11 @@ class Switcher(nn.Module):
         return F.one_hot(log_pi.argmax(-1), log_pi.shape[-1]).float()     # y_hard: n* = argmax p(M_n)
 
 
-class FusionLayer(Block):
+class FusionLayer(PreLNBlock):
     """A pre-LN block over [text; image]; ``switch=True`` makes its attention a Switch-Attention Block."""
 
     def __init__(self, dim: int, num_heads: int, mlp_ratio: float, switch: bool):
-        super().__init__(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=None,
-                         norm_layer=partial(nn.LayerNorm, eps=1e-6))
+        super().__init__(dim, num_heads, mlp_ratio)
         self.switcher = Switcher(dim) if switch else None
         self.last_choice = None                                          # (B, 4) weights of the last call
 

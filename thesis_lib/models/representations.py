@@ -97,13 +97,16 @@ class TextEmbedding(nn.Module):
         return self.embed_tokens(tokens) + self.embed_positions(self.positions(tokens))  # E_w + T^pos_w
 
 
-def pre_ln_block(dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 1e-6,
-                 init_values: float | None = None) -> Block:
+class PreLNBlock(Block):
     """The chapter's pre-LN block (notation Eqs. 9-10) is timm's ViT ``Block``:
     H'_l = MHA(LN(H_{l-1})) + H_{l-1};  H_l = FFN(LN(H'_l)) + H'_l  (tests/test_representations.py proves it).
-    ``init_values`` adds LayerScale on both branches (CaiT), as the shared block does."""
-    return Block(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=init_values,
-                 norm_layer=partial(nn.LayerNorm, eps=eps))
+    ``init_values`` adds LayerScale on both branches (CaiT), as the shared block does. Every pre-LN block of the
+    package is built here: EMKUM's shared block and the fusion head's layers subclass it."""
+
+    def __init__(self, dim: int, num_heads: int, mlp_ratio: float = 4.0, eps: float = 1e-6,
+                 init_values: float | None = None):
+        super().__init__(dim, num_heads, mlp_ratio, qkv_bias=True, init_values=init_values,
+                         norm_layer=partial(nn.LayerNorm, eps=eps))
 
 
 class PostLNBlock(nn.Module):

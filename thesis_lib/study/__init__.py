@@ -8,12 +8,12 @@ from the library.
 The notebooks call it as ``study.<name>``: the names below.
 """
 from .runs import SEEDS, StudyParams, cpu_workers, expects_learning, run_grid, run_many, run_random_init, run_thesis_regularisation, start, study_params
-from .tables import ablation_table, arm_values, claim_table, curves  # noqa: I001
-from .tables import contrast_test, declared_claims, declared_variants, difference_frame, difference_table, factorial_means
-from .tables import paired_comparison, paired_test
-from .tables import precision_table, preconditions, results_frame, results_table, runs_of, summary
-from .tables import family_claims
-from .verdicts import conclusions, gamma_table, run_sequential, sensitivity, sensitivity_note, shown, thesis_noise, thesis_noise_note
+from .reporting.tables import ablation_table, arm_values, claim_table, curves  # noqa: I001
+from .reporting.tables import contrast_test, declared_claims, declared_variants, difference_frame, difference_table, factorial_means
+from .reporting.tables import paired_comparison, paired_test
+from .reporting.tables import precision_table, preconditions, results_frame, results_table, runs_of, summary
+from .reporting.tables import family_claims
+from .statistics.verdicts import conclusions, gamma_table, run_sequential, sensitivity, sensitivity_note, shown, thesis_noise, thesis_noise_note
 
 __all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "run_thesis_regularisation", "start", "study_params",
            "ablation_table", "arm_values", "claim_table", "contrast_test", "curves", "declared_claims",

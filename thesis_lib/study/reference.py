@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import math
 
-from ..config import get_config
-from ..metrics import METRICS
-from ..variants import VARIANT_SPECS
+from thesis_lib.config import get_config
+from thesis_lib.metrics import METRICS
+from thesis_lib.variants import VARIANT_SPECS
 from . import grids
 from .grids import BASELINE, NOLN, TTE_AFTER, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
 
@@ -170,7 +170,7 @@ def notation_errata() -> list[dict]:
     img = get_config("thesis").model.image
     import torch
 
-    from ..models.representations import TextEmbedding, patchify
+    from thesis_lib.models.representations import TextEmbedding, patchify
     flat = patchify(torch.zeros(1, 3, img.img_size, img.img_size), img.patch_size).shape[-1]
     text = get_config("thesis").model.text
     cls_pos = int(TextEmbedding(text, 8).positions(torch.tensor([[text.bos_id, 5, text.eos_id]]))[0, 0])

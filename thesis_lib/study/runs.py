@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from ..config import PRESETS, get_config
-from ..errors import ConfigError
-from ..paths import figures_dir, results_dir, show_progress
-from ..training.results import RunPaths, existing_result
-from ..training.run import resolve_device, run_config, run_experiment
-from ..variants import VARIANTS
+from thesis_lib.config import PRESETS, get_config
+from thesis_lib.errors import ConfigError
+from thesis_lib.paths import figures_dir, results_dir, show_progress
+from thesis_lib.training.results import RunPaths, existing_result
+from thesis_lib.training.run import resolve_device, run_config, run_experiment
+from thesis_lib.variants import VARIANTS
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def run_many(jobs: list[dict]) -> list[dict]:
     the demo pretraining are prepared first, once. On a GPU the runs go one after another in this process."""
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
         return [run_experiment(**job) for job in jobs]
-    from ..training.prepare import prepare_assets
+    from thesis_lib.training.prepare import prepare_assets
     started = time.monotonic()
     results = [finished_result(job) for job in jobs]
     todo = [i for i, r in enumerate(results) if r is None]
@@ -251,7 +251,7 @@ def run_random_init(params: StudyParams) -> list[dict]:
 
 def random_init_overrides(params: StudyParams) -> dict:
     """Random encoders, the pretrained teacher kept (named by its file, or the demo's)."""
-    from ..models.sources import part_source
+    from thesis_lib.models.sources import part_source
     cfg = get_config(params.preset, overrides=params.overrides())
     teacher = "demo" if cfg.weights.source == "demo" and not cfg.weights.teacher else part_source(cfg, "teacher")
     return {"weights.source": "random", "weights.teacher": teacher}

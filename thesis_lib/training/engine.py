@@ -17,7 +17,7 @@ import torch
 from tqdm import tqdm
 
 from ..cache import torch_save_atomic
-from ..config import ExperimentConfig, TrainConfig
+from ..config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, ExperimentConfig, TrainConfig
 from ..data.throughput import MIN_STEPS, DataPathRate, WaitClock, warn_if_waiting
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError
 from ..models.fusion import anneal, itm_loss
@@ -28,7 +28,6 @@ from .results import RunPaths, append_jsonl, resume_differences, trim_curve
 
 NO_DECAY = ("embed_tokens", "embed_positions", "cls_token", "pos_embed", "token_type_embeddings", "embeddings.")
 TTE_PARAMS = ("token_type_embeddings.", "tte_scale.")     # what a variant's ``tte_budget`` gives its own learning rate
-THESIS_GLOBAL_BATCH = 512      # 2 GPUs × 256 (docs/sources.md §3): the thesis's learning rate is 1e-4 × 512 / 256
 
 
 def exempt(name: str, p: torch.Tensor, rule: str = "ours") -> bool:
@@ -70,22 +69,21 @@ def summed_lr(t: TrainConfig, global_batch: int, run_steps: int | None = None) -
     return float(peak_lr(t, global_batch) * factor.sum())
 
 
-def tte_lr_scale(t: TrainConfig, global_batch: int, budget: str) -> float | None:
-    """The factor on the TTE's learning rate that makes its summed learning rate the thesis run's (``budget`` =
-    "thesis": its 44,632 steps at 2e-4, docs/sources.md §3); None for ``budget`` "" (the run's own)."""
-    if not budget:
-        return None
-    from ..config import get_config
-    return summed_lr(get_config("thesis").train, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN) / summed_lr(t, global_batch)
-
-
-THESIS_STEPS_RUN = 44632       # the thesis run stopped 4 steps before its scheduled 44,636 (docs/sources.md §3)
+def tte_lr_scale(t: TrainConfig, global_batch: int, target: float | None) -> float | None:
+    """The factor on the TTE's learning rate that makes its summed learning rate ``target`` (e.g.
+    ``thesis_summed_lr()``); None for no target (the run's own learning rate)."""
+    return None if target is None else target / summed_lr(t, global_batch)
 
 
 def thesis_summed_lr() -> float:
-    """The thesis run's summed learning rate (≈ 4.46: 44,632 steps of its cosine schedule at a peak of 2e-4)."""
-    from ..config import get_config
-    return summed_lr(get_config("thesis").train, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN)
+    """The thesis run's summed learning rate (≈ 4.46: 44,632 steps of its cosine schedule at a peak of 1e-4 × 512 /
+    256 = 2e-4; its schedule is ``TrainConfig``'s defaults, docs/sources.md §3)."""
+    return summed_lr(TrainConfig(), THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN)
+
+
+def budget_summed_lr(budget: str) -> float | None:
+    """The summed learning rate a variant's ``tte_budget`` asks for its TTE: "thesis" the thesis run's, "" none."""
+    return thesis_summed_lr() if budget == "thesis" else None
 
 
 def steps_for_summed_lr(t: TrainConfig, global_batch: int, target: float) -> int:
@@ -120,10 +118,11 @@ class TrainState:
             self.scaler = torch.amp.GradScaler(self.device.type, enabled=False)
 
 
-def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int, tte_budget: str = ""):
-    """AdamW and its schedule; ``tte_budget`` "thesis": the TTE's parameters at ``tte_lr_scale`` × the lr."""
+def make_optimizer(model: torch.nn.Module, t: TrainConfig, world_size: int, tte_summed_lr: float | None = None):
+    """AdamW and its schedule; with ``tte_summed_lr``, the TTE's parameters get the learning rate whose sum over the
+    run is that (``tte_lr_scale`` × the lr; a variant's ``tte_budget`` "thesis": ``thesis_summed_lr()``)."""
     from transformers import get_cosine_schedule_with_warmup
-    lr, scale = peak_lr(t, t.batch_size * world_size), tte_lr_scale(t, t.batch_size * world_size, tte_budget)
+    lr, scale = peak_lr(t, t.batch_size * world_size), tte_lr_scale(t, t.batch_size * world_size, tte_summed_lr)
     groups = param_groups(model, t.weight_decay, None if scale is None else lr * scale, t.decay_rule)
     opt = torch.optim.AdamW(groups, lr=lr, betas=t.betas, eps=t.eps, fused=True)
     sched = get_cosine_schedule_with_warmup(opt, int(t.warmup_frac * t.steps), t.steps)
@@ -238,25 +237,19 @@ def load_checkpoint(path, s: TrainState, config: dict) -> int:
     return int(state["step"])
 
 
-def train_step(s: TrainState, batch: dict, step: int, cfg: ExperimentConfig, amp) -> tuple:
-    """One optimiser step on one batch (the loss scaled for fp16, the gradients clipped, the schedule stepped, the
-    logit scale clamped); returns the loss and its parts, on the device (no host sync)."""
-    t, raw = cfg.train, s.raw
-    batch = {k: v.to(s.device, non_blocking=True) for k, v in batch.items()}
-    if raw.fusion is not None:
-        raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
-    loss, parts = compute_loss(s.model, raw, batch, s.teacher, t, s.info, amp)
+def optimiser_step(s: TrainState, loss: torch.Tensor, t: TrainConfig) -> None:
+    """Backward and one optimiser step: the loss scaled for fp16, the gradients clipped, the schedule stepped, the
+    logit scale clamped (no host sync)."""
     s.opt.zero_grad(set_to_none=True)
     s.scaler.scale(loss).backward()
     if t.grad_clip:
         s.scaler.unscale_(s.opt)                             # clip the true gradients (no-op unless fp16)
-        torch.nn.utils.clip_grad_norm_(raw.parameters(), t.grad_clip)
+        torch.nn.utils.clip_grad_norm_(s.raw.parameters(), t.grad_clip)
     s.scaler.step(s.opt)                                     # skipped when fp16 gradients overflowed
     s.scaler.update()
     s.sched.step()
     with torch.no_grad():
-        raw.logit_scale.clamp_(0, t.logit_scale_max)
-    return loss, parts
+        s.raw.logit_scale.clamp_(0, t.logit_scale_max)
 
 
 def log_row(s: TrainState, step: int, means: dict, monitor=None) -> dict:
@@ -304,7 +297,11 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
     s.model.train()
     clock = WaitClock(pairs.batches(start_step, t.steps, targets))
     for step, batch in enumerate(clock, start=start_step):
-        loss, parts = train_step(s, batch, step, cfg, amp)
+        batch = {k: v.to(s.device, non_blocking=True) for k, v in batch.items()}
+        if s.raw.fusion is not None:
+            s.raw.fusion.set_tau(anneal(cfg.model.switch_tau, step / t.steps))
+        loss, parts = compute_loss(s.model, s.raw, batch, s.teacher, t, info, amp)     # L = L_KD + L_ITC
+        optimiser_step(s, loss, t)
         with torch.no_grad():
             values = torch.stack([loss.detach().float()] + [v.detach().float() for v in parts.values()])
             sums = values if sums is None else sums + values

@@ -29,8 +29,8 @@ from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
 from ..errors import ConfigError, DeviceError, ThesisError
-from ..evaluate import EvalContext, chance_levels, evaluate
-from ..models.emkum import build_model, tte_gamma_init
+from ..evaluation import EvalContext, chance_levels, evaluate
+from ..models.emkum import build_model
 from ..models.sources import load_teacher, part_source
 from ..numerics import one_thread
 from ..paths import data_dir, results_dir
@@ -41,6 +41,7 @@ from .distributed import (barrier, check_in_sync, check_shared_folder, init_dist
 from .engine import (
     TrainState,
     autocast,
+    budget_summed_lr,
     grad_scaler,
     layerscale_stats,
     load_checkpoint,
@@ -155,25 +156,49 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
     alone (giving both is an error, not a silent choice). ``out_dir``, ``device``, ``resume`` and ``overwrite`` say
     where and how it runs; ``dist_timeout``, how long a process of several waits for another (seconds or e.g. "6h";
     default THESIS_DIST_TIMEOUT, else 6 h: training.distributed). On CPU the run computes on one thread, so that
-    its numbers do not depend on the machine's core count (thesis_lib.numerics)."""
-    cfg = run_config(preset, variant, seed, overrides, config)
+    its numbers do not depend on the machine's core count (thesis_lib.numerics).
+
+    It reads top to bottom: config, data, model, loop (``train_loop``, where the loss is), evaluation."""
+    cfg = run_config(preset, variant, seed, overrides, config)                             # config
     dev = resolve_device(device)
     info = init_distributed(dev, dist_timeout)
     dev = rank_device(dev, info)
     paths = RunPaths(results_dir(out_dir), cfg.preset, cfg.model.variant, cfg.seed)
+    with run_folder(paths, cfg, info, overwrite) as found:
+        if found is not None:                                                               # finished before
+            return found if info.is_main else {}
+        with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
+            data = RunData.load(cfg, info)                                                  # data
+            raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(dev)      # model
+            teacher = load_teacher(cfg).to(dev)
+            state, start = training_state(cfg, raw, teacher, dev, info, paths, resume)
+            targets = teacher_targets(cfg, teacher, data.pairs, dev, info)
+            data_rate = data.pairs.data_path_rate(targets is not None) if info.is_main else None   # files: can
+            if data_rate:                                                                   # the data path keep up?
+                print(data_rate.message(), file=sys.stderr)
+            barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's
+            state.model = wrapped(raw, cfg, dev, info)                                             # collectives
+            start = resumed(state, start, cfg, info)
+            probe = probe_inputs(cfg, data.eval_sets, data.tokenizer, dev) if info.is_main else None
+            monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
+            stats = train_loop(state, data.pairs, targets, cfg, paths, start, data_rate, monitor)   # loop
+            return finish(cfg, raw, data, dev, info, paths, stats, probe)                   # evaluation
+
+
+@contextlib.contextmanager
+def run_folder(paths: RunPaths, cfg: ExperimentConfig, info, overwrite: bool):
+    """The run's folder, checked writable and seen alike by every process, held (one process: a file lock) while
+    the run trains; yields the finished result of the same run when one exists (decided on rank 0: every process
+    reuses it, or none does), else None."""
     on_main(info, lambda: check_writable(paths.dir), "rank 0 to create the output folder")
     check_shared_folder(paths.dir, info)        # several processes: every one must see what rank 0 writes
     check_same_view(info, *data_folder(cfg))     # ... and run the same code and environment on the same data
     lock = paths.lock() if info.world_size == 1 else None
     if lock:
         lock.acquire()
-    try:                                        # decided on rank 0: every process reuses, or none does
-        found = on_main(info, lambda: existing_result(paths, asdict(cfg), overwrite, info.world_size),
-                        "rank 0 to look for a finished result")
-        if found is not None:
-            return found if info.is_main else {}
-        with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
-            return _train_and_evaluate(cfg, dev, info, paths, resume)
+    try:
+        yield on_main(info, lambda: existing_result(paths, asdict(cfg), overwrite, info.world_size),
+                      "rank 0 to look for a finished result")
     finally:
         if lock:
             lock.release()
@@ -200,34 +225,52 @@ def run_config(preset=None, variant=None, seed=None, overrides=None, config=None
     return config
 
 
-def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
-    root = prepare_assets(cfg)          # world, tokenizer, demo pretraining: built once, cached on disk
-    seed_everything(cfg.seed)
-    tokenizer = load_tokenizer(cfg, root)
-    eval_sets = build_eval_sets(cfg, tokenizer, root) if info.is_main else None   # fail early on bad eval data
-    raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(device)
-    teacher = load_teacher(cfg).to(device)
-    pairs = TrainPairs.of(cfg, tokenizer, root, info.rank, info.world_size)
-    targets = teacher_targets(cfg, teacher, pairs, device, info)
-    data_rate = pairs.data_path_rate(targets is not None) if info.is_main else None     # files: can the data path keep up?
-    if data_rate:
-        print(data_rate.message(), file=sys.stderr)
+@dataclasses.dataclass
+class RunData:
+    """What a run reads: its prepared assets' folder, the tokenizer, the evaluation sets (rank 0) and the training
+    pairs of this process."""
+    root: Path
+    tokenizer: object
+    eval_sets: tuple | None
+    pairs: TrainPairs
+
+    @classmethod
+    def load(cls, cfg: ExperimentConfig, info) -> "RunData":
+        root = prepare_assets(cfg)          # world, tokenizer, demo pretraining: built once, cached on disk
+        seed_everything(cfg.seed)
+        tokenizer = load_tokenizer(cfg, root)
+        eval_sets = build_eval_sets(cfg, tokenizer, root) if info.is_main else None   # fail early on bad eval data
+        return cls(root, tokenizer, eval_sets, TrainPairs.of(cfg, tokenizer, root, info.rank, info.world_size))
+
+
+def training_state(cfg: ExperimentConfig, raw, teacher, device, info, paths: RunPaths, resume) -> tuple:
+    """What the loop trains with (the optimiser on the model as defined; ``wrapped`` sets the model as stepped) and
+    the checkpoint to continue from (rank 0 decides; ``resumed`` loads it)."""
+    optimiser = make_optimizer(raw, cfg.train, info.world_size, budget_summed_lr(cfg.model.spec.tte_budget))
+    state = TrainState(raw, raw, teacher, *optimiser, info, device, grad_scaler(cfg.train.precision, device))
+    return state, on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
+
+
+def wrapped(raw, cfg: ExperimentConfig, device, info):
+    """The model as the loop steps it: DDP over several processes, compiled where the config says."""
     model = raw
-    barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's collectives
     if info.world_size > 1:
         model = torch.nn.parallel.DistributedDataParallel(raw, device_ids=[device.index] if device.type == "cuda"
                                                           else None)
-    if cfg.train.compile:
-        model = torch.compile(model)
-    optimiser = make_optimizer(raw, cfg.train, info.world_size, cfg.model.spec.tte_budget)
-    state = TrainState(model, raw, teacher, *optimiser, info, device, grad_scaler(cfg.train.precision, device))
-    start = 0
-    ckpt = on_main(info, lambda: _checkpoint_to_resume(resume, paths), "rank 0 to look for a checkpoint")
-    if ckpt is not None:                        # every process continues from rank 0's checkpoint, or none does
-        start = on_every_rank(info, lambda: load_checkpoint(ckpt, state, asdict(cfg)), f"to load {ckpt}")
-    probe = probe_inputs(cfg, eval_sets, tokenizer, device) if info.is_main else None
-    monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
-    stats = train_loop(state, pairs, targets, cfg, paths, start, data_rate, monitor)
+    return torch.compile(model) if cfg.train.compile else model
+
+
+def resumed(state: TrainState, ckpt: Path | None, cfg: ExperimentConfig, info) -> int:
+    """The step to start from: 0, or the checkpoint's (every process continues from rank 0's, or none does)."""
+    if ckpt is None:
+        return 0
+    return on_every_rank(info, lambda: load_checkpoint(ckpt, state, asdict(cfg)), f"to load {ckpt}")
+
+
+def finish(cfg: ExperimentConfig, raw, data: RunData, device, info, paths: RunPaths, stats: dict, probe) -> dict:
+    """After the loop: the data path's counts, the processes checked in sync, and on rank 0 the evaluation, written
+    as the run's result."""
+    pairs = data.pairs
     if pairs.shard_reports:
         stats["shards"] = {name: dataclasses.asdict(r) for name, r in pairs.shard_reports.items()}
     if pairs.images is None:                    # files: samples whose image did not decode (since start or resume),
@@ -236,7 +279,7 @@ def _train_and_evaluate(cfg, device, info, paths: RunPaths, resume) -> dict:
     if not info.is_main:
         barrier(info, "rank 0 to evaluate the run")
         return {}
-    result = _result(cfg, raw, tokenizer, eval_sets, device, paths, stats, probe)
+    result = _result(cfg, raw, data.tokenizer, data.eval_sets, device, paths, stats, probe)
     write_json_atomic(paths.result, result)
     barrier(info, "rank 0 to evaluate the run")
     return read_result(paths.result)           # the same form a later reuse returns (lists, not tuples)
@@ -287,13 +330,13 @@ def evaluate_trained(cfg, raw, tokenizer, eval_sets, device, probe, say=lambda w
         out["fusion"] = extras                                   # the switches' hard choices (notebook 05)
     say("modality probe")
     out["modality_probe"] = modality_probe(raw, *probe)          # is the modality readable without a TTE? (04)
-    if cfg.model.spec.tte == "after":                            # is the TTE used? (notebook 04)
+    if cfg.model.tte.place == "after":                           # is the TTE used? (notebook 04)
         say("TTE ablation")
         out["tte_ablation"] = tte_ablation_metrics(raw, retrieval, zero_shot, ctx)
         out["tte_contribution"] = tte_contribution(raw, *probe)  # the TTE's share of the encoder output
     ls = layerscale_stats(raw)
     if ls is not None:
-        out["layerscale"] = {**ls, "init": tte_gamma_init(cfg.model)}
+        out["layerscale"] = {**ls, "init": cfg.model.tte.gamma_init}
     return out
 
 

@@ -9,15 +9,16 @@ import math
 
 import pandas as pd
 
-from ..config import get_config
-from ..data.world import CLASSES
-from ..metrics import CLAIMED, HEADLINE, METRICS, PRECISION, PRIMARY, TABLE, label
-from ..training.results import RunPaths, load_results, read_jsonl
-from ..variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
-from . import grids, reference, sequential
-from .grids import BASELINE
-from .runs import StudyParams
-from .stats import (ALPHA, PairedTest, decide, fmt, fmt_p, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed,
+from thesis_lib.config import get_config
+from thesis_lib.data.world import CLASSES
+from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRECISION, PRIMARY, TABLE, label
+from thesis_lib.training.results import RunPaths, load_results, read_jsonl
+from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
+from .. import grids, reference
+from ..statistics import sequential
+from ..grids import BASELINE
+from ..runs import StudyParams
+from ..statistics.stats import (ALPHA, PairedTest, decide, fmt, fmt_p, fmt_seeds, holm, mean_ci, paired_difference, seeds_needed,
                     words)
 
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape

@@ -19,8 +19,9 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-from . import grids, tables
-from .runs import SEEDS
+from .. import grids
+from ..reporting import tables
+from ..runs import SEEDS
 
 TOLERANCE_SDS = 1.0   # a replayed run may differ from the committed one by this many between-seed SDs per metric
 FORKED_SDS = 3 * math.sqrt(2)   # a forked run: 3 SDs of the difference of two independent draws (√2 between-seed SDs)

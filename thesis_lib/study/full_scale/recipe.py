@@ -2,10 +2,10 @@
 every run the notebooks read at the thesis preset, what each costs in GPU-hours and disk, and the commands that
 train each run once from the command line (one GPU, one node of 8, SLURM) so that the notebooks then reuse it.
 
-    python -m thesis_lib.study.recipe mix "$DATA"                   # the training mixture, as data.train_sets
-    python -m thesis_lib.study.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
-    python -m thesis_lib.study.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
-    python -m thesis_lib.study.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
+    python -m thesis_lib.study.full_scale.recipe mix "$DATA"                   # the training mixture, as data.train_sets
+    python -m thesis_lib.study.full_scale.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
+    python -m thesis_lib.study.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
+    python -m thesis_lib.study.full_scale.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
 
 Times use the slower of the GPU and the data path (``pace``): a GPU steps ``H100_PAIRS_PER_S`` (a goal, not a
 measurement), and the DataLoader workers of its process decode ``workers × r`` pairs/s, r being the per-core rate
@@ -24,14 +24,14 @@ import functools
 import math
 from pathlib import Path
 
-from ..config import get_config
-from . import grids, sequential
-from .runs import (SEEDS, THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides)
+from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, get_config
+from .. import grids
+from ..statistics import sequential
+from ..runs import (SEEDS, THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides)
 
-GLOBAL_BATCH = 512          # the thesis's: 256 per GPU on 2 GPUs (docs/sources.md §3)
 THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/MasterThesis, docs/thesis/experiments/
 #                                      differences_to_unimodal_kd.typ), for 44,632 steps of 512 pairs
-THESIS_PAIRS_PER_S = 44632 * GLOBAL_BATCH / (THESIS_HOURS * 3600)        # ≈ 920 on the two GPUs together (derived)
+THESIS_PAIRS_PER_S = THESIS_STEPS_RUN * THESIS_GLOBAL_BATCH / (THESIS_HOURS * 3600)        # ≈ 920 on the two GPUs together (derived)
 H100_PAIRS_PER_S = 2500     # this repository's goal for one H100 (issue 38), NOT a measurement: an estimate
 BYTES_PER_PARAMETER = 12    # checkpoint.pt: fp32 weights + AdamW's two fp32 moments
 NB05_SEEDS, NB05_FUSION = (0, 1, 2), grids.FUSION_TRAINED    # notebook 05's seeds, fusion_variants
@@ -59,7 +59,7 @@ def workers(cores_per_gpu: int) -> int:
 def decode_rates() -> dict:
     """Measured images/s per CPU core (decode + both views) per image shape and decoder (``rates``), the command and
     the machine (``machine_name``): ``benchmarks/measured.json``'s ``data_path_shapes``."""
-    from .measured import load, value
+    from ..reporting.measured import load, value
     data = load()
     return {**data["data_path_shapes"], "machine_name": value(data, "data_path_shapes.machine.with_isa")}
 
@@ -96,7 +96,7 @@ def notebook_params(notebook: str) -> StudyParams:
     mixture as the shell variables DATA, CKPT, OUT and MIX (the commands quote them, the shell fills them in); the
     global batch of 512 on one process."""
     data_root, checkpoints, output_dir, mix = "$DATA", "$CKPT", "$OUT", "$MIX"
-    extra = {"data.train_sets": mix, "train.batch_size": GLOBAL_BATCH}
+    extra = {"data.train_sets": mix, "train.batch_size": THESIS_GLOBAL_BATCH}
     return StudyParams("thesis", NB05_SEEDS if notebook == "05" else SEEDS, "cuda", output_dir, data_root, checkpoints,
                        True, tuple(sorted(extra.items())))
 
@@ -108,7 +108,7 @@ def notebook_jobs(notebook: str, params: StudyParams, table1_seeds: int | None =
         return (grid_jobs(params, ("baseline",)) + ablation_jobs(params, "random-init", random_init_overrides(params))
                 + ablation_jobs(params, "thesis-regularisation", THESIS_REGULARISATION))
     if notebook == "02":
-        from .verdicts import sequential_claim
+        from ..statistics.verdicts import sequential_claim
         design = sequential.TABLE1_PRIMARY
         looks = [n for n in design.looks_for(params.preset) if n <= (table1_seeds or design.looks[0])]
         arms = sequential_claim(design).arms_variants
@@ -139,7 +139,7 @@ def parameters(variant: str) -> int:
     """The thesis preset's trainable parameters of ``variant`` (built on the meta device: no memory, no weights)."""
     import torch
 
-    from ..models.emkum import build_model
+    from thesis_lib.models.emkum import build_model
     with torch.device("meta"):
         model = build_model(get_config("thesis", variant, overrides={"weights.source": "random"}), pretrained=False)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -152,7 +152,7 @@ def checkpoint_gb(variant: str) -> float:
 def run_hours(per_gpu: float | None = None) -> tuple[float, float]:
     """GPU-hours of one run of 44,636 steps × 512 pairs: at the thesis's rate, and at ``per_gpu`` pairs/s (default:
     ``pace()``, the slower of the H100 goal and the data path)."""
-    pairs = get_config("thesis").train.steps * GLOBAL_BATCH
+    pairs = get_config("thesis").train.steps * THESIS_GLOBAL_BATCH
     return pairs / (THESIS_PAIRS_PER_S / THESIS_GPUS) / 3600, pairs / (per_gpu or pace()[0]) / 3600
 
 
@@ -232,7 +232,7 @@ def cli_args(job: dict, processes: int, quote=lambda v: f'"{v}"', cores_per_gpu:
     per GPU, operational: the result does not depend on it)."""
     over = dict(job["overrides"])
     root, ckpt = over.pop("data.root"), over.pop("weights.checkpoint_dir")
-    over["train.batch_size"] = int(over.get("train.batch_size", GLOBAL_BATCH)) // processes
+    over["train.batch_size"] = int(over.get("train.batch_size", THESIS_GLOBAL_BATCH)) // processes
     over["data.num_workers"] = workers(cores_per_gpu)
     return (["-m", "thesis_lib.training.run", "--preset", job["preset"], "--variant", job["variant"], "--seed",
              str(job["seed"]), "--device", device, "--data-root", quote(root), "--checkpoints", quote(ckpt),
@@ -261,7 +261,7 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
     recipe's, elsewhere (the rehearsal's, in miniature)."""
     jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
     need = '"$DATA" "$CKPT" "$OUT" "$MIX"' + (' "$PARTITION" "$ACCOUNT"' if layout == "slurm" else "")
-    head = [f"# python -m thesis_lib.study.recipe commands --layout {layout}"
+    head = [f"# python -m thesis_lib.study.full_scale.recipe commands --layout {layout}"
             + (f" --table1-seeds {table1_seeds}" if table1_seeds else "")
             + (f" --cores-per-gpu {cores_per_gpu}" if cores_per_gpu != CORES_PER_GPU else "") + f": {len(jobs)} runs",
             f'set -eu; : {need}   # docs/full_scale.md',
@@ -285,7 +285,7 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.recipe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.recipe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("mix", help="the thesis's training mixture, as data.train_sets")
     m.add_argument("data", nargs="?", default="$DATA", help="the data folder (default: the text $DATA)")

@@ -14,11 +14,12 @@ import math
 import pandas as pd
 from scipy import stats as sps
 
-from ..metrics import label
-from ..variants import VARIANT_LABELS
-from . import grids, reference, sequential
+from thesis_lib.metrics import label
+from thesis_lib.variants import VARIANT_LABELS
+from .. import grids, reference
+from . import sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from .tables import _claim_rows, _digits, paired_test, runs_of
+from ..reporting.tables import _claim_rows, _digits, paired_test, runs_of
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
                "other version": "the other version's relative effect",
@@ -167,9 +168,9 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
     the last look's seeds and verdict."""
     import dataclasses
 
-    from .grids import CLAIMED
-    from .runs import Log, run_grid
-    from .tables import results_frame
+    from ..grids import CLAIMED
+    from ..runs import Log, run_grid
+    from ..reporting.tables import results_frame
     claim = sequential_claim(design)
     looks = design.looks_for(params.preset)
     for k, n in enumerate(looks):
@@ -261,14 +262,14 @@ def gamma_travel_note(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]
     """How far γ travelled against how far AdamW could move it: a channel whose gradient kept one sign would move by
     about the summed learning rate of its group (``engine.adamw_drift``); γ's mean |γ| over channels (from 1e-5) as a
     share of that sum says how often the signs flipped."""
-    from ..config import get_config
-    from ..training.engine import summed_lr, tte_lr_scale
+    from thesis_lib.config import get_config
+    from thesis_lib.training.engine import budget_summed_lr, summed_lr, tte_lr_scale
     parts = []
     for v in [v for v in variants if v in set(df.variant)]:
         sub = runs_of(df, v)
         cfg = get_config(str(sub.preset.iloc[0]), v, overrides=steps or {})
         t = cfg.train
-        total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, cfg.model.spec.tte_budget) or 1.0)
+        total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, budget_summed_lr(cfg.model.spec.tte_budget)) or 1.0)
         travel = float(sub.gamma_abs_mean.mean())           # γ₀ = 1e-5: |γ| is how far it went
         parts.append(f"{VARIANT_LABELS[v]}: mean |γ| {travel:.3g} (SD over channels {sub.gamma_std.mean():.2g}) "
                      f"against a summed learning rate of {total:.3g}, {travel / total * 100:.1f} % of it")

@@ -9,12 +9,14 @@ import dataclasses
 
 import pandas as pd
 
-from ..metrics import HEADLINE, PRIMARY, label
-from ..variants import VARIANT_LABELS
-from . import designs, reference, runs, tables, verdicts
-from .designs import BUDGET_CONFIRM, THESIS_LR_SUM
-from .grids import BASELINE, TTE_AFTER_LS
-from .stats import fmt, fmt_seeds, mean_ci, robust_seeds_needed
+from thesis_lib.metrics import HEADLINE, PRIMARY, label
+from thesis_lib.variants import VARIANT_LABELS
+from ..statistics import designs, verdicts
+from .. import reference, runs
+from . import tables
+from ..statistics.designs import BUDGET_CONFIRM, THESIS_LR_SUM
+from ..grids import BASELINE, TTE_AFTER_LS
+from ..statistics.stats import fmt, fmt_seeds, mean_ci, robust_seeds_needed
 from .tables import markdown as _markdown
 
 COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (Holm, family)", "verdict",
@@ -73,7 +75,7 @@ def long_rows(params, df: pd.DataFrame) -> pd.DataFrame:
 
 def _need(diffs: dict) -> str:
     """The normal-theory seeds to decide "helps" at the long schedule's margin, with the SD's 95 % range."""
-    from .stats import PairedTest, seeds_needed
+    from ..statistics.stats import PairedTest, seeds_needed
     return fmt_seeds(seeds_needed(PairedTest.of(list(diffs.values())), designs.margin(THESIS_LR_SUM)))
 
 
@@ -131,7 +133,7 @@ def markdown(params) -> str:
         parts += ["## Table 2 at the thesis's budget for the TTE, confirmed on fresh seeds",
                   f"The TTE' with the thesis's summed learning rate for its type vectors and γ, paired with the "
                   f"baseline; the 4-seed record (seeds 0-3) stays as it was, and the confirmatory test on seeds 4-23 "
-                  f"(fixed n = 20, declared before its runs in `thesis_lib/study/designs.py`) is a family of two "
+                  f"(fixed n = 20, declared before its runs in `thesis_lib/study/statistics/designs.py`) is a family of two "
                   f"(Holm), decided on {label(PRIMARY)} against a margin fixed from the study's seeds 0-3:",
                   _markdown(budget)]
     df = long_frame(params)

@@ -26,10 +26,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..metrics import PRIMARY
-from . import reference
-from .grids import BASELINE, BUDGET, TTE_AFTER_LS
-from .reference import AFTER, Claim, _vs
+from thesis_lib.metrics import PRIMARY
+from .. import reference
+from ..grids import BASELINE, BUDGET, TTE_AFTER_LS
+from ..reference import AFTER, Claim, _vs
 
 BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
 KEEP_EVERY = 1500            # the long schedule's snapshots for its held-out curve (a multiple of ckpt_every, 100)
@@ -79,7 +79,7 @@ class FixedDesign:
         if out.get("train.steps") == "thesis summed lr":
             out["train.steps"] = long_steps(preset)
         if "train.keep_every" in out and preset == "smoke":
-            from ..config import get_config
+            from thesis_lib.config import get_config
             out["train.keep_every"] = get_config(preset).train.ckpt_every     # snapshots at the smoke scale too
         return out
 
@@ -87,8 +87,8 @@ class FixedDesign:
 def long_steps(preset: str) -> int:
     """The steps whose summed learning rate equals the thesis run's, for ``preset``'s schedule (demo: 5,952); at the
     smoke scale twice its steps (its summed rate is 1/40,000 of the thesis's: a path test)."""
-    from ..config import get_config
-    from ..training.engine import steps_for_summed_lr, thesis_summed_lr
+    from thesis_lib.config import get_config
+    from thesis_lib.training.engine import steps_for_summed_lr, thesis_summed_lr
     t = get_config(preset).train
     return 2 * t.steps if preset == "smoke" else steps_for_summed_lr(t, t.batch_size, thesis_summed_lr())
 
@@ -142,7 +142,7 @@ def store(params, design: FixedDesign):
 def design_jobs(params, design: FixedDesign, block: int | None = None) -> list[dict]:
     """``run_experiment``'s arguments for the design's runs (of one block, 1-based; None: all), the study's shared
     runs left out; the study's parameters (preset, device, paths) with the design's overrides."""
-    from .runs import grid_jobs
+    from ..runs import grid_jobs
     blocks = design.blocks_for(params.preset)
     seeds = blocks[block - 1] if block else tuple(s for b in blocks for s in b)
     block_params = dataclasses.replace(params, seeds=tuple(seeds), output_dir=str(store(params, design)),
@@ -156,7 +156,7 @@ def run_design(params, design: FixedDesign, block: int | None = None) -> list[di
     the runs of ``design.shared`` are the
     study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
     seeds 4-23: nothing to train)."""
-    from .runs import Log, run_grid, run_many
+    from ..runs import Log, run_grid, run_many
     if params.preset not in design.presets:
         Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
                      f"at {params.preset}")
@@ -167,12 +167,12 @@ def run_design(params, design: FixedDesign, block: int | None = None) -> list[di
 
 
 def main(argv=None) -> int:
-    """``python -m thesis_lib.study.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
+    """``python -m thesis_lib.study.statistics.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
     sitting), one line per finished run on the terminal; finished runs are reused, an interrupted one resumes."""
     import argparse
 
-    from .runs import study_params
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.designs", description=main.__doc__.split("\n")[0])
+    from ..runs import study_params
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.statistics.designs", description=main.__doc__.split("\n")[0])
     p.add_argument("name", choices=sorted(DESIGNS))
     p.add_argument("--block", type=int, default=None, help="1-based block of seeds (default: every block)")
     p.add_argument("--preset", default="demo")
@@ -205,7 +205,7 @@ def design_frame(params, design: FixedDesign):
     from the study's results."""
     import pandas as pd
 
-    from .tables import results_frame
+    from ..reporting.tables import results_frame
     own = [v for v in design.variants if v not in design.shared]
     frames = [results_frame(design_params(params, design), own)]
     if design.shared:
@@ -216,11 +216,11 @@ def design_frame(params, design: FixedDesign):
 
 def study_baseline_mean(params) -> float:
     """The baseline's mean of the primary metric over the study's seeds 0-3 at 600 steps (the margin's basis)."""
-    from .runs import SEEDS
-    from .tables import results_frame
+    from ..runs import SEEDS
+    from ..reporting.tables import results_frame
     df = results_frame(dataclasses.replace(params, seeds=SEEDS), (BASELINE,))
     if len(df) < len(SEEDS):
-        from ..errors import ThesisError
+        from thesis_lib.errors import ThesisError
         raise ThesisError(f"the margin is fixed from the baseline's seeds {list(SEEDS)} at {params.preset}, and "
                           f"{len(df)} of them are in {params.results_root}: run notebook 03 first")
     return float(df[PRIMARY].mean())
@@ -237,11 +237,11 @@ def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
 def _eval_setup(state: dict, dev):
     """The evaluation sets and context of a run's checkpoint ``state`` (its config's world and tokenizer, as the run
     evaluated itself): what every checkpoint of the designs is measured on."""
-    from ..config import config_of
-    from ..data.eval_sets import build_eval_sets
-    from ..data.tokenizer import load_tokenizer
-    from ..evaluate import EvalContext
-    from ..training.prepare import prepare_assets
+    from thesis_lib.config import config_of
+    from thesis_lib.data.eval_sets import build_eval_sets
+    from thesis_lib.data.tokenizer import load_tokenizer
+    from thesis_lib.evaluation import EvalContext
+    from thesis_lib.training.prepare import prepare_assets
     cfg = config_of(state["config"])
     root = prepare_assets(cfg, pretrained=False)
     tokenizer = load_tokenizer(cfg, root)
@@ -251,10 +251,10 @@ def _eval_setup(state: dict, dev):
 def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
     """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
     order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
-    from ..analysis import load_trained, read_checkpoint
-    from ..evaluate import evaluate
-    from ..numerics import one_thread
-    from ..training.run import resolve_device
+    from thesis_lib.analysis import load_trained, read_checkpoint
+    from thesis_lib.evaluation import evaluate
+    from thesis_lib.numerics import one_thread
+    from thesis_lib.training.run import resolve_device
     rows, sets, dev = [], None, resolve_device(device)
     with one_thread():
         for path in checkpoints:
@@ -274,7 +274,7 @@ def heldout_curves(params, design: FixedDesign = THESIS_LR_SUM, device: str = "c
     written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
     import json
 
-    from ..training.results import RunPaths
+    from thesis_lib.training.results import RunPaths
     root = design_params(params, design).results_root
     for v in [v for v in design.variants if v not in design.shared]:
         for s in design.seeds_for(params.preset):
@@ -299,7 +299,7 @@ def curves_frame(params, design: FixedDesign = THESIS_LR_SUM):
 
     import pandas as pd
 
-    from ..training.results import RunPaths
+    from thesis_lib.training.results import RunPaths
     root, rows = design_params(params, design).results_root, []
     for v in [v for v in design.variants if v not in design.shared]:
         for s in design.seeds_for(params.preset):
@@ -336,11 +336,11 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
     samples of the test set two paired models' scores are (``item_agreement``)."""
     import json
 
-    from ..analysis import load_trained, read_checkpoint
-    from ..item_agreement import agreement, item_hits
-    from ..numerics import one_thread
-    from ..training.results import RunPaths
-    from ..training.run import resolve_device
+    from thesis_lib.analysis import load_trained, read_checkpoint
+    from thesis_lib.item_agreement import agreement, item_hits
+    from thesis_lib.numerics import one_thread
+    from thesis_lib.training.results import RunPaths
+    from thesis_lib.training.run import resolve_device
     root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
     with one_thread():
         for s in design.seeds_for(params.preset):

@@ -1,6 +1,6 @@
 """The README's results block, written from the stored results (never by hand):
 
-    python -m thesis_lib.study.report [--preset demo] [--update-readme]
+    python -m thesis_lib.study.reporting.report [--preset demo] [--update-readme]
 
 prints the README's block (where the demo disagrees with the thesis, one line per claim, the chapter's rows beside
 the thesis's); ``--update-readme`` replaces the block between the ``<!-- results:start -->`` and
@@ -15,13 +15,15 @@ import sys
 
 import pandas as pd
 
-from ..cache import write_text_atomic
-from ..errors import ThesisError
-from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
-from ..paths import ROOT
-from ..variants import VARIANT_LABELS
-from . import answer, designs, grids, reference, runs, sequential, table2, tables, verdicts
-from .stats import fmt, mean_ci, paired_difference
+from thesis_lib.cache import write_text_atomic
+from thesis_lib.errors import ThesisError
+from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
+from thesis_lib.paths import ROOT
+from thesis_lib.variants import VARIANT_LABELS
+from . import answer, table2, tables
+from ..statistics import designs, sequential, verdicts
+from .. import grids, reference, runs
+from ..statistics.stats import fmt, mean_ci, paired_difference
 from .tables import markdown as _markdown
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -98,7 +100,7 @@ def results_page(params) -> str:
     design = sequential.TABLE1_PRIMARY
     return "\n\n".join(part for part in [
         "# Results at the demo scale (generated)",
-        "Written by `python -m thesis_lib.study.report --update-readme` (`make figures`) from `results/demo/`; never "
+        "Written by `python -m thesis_lib.study.reporting.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
         "## Every claim in one line", summary_markdown(params),
         "## The claims",
@@ -107,7 +109,7 @@ def results_page(params) -> str:
         "an open claim, in parentheses the range from the SD's own 95 % interval.",
         _markdown(tables.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
-        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/sequential.py`): looks at "
+        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/statistics/sequential.py`): looks at "
         f"{', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & DeMets "
         f"(1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % would "
         f"raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
@@ -274,7 +276,7 @@ def budget_sentence(df: pd.DataFrame) -> str:
 def fidelity_markdown(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
-    from ..training.results import load_results
+    from thesis_lib.training.results import load_results
     root = params.results_root / "_ablations" / runs.ABLATIONS[1] / "results"
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
@@ -323,7 +325,7 @@ def update_readme(text: str, path=ROOT / "README.md") -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.reporting.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None, help="read OUTPUT_DIR/results instead of the repository's results/")

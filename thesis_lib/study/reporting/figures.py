@@ -1,7 +1,7 @@
 """Every figure by name: ``draw(name, params)`` builds it from code (notation figures) or from the stored results
 (the study figures), saves PNG + PDF and returns it. The notebooks call ``draw``; so does
 
-    python -m thesis_lib.study.figures [--preset demo] [--output-dir DIR]      (make figures)
+    python -m thesis_lib.study.reporting.figures [--preset demo] [--output-dir DIR]      (make figures)
 
 which redraws every figure from ``results/`` alone, without training. Each study figure declares the runs it reads
 (``Reads``, in ``FIGURES``); when they have no stored results, or a builder finds no data to draw, ``draw`` raises
@@ -24,14 +24,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..config import get_config
-from ..data import world
-from ..errors import MissingResultsError, ThesisError
-from ..metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
-from ..models.representations import PostLNBlock, pre_ln_block, sincos_2d
-from ..training.results import RunPaths
-from ..variants import VARIANT_SPECS
-from . import forest, grids, mechanisms, plotting, reference, runs, sequential, tables
+from thesis_lib.config import get_config
+from thesis_lib.data import world
+from thesis_lib.errors import MissingResultsError, ThesisError
+from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
+from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
+from thesis_lib.training.results import RunPaths
+from thesis_lib.variants import VARIANT_SPECS
+from . import forest, mechanisms, plotting, tables
+from .. import grids, reference, runs
+from ..statistics import sequential
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
@@ -130,7 +132,7 @@ def fig_positional_similarity(params, variants=()):
 def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
     m = get_config(preset).model
     return {"pre-LN (notation Eqs. 9-10)": plotting.activation_scale_at_init(
-                partial(pre_ln_block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
+                partial(PreLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
             "post-LN (Vaswani et al.; Data2Vec2)": plotting.activation_scale_at_init(
                 partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
 
@@ -286,7 +288,7 @@ def _headline_row(r: dict, label_text: str, note: str = "") -> dict:
 def design_headline_rows(params) -> list[dict]:
     """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
     confirmatory claims on fresh seeds, the long schedule's "is used"."""
-    from . import designs
+    from ..statistics import designs
     out = []
     for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
         df = designs.design_frame(params, design)
@@ -362,7 +364,7 @@ def fig_switch_choices(params, variants):
 def fig_long_schedule(params, variants):
     """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
     training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean."""
-    from . import designs
+    from ..statistics import designs
     heldout = designs.curves_frame(params)
     long = designs.design_params(params, designs.THESIS_LR_SUM)
     train = pd.concat([tables.curves(long, v) for v in variants])
@@ -434,7 +436,7 @@ def _draw_or_say_why(name: str, params) -> bool:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.figures", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.reporting.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None)

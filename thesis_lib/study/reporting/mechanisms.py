@@ -10,14 +10,15 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..config import get_config
-from ..metrics import METRICS, label
-from ..models.emkum import build_model, parameter_table
-from ..models.fusion import INPUTS, MODES
-from ..training.results import load_results
-from ..variants import VARIANT_LABELS
-from .grids import DUAL, FUSION, SWITCHES
-from .stats import PairedTest, compare, fmt, fmt_p, holm
+from thesis_lib.config import get_config
+from thesis_lib.metrics import METRICS, label
+from thesis_lib.models.emkum import build_model
+from .parameters import parameter_table
+from thesis_lib.models.fusion import INPUTS, MODES
+from thesis_lib.training.results import load_results
+from thesis_lib.variants import VARIANT_LABELS
+from ..grids import DUAL, FUSION, SWITCHES
+from ..statistics.stats import PairedTest, compare, fmt, fmt_p, holm
 from .tables import contrast_values, items_of, runs_of
 
 
@@ -101,7 +102,7 @@ def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd
     rows = []
     for v in variants:
         torch.manual_seed(0)
-        model = build_model(preset, v).eval()
+        model = build_model(get_config(preset, v)).eval()
         table = {r["part"]: r["parameters"] for r in parameter_table(model)}
         with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as dual:
             img, txt = model.encode_image(image), model.encode_text(tokens)

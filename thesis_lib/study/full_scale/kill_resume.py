@@ -1,5 +1,5 @@
 """A run of 2 ``torchrun`` processes, killed as a scheduler or a crash kills it and continued with ``--resume``, must
-end exactly where the same run without the kill ends (the rehearsal's stage 3, study/rehearsal.py).
+end exactly where the same run without the kill ends (the rehearsal's stage 3, study/full_scale/rehearsal.py).
 
 The kill is SIGKILL to every process of the run (the launcher, both training processes, which torchrun starts in
 sessions of their own, and their DataLoader workers), as a failed node or a scheduler's kill of the job's processes
@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..paths import ROOT
-from ..training.results import RunPaths
+from thesis_lib.paths import ROOT
+from thesis_lib.training.results import RunPaths
 
 PROCESSES = 2
 NOT_COMPARED = ("created", "train")      # when it ran; how long it took, where it resumed, what it met since then
@@ -149,7 +149,7 @@ def compare_runs(job: Torchrun, reference: Path, resumed: Path) -> str:
     else say what was compared."""
     import torch
 
-    from ..models.checkpoints import torch_load
+    from thesis_lib.models.checkpoints import torch_load
     a, b = job.paths(reference), job.paths(resumed)
     ra, rb = (json.loads(p.result.read_text()) for p in (a, b))
     differ = sorted(k for k in set(ra) | set(rb) if k not in NOT_COMPARED and ra.get(k) != rb.get(k))

@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..config import get_config
-from ..metrics import PRIMARY, label
-from . import designs, grids, reference, runs, table2, tables
-from .stats import fmt, fmt_seeds, seeds_needed
+from thesis_lib.config import get_config
+from thesis_lib.metrics import PRIMARY, label
+from ..statistics import designs
+from .. import grids, reference, runs
+from . import table2, tables
+from ..statistics.stats import fmt, fmt_seeds, seeds_needed
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale",
@@ -42,7 +44,7 @@ def _said(r: dict) -> str:
 
 def demo_line(params) -> str:
     """The demo in one line: parameters, steps, the generated world, the test sets' sizes (from the config)."""
-    from ..models.emkum import build_model
+    from thesis_lib.models.emkum import build_model
     cfg = get_config(params.preset)
     n = sum(p.numel() for p in build_model(cfg, pretrained=False).parameters())
     w, t = cfg.data.world, cfg.train
@@ -72,9 +74,9 @@ def _meaning(verdict: str) -> str:
 def _thesis_parameters() -> int:
     import torch
 
-    from ..models.emkum import build_model
+    from thesis_lib.models.emkum import build_model
     with torch.device("meta"):
-        return sum(p.numel() for p in build_model("thesis", "baseline").parameters())
+        return sum(p.numel() for p in build_model(get_config("thesis", "baseline")).parameters())
 
 
 def markdown(params) -> str | None:

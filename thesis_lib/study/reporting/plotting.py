@@ -1,5 +1,5 @@
 """Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
-variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.figures`` redraws them all)."""
+variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.reporting.figures`` redraws them all)."""
 from __future__ import annotations
 
 import math
@@ -15,9 +15,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from ..variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
-from .reference import LAYERSCALE
-from .stats import mean_ci
+from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
+from ..reference import LAYERSCALE
+from ..statistics.stats import mean_ci
 from .tables import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")

@@ -2,7 +2,7 @@
 what it measured (pairs/s end to end, the share of the time the loop waited for its batches, GPU utilisation) and
 what that projects for the whole recipe (``recipe.days``).
 
-    python -m thesis_lib.study.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
+    python -m thesis_lib.study.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
 
 It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its
 result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` processes at the recipe's global batch
@@ -23,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 
+from thesis_lib.config import THESIS_GLOBAL_BATCH
+
 from . import recipe
 
 
@@ -37,7 +39,7 @@ def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int,
     return launch + ["-m", "thesis_lib.training.run", "--preset", preset, "--variant", "baseline", "--seed", "0",
                      "--device", device, "--data-root", env["DATA"], "--checkpoints", env["CKPT"],
                      "--out", str(Path(env["OUT"]) / "pilot"), "--set", f"data.train_sets={env['MIX']}",
-                     "--set", f"train.batch_size={recipe.GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
+                     "--set", f"train.batch_size={THESIS_GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
                      "--set", f"data.num_workers={recipe.workers(cores_per_gpu)}"] + [
                          a for s in sets for a in ("--set", s)]
 
@@ -91,7 +93,7 @@ def report(result: dict, gpus: int, utilisation: str, wall_s: float) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.pilot", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.pilot", description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=int, default=2, help="processes (one per GPU); 2: the recipe's split")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--cores-per-gpu", type=int, default=recipe.CORES_PER_GPU)

@@ -1,7 +1,7 @@
-"""The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (study/fixtures.py):
+"""The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (study/full_scale/fixtures.py):
 
-    make rehearsal                                        # = python -m thesis_lib.study.rehearsal --out build/rehearsal
-    python -m thesis_lib.study.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
+    make rehearsal                                        # = python -m thesis_lib.study.full_scale.rehearsal --out build/rehearsal
+    python -m thesis_lib.study.full_scale.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
 
 It takes the full-scale recipe at the thesis preset with the model shrunk to width 32 (``fixtures.SHRINK``; real
 loaders, DataLoader workers, the fairseq tokenizer, OpenAI's 80 templates over ImageNet's 1,000 shipped class names)
@@ -14,7 +14,7 @@ and runs, in order:
    batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
 3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
    continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
-4. the recipe's generated launches (study/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
+4. the recipe's generated launches (study/full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
    shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun starts
    its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
    both tasks in parts), and the pilot;
@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..paths import ROOT
+from thesis_lib.paths import ROOT
 from . import fixtures
 from .kill_resume import Torchrun, compare_runs, killed_and_resumed
 
@@ -106,9 +106,9 @@ def notebooks(names, seeds, data: Path, ckpt: Path, mix: str, runs: Path, device
 
 def figures_and_report(seeds, runs: Path, logs: Path) -> None:
     seeds = json.dumps(seeds)
-    _run([sys.executable, "-m", "thesis_lib.study.figures", "--preset", "thesis", "--seeds", seeds,
+    _run([sys.executable, "-m", "thesis_lib.study.reporting.figures", "--preset", "thesis", "--seeds", seeds,
           "--output-dir", str(runs), "--without", WITHOUT_FIGURES], logs / "figures.log")
-    _run([sys.executable, "-m", "thesis_lib.study.report", "--preset", "thesis", "--seeds", seeds,
+    _run([sys.executable, "-m", "thesis_lib.study.reporting.report", "--preset", "thesis", "--seeds", seeds,
           "--output-dir", str(runs)], logs / "report.txt")
 
 
@@ -170,7 +170,7 @@ def check_reuse(runs: Path) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.rehearsal", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.rehearsal", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "rehearsal")
     p.add_argument("--device", default="cpu")
     p.add_argument("--skip-notebooks", action="store_true", help="files, check and the torchrun stages only")
@@ -215,7 +215,7 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
         return value
 
     data, ckpt, mix = stage("files", write_data, args.out)
-    from ..models.check import check_folder
+    from thesis_lib.models.check import check_folder
     summary = [stage("checkpoint check", lambda: _require_clean(check_folder(ckpt, fixtures.SHRINK), ckpt))]
     device, where = torchrun_device(args.device)
     variant, seed = TORCHRUN

@@ -5,7 +5,7 @@
 * an ``srun``-style launch: the training command of ``recipe commands --layout slurm``'s sbatch line (its
   ``--wrap``), started twice with the variables srun gives each task (``SLURM_PROCID``, ``SLURM_LOCALID``,
   ``SLURM_STEP_NUM_TASKS``, ``SLURM_JOB_ID``, ``SLURM_STEP_NODELIST``), no torchrun;
-* the pilot (``study/pilot.py``) for a few steps.
+* the pilot (``study/full_scale/pilot.py``) for a few steps.
 
 Each trains with the recipe's own teacher view (augmented, the thesis preset's) unless ``sets`` says otherwise.
 """
@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..paths import ROOT
-from ..training.results import RunPaths
+from thesis_lib.paths import ROOT
+from thesis_lib.training.results import RunPaths
 from . import recipe
 
 CORES_PER_GPU = 3            # 1 DataLoader worker per process: the rehearsal's machine may have 2 cores
@@ -98,7 +98,7 @@ def srun_launch(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs:
 def pilot(data: Path, ckpt: Path, out: Path, mix: str, sets: dict, device: str, logs: Path) -> str:
     """The pilot for 2 steps on 1 process: its report."""
     own = ("train.steps", "data.num_workers", "data.train_sets")       # the pilot's: --steps, its workers, $MIX
-    cmd = [sys.executable, "-m", "thesis_lib.study.pilot", "--gpus", "1", "--steps", "2", "--device", device,
+    cmd = [sys.executable, "-m", "thesis_lib.study.full_scale.pilot", "--gpus", "1", "--steps", "2", "--device", device,
            "--cores-per-gpu", str(CORES_PER_GPU)] + [a for k, v in sets.items() if k not in own
                                                       for a in ("--set", f"{k}={v}")]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=_env(data, ckpt, out, mix))
