@@ -71,7 +71,9 @@ STARTED = time.perf_counter()   # the call's budget counts from here: torch's im
 import torch  # noqa: E402
 
 from thesis_lib import get_config  # noqa: E402
+from thesis_lib.paths import results_dir  # noqa: E402
 from thesis_lib.training.engine import grad_scaler, resolve_precision  # noqa: E402
+from thesis_lib.training.results import RunPaths  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 # seconds per section: (default call on a GPU, --dry on CPU). The default call's sections (``plan``: peak; 2 eager
@@ -293,8 +295,8 @@ def notebook_run(preset: str, device: str, out: Path, runs_dir: Path) -> dict:
 def table2_means(preset: str, runs_dir: Path) -> dict:
     """Per variant, the mean of each Table 2 metric over the runs on the device and over the committed ones."""
     table = {}
-    for where, root in (("device", runs_dir / "results"), ("cpu (committed)", HERE.parent / "results")):
-        for f in sorted((root / preset).glob("*/seed*.json")):
+    for where, root in (("device", results_dir(runs_dir)), ("cpu (committed)", results_dir())):
+        for f in RunPaths.results(root, preset):
             r = json.loads(f.read_text())
             for m in ("imagenet_top1", "coco_mean", "flickr_mean"):
                 table.setdefault(r["variant"], {}).setdefault(f"{m} {where}", []).append(r["metrics"][m])
@@ -354,7 +356,7 @@ def notebook(runner, report: dict, args, out: Path) -> None:
     device = "cpu" if args.dry else args.device
     report["notebook"] = run("notebook 03", NOTEBOOK_BUDGETS["notebook 03"][i],
                              lambda: notebook_run(preset, device, out, runs_dir), minimum=60) or {}
-    report["notebook"]["runs_done"] = len(list((runs_dir / "results" / preset).glob("*/seed*.json")))
+    report["notebook"]["runs_done"] = len(RunPaths.results(results_dir(runs_dir), preset))
     report["notebook"].update(preset=preset, table2_means=table2_means(preset, runs_dir))
     runner.write(report)
 

@@ -33,7 +33,7 @@ def test_every_group_names_registered_variants():
 
 def test_every_name_is_a_registered_variant_and_every_metric_group_registered_metrics():
     assert {"BASELINE", "TTE_AFTER_LS"} <= set(NAMES) and set(NAMES.values()) <= set(VARIANT_SPECS)
-    assert {"DUAL_METRICS", "FUSION_METRICS"} <= set(METRIC_GROUPS)
+    assert {"FUSION_METRICS", "NOISE_METRICS"} <= set(METRIC_GROUPS)
     assert {name: sorted(set(g) - set(METRICS)) for name, g in METRIC_GROUPS.items() if set(g) - set(METRICS)} == {}
 
 

@@ -1,6 +1,7 @@
 """The committed notebooks: one parameters cell each, no injected scale, no machine path in their outputs. (The
 thesis-scale path of the notebooks runs in tests/test_rehearsal.py.)"""
 import json
+import types
 
 
 def test_committed_notebooks_take_their_scale_from_the_environment():
@@ -27,3 +28,21 @@ def test_committed_notebook_outputs_hold_no_machine_specific_path():
             for out in cell.get("outputs", []):
                 text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
                 assert not pattern.search(text), f"{path.name}: an output holds a machine path: {text[:200]!r}"
+
+
+def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monkeypatch):
+    """Each notebook's parameters cell, run, defines the declared parameters (study.runs.Parameters) with the
+    notebook's declared defaults (its seeds, the preset from THESIS_PRESET) and nothing else but notebook 05's
+    fusion variants (study.grids.FUSION_TRAINED)."""
+    from thesis_lib.paths import ROOT
+    from thesis_lib.study import grids, runs
+    monkeypatch.setenv("THESIS_PRESET", "smoke")
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cell = next(c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", []))
+        namespace = {}
+        exec("".join(cell["source"]), namespace)
+        defined = {k: v for k, v in namespace.items() if not k.startswith("__") and not callable(v)
+                   and not isinstance(v, types.ModuleType)}
+        extra = {"fusion_variants": list(grids.FUSION_TRAINED)} if path.name.startswith("05") else {}
+        assert defined == {**runs.defaults(path.stem)._asdict(), **extra}, path.name
+        assert defined["preset"] == "smoke" and tuple(defined["seeds"]) == runs.seeds_of(path.name)

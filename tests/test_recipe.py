@@ -24,7 +24,7 @@ from thesis_lib.config import get_config
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.study import grids
 from thesis_lib.study.full_scale import recipe
-from thesis_lib.study.runs import SEEDS, StudyParams
+from thesis_lib.study.runs import Parameters, StudyParams
 from thesis_lib.training.results import OPERATIONAL, RunPaths, _identity
 from thesis_lib.training.run import overrides_of, run_config
 
@@ -92,17 +92,12 @@ def module_args(module: str, argv: list[str]) -> argparse.Namespace:
 
 
 def notebook_parameters(path: Path) -> dict:
-    """The names and default values (literals; None where computed) of a notebook's ``parameters`` cell."""
+    """The names and default values a notebook's ``parameters`` cell defines, by running it (at $THESIS_PRESET)."""
     nb = json.loads(path.read_text())
     cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-    out = {}
-    for node in ast.parse("".join(cell["source"])).body:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:                 # `a = b = None` declares both
-                with contextlib.suppress(ValueError):
-                    out[target.id] = ast.literal_eval(node.value)
-                out.setdefault(target.id, None)
-    return out
+    namespace = {}
+    exec("".join(cell["source"]), namespace)
+    return {k: v for k, v in namespace.items() if k in (*Parameters._fields, "fusion_variants")}
 
 
 SBATCH = argparse.ArgumentParser(prog="sbatch", add_help=False, exit_on_error=False)
@@ -177,13 +172,13 @@ class Check:
         v = {**declared, **given}
         if v.get("preset") != "thesis" or nb.name.startswith("00"):
             return
-        seeds = tuple(v["seeds"] if v["seeds"] is not None else SEEDS)
+        seeds = tuple(v["seeds"])
         params = StudyParams("thesis", seeds, "cuda", v["output_dir"], v["data_root"], v["checkpoints"], v["reuse"],
                              tuple(sorted((v["overrides"] or {}).items())))
         get_config("thesis", overrides=params.overrides())                # the overrides' fields and values
         number = nb.name[:2]
         fusion = tuple(v.get("fusion_variants") or ())
-        with mock.patch.object(recipe, "NB05_FUSION", fusion):
+        with mock.patch.object(recipe.grids, "FUSION_TRAINED", fusion):
             jobs = recipe.notebook_jobs(number, params, table1_seeds=24)
         for job in jobs:
             cfg = run_config(job["preset"], job["variant"], job["seed"], job["overrides"])
@@ -274,13 +269,13 @@ def test_the_guide_shows_the_run_table_the_code_computes():
 
 
 def test_the_recipe_follows_the_notebooks_parameters_and_the_global_batch():
-    nb05 = notebook_parameters(ROOT / "notebooks" / "05_modality_mechanisms.ipynb")
-    assert tuple(nb05["seeds"]) == recipe.NB05_SEEDS and tuple(nb05["fusion_variants"]) == recipe.NB05_FUSION
-    for nb in ("01", "02", "03", "04"):
-        assert notebook_parameters(ROOT / "notebooks" / f"{[p.name for p in (ROOT / 'notebooks').glob(nb + '_*')][0]}"
-                                   )["seeds"] is None            # the study's SEEDS
+    for path in sorted((ROOT / "notebooks").glob("0[1-5]_*.ipynb")):                 # what each cell defines
+        declared = notebook_parameters(path)
+        assert tuple(declared["seeds"]) == recipe.notebook_params(path.name[:2]).seeds, path.name
+    assert tuple(notebook_parameters(ROOT / "notebooks" / "05_modality_mechanisms.ipynb")["fusion_variants"]) == \
+        grids.FUSION_TRAINED
     variants = {job["variant"] for _, job in recipe.planned_jobs()}
-    assert variants >= set(grids.CLAIMED) | set(grids.NOTEBOOKS["05"]) | set(recipe.NB05_FUSION)
+    assert variants >= set(grids.CLAIMED) | set(grids.NOTEBOOKS["05"]) | set(grids.FUSION_TRAINED)
     for layout, per_process in (("1gpu", 512), ("8gpu", 256), ("slurm", 256)):
         assert recipe.commands(layout).count(f"train.batch_size={per_process}") == len(recipe.planned_jobs())
 

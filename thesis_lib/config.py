@@ -24,7 +24,6 @@ from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, DROP
 from .errors import ConfigError
 from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
-PRESETS = ("thesis", "demo", "smoke")
 ROLES = ("science", "operational", "path", "source")
 WANTED = "as wanted"   # ``absent=WANTED``: a stored config without the field is read as holding the wanted value
 
@@ -362,19 +361,20 @@ def _smoke() -> ExperimentConfig:
     )
 
 
-_PRESETS = {"thesis": _thesis, "demo": _demo, "smoke": _smoke}
+PRESET_BUILDERS = {"thesis": _thesis, "demo": _demo, "smoke": _smoke}   # each preset: the function that builds it
+PRESETS = tuple(PRESET_BUILDERS)
 
 
 def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
                overrides: dict | None = None) -> ExperimentConfig:
     """The resolved config of one run; ``overrides`` maps dotted field names to values."""
-    if preset not in _PRESETS:
+    if preset not in PRESET_BUILDERS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     if variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    cfg = _PRESETS[preset]()
+    cfg = PRESET_BUILDERS[preset]()
     cfg = replace_path(cfg, "model.variant", variant)
     cfg = dataclasses.replace(cfg, seed=seed)
     for key, value in (overrides or {}).items():

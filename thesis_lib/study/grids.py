@@ -42,8 +42,8 @@ NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alon
     "05": DUAL,
 }
 
-# metric groups a table shows (the metrics themselves, their labels and roles: thesis_lib.metrics)
-DUAL_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")                         # notebook 05, dual-encoder use
+# metric groups a table shows (the metrics themselves, their labels and roles: thesis_lib.metrics; notebook 05's
+# dual-encoder comparisons show metrics.HEADLINE)
 FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")   # + fusion heads
 FUSION_COMPARED_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")  # between fusion heads
 NOISE_SEED_FROM = (("tte_after_ls", "tte_after"),)   # whose seed noise the thesis-noise table carries for a row: the

@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from tqdm import tqdm
@@ -51,7 +52,33 @@ class StudyParams:
 
 
 SEEDS = (0, 1, 2, 3)   # the study's paired seeds: four meet every precision target at the demo scale (the measured paired
-                       # SDs, BENCHMARKS.md "Seeds × steps"); notebook 05 takes three, the thesis trained one (42)
+                       # SDs, BENCHMARKS.md "Seeds × steps"); the thesis trained one (42)
+NOTEBOOK_SEEDS = {"00": (0, 1, 2),       # trains nothing
+                  "05": (0, 1, 2)}       # its fusion runs cost twice a baseline run; every other notebook: SEEDS
+REHEARSAL_SEEDS = (0,)                   # make rehearsal: one run of each
+
+
+class Parameters(NamedTuple):
+    """A notebook's papermill parameters (``papermill -p NAME VALUE``, docs/commands.md), declared once: each
+    notebook's parameters cell unpacks ``defaults(<notebook>)`` in this order."""
+    preset: str                     # demo | smoke | thesis; default $THESIS_PRESET, else demo (CI: smoke)
+    seeds: tuple                    # paired seeds: every variant starts from the baseline's weights
+    device: str = "cpu"             # "cuda" on a GPU machine
+    data_root: str | None = None    # thesis scale: the data folder (docs/full_scale.md)
+    checkpoints: str | None = None  # thesis scale: the checkpoints folder (docs/full_scale.md)
+    output_dir: str | None = None   # None: the repository's results/ and figures/
+    reuse: bool = True              # reuse finished runs of the same config (False: retrain and replace them)
+    overrides: dict | None = None   # config fields to change, e.g. {"train.steps": 600} (thesis_lib/config.py)
+
+
+def seeds_of(notebook: str) -> tuple:
+    """A notebook's default seeds, by its number or file name ("05", "05_modality_mechanisms")."""
+    return NOTEBOOK_SEEDS.get(notebook[:2], SEEDS)
+
+
+def defaults(notebook: str) -> Parameters:
+    """The default parameters of a notebook (by number or file name)."""
+    return Parameters(os.environ.get("THESIS_PRESET", "demo"), seeds_of(notebook), overrides={})
 
 
 def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_root=None, checkpoints=None,
@@ -271,6 +298,11 @@ def run_thesis_regularisation(params: StudyParams) -> list[dict]:
 ABLATIONS = ("random-init", "thesis-regularisation")   # results/_ablations/<name>/results/<preset>/
 
 
+def ablation_dir(params: StudyParams, name: str) -> Path:
+    """The output folder of an ablation's runs (their results under ``results_dir(<it>)``, as any run's)."""
+    return params.results_root / "_ablations" / name
+
+
 def run_ablation(params: StudyParams, name: str, overrides: dict) -> list[dict]:
     """The baseline over the study's seeds with ``overrides``, stored apart (another config of the same variant)."""
     return run_many(ablation_jobs(params, name, overrides))
@@ -278,6 +310,6 @@ def run_ablation(params: StudyParams, name: str, overrides: dict) -> list[dict]:
 
 def ablation_jobs(params: StudyParams, name: str, overrides: dict) -> list[dict]:
     """``run_experiment``'s arguments for ``run_ablation``'s runs."""
-    out = params.results_root / "_ablations" / name
+    out = ablation_dir(params, name)
     return [dict(preset=params.preset, variant="baseline", seed=s, out_dir=out, device=params.device,
                  resume=True, overrides={**params.overrides(), **overrides}) for s in params.seeds]

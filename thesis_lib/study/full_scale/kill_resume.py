@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from thesis_lib.paths import ROOT
+from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
 PROCESSES = 2
@@ -53,7 +53,7 @@ class Torchrun:
             [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
 
     def paths(self, out: Path) -> RunPaths:
-        return RunPaths(out / "results", "thesis", self.variant, self.seed)
+        return RunPaths(results_dir(out), "thesis", self.variant, self.seed)
 
     def run(self, out: Path, log: Path, *extra: str) -> dict:
         """Train (or continue, with ``--resume`` in ``extra``) to the end; the result."""

@@ -19,8 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from thesis_lib.paths import ROOT
+from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
+
 from . import recipe
 
 CORES_PER_GPU = 3            # 1 DataLoader worker per process: the rehearsal's machine may have 2 cores
@@ -39,7 +40,7 @@ def _env(data: Path, ckpt: Path, out: Path, mix: str) -> dict:
 
 
 def _result(spec: dict) -> dict:
-    path = RunPaths(Path(spec["out_dir"]) / "results", spec["preset"], spec["variant"], spec["seed"]).result
+    path = RunPaths(results_dir(spec["out_dir"]), spec["preset"], spec["variant"], spec["seed"]).result
     if not path.exists():
         raise SystemExit(f"rehearsal: the launch wrote no result {path}")
     return json.loads(path.read_text())

@@ -27,14 +27,13 @@ from pathlib import Path
 from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, get_config
 from .. import grids
 from ..statistics import sequential
-from ..runs import (SEEDS, THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides)
+from ..runs import (THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides, seeds_of)
 
 THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/MasterThesis, docs/thesis/experiments/
 #                                      differences_to_unimodal_kd.typ), for 44,632 steps of 512 pairs
 THESIS_PAIRS_PER_S = THESIS_STEPS_RUN * THESIS_GLOBAL_BATCH / (THESIS_HOURS * 3600)        # ≈ 920 on the two GPUs together (derived)
 H100_PAIRS_PER_S = 2500     # this repository's goal for one H100 (issue 38), NOT a measurement: an estimate
 BYTES_PER_PARAMETER = 12    # checkpoint.pt: fp32 weights + AdamW's two fp32 moments
-NB05_SEEDS, NB05_FUSION = (0, 1, 2), grids.FUSION_TRAINED    # notebook 05's seeds, fusion_variants
 LAYOUTS = ("1gpu", "8gpu", "slurm")
 LANES, FIRST_PORT = 4, 29500          # 8gpu: four runs side by side, 2 GPUs each, one master port each
 # The thesis's mixture (docs/sources.md): set, pairs, the image shape its recommended download holds
@@ -97,7 +96,7 @@ def notebook_params(notebook: str) -> StudyParams:
     global batch of 512 on one process."""
     data_root, checkpoints, output_dir, mix = "$DATA", "$CKPT", "$OUT", "$MIX"
     extra = {"data.train_sets": mix, "train.batch_size": THESIS_GLOBAL_BATCH}
-    return StudyParams("thesis", NB05_SEEDS if notebook == "05" else SEEDS, "cuda", output_dir, data_root, checkpoints,
+    return StudyParams("thesis", seeds_of(notebook), "cuda", output_dir, data_root, checkpoints,
                        True, tuple(sorted(extra.items())))
 
 
@@ -115,7 +114,7 @@ def notebook_jobs(notebook: str, params: StudyParams, table1_seeds: int | None =
         return grid_jobs(params, grids.TABLE1) + [
             job for n in looks for job in grid_jobs(dataclasses.replace(params, seeds=tuple(range(n))), arms)]
     if notebook == "05":
-        return grid_jobs(params, grids.NOTEBOOKS["05"] + NB05_FUSION)
+        return grid_jobs(params, grids.NOTEBOOKS["05"] + grids.FUSION_TRAINED)
     return grid_jobs(params, grids.NOTEBOOKS[notebook])
 
 

@@ -38,7 +38,10 @@ import sys
 import time
 from pathlib import Path
 
-from thesis_lib.paths import ROOT
+from thesis_lib.paths import ROOT, results_dir
+from thesis_lib.training.results import RunPaths
+
+from ..runs import REHEARSAL_SEEDS
 from . import fixtures
 from .kill_resume import Torchrun, compare_runs, killed_and_resumed
 
@@ -46,7 +49,6 @@ NOTEBOOKS = ("00_notation", "01_baseline", "02_tte_before_encoders", "03_tte_lay
              "05_modality_mechanisms")
 DEFAULT_NOTEBOOKS = NOTEBOOKS
 NOTEBOOK_PARAMETERS = {"05_modality_mechanisms": {"fusion_variants": ["switch_sib"]}}   # one fusion head of two
-SEEDS = [0]
 TORCHRUN = ("tte_after_ls", 0)        # the run trained by torchrun, which notebook 03 must reuse
 TRAIN_STEPS, KILL_AFTER = 8, 3        # 56 pairs = 7 global batches of 8: every pair, the undecodable one too, is met
 TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "eval.batch_size": 256}
@@ -163,7 +165,7 @@ def cache_parts(log_text: str, teacher_cache: Path) -> str:
 def check_reuse(runs: Path) -> str:
     """Notebook 03 trains on one process: a result of 2 processes there is the torchrun run, reused."""
     variant, seed = TORCHRUN
-    result = json.loads((runs / "results" / "thesis" / variant / f"seed{seed}.json").read_text())
+    result = json.loads(RunPaths(results_dir(runs), "thesis", variant, seed).result.read_text())
     if result["train"]["world_size"] != 2:
         raise SystemExit(f"rehearsal: notebook 03 retrained {variant} seed {seed} instead of reusing the torchrun run")
     return f"notebook 03 reused the torchrun run ({variant} seed {seed}: 2 processes in its result)"
@@ -179,7 +181,7 @@ def main(argv=None) -> int:
     p.add_argument("--notebooks", default=",".join(DEFAULT_NOTEBOOKS),
                    help="comma-separated notebooks to run, or 'all' (then also the figures and the report); "
                         f"default {','.join(DEFAULT_NOTEBOOKS)}")
-    p.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds (default 0)")
+    p.add_argument("--seeds", default=",".join(map(str, REHEARSAL_SEEDS)), help="comma-separated seeds (default 0)")
     args = p.parse_args(argv)
     args.out = args.out.resolve()           # the generated scripts run in folders of their own: absolute paths
     names = list(NOTEBOOKS) if args.notebooks == "all" else [n for n in args.notebooks.split(",") if n]
@@ -233,7 +235,7 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
     if not args.skip_notebooks and names:
         stage(f"notebooks {', '.join(n[:2] for n in names)}", notebooks, names, seeds, data, ckpt, mix, runs,
               args.device, logs)
-        results = sorted((runs / "results" / "thesis").glob("*/seed*.json"))
+        results = RunPaths.results(results_dir(runs), "thesis")
         summary.append(f"notebooks {', '.join(n[:2] for n in names)} on {args.device}, seeds {seeds}: "
                        f"{len(results)} result files ({', '.join(sorted({r.parent.name for r in results}))})")
         if "03_tte_layerscale" in names:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from thesis_lib.cache import write_text_atomic
 from thesis_lib.errors import ThesisError
-from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label, short
+from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, TABLE, label, short
 from thesis_lib.paths import ROOT
 from thesis_lib.variants import VARIANT_LABELS
 from . import answer, table2, tables
@@ -276,8 +276,9 @@ def budget_sentence(df: pd.DataFrame) -> str:
 def fidelity_markdown(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
+    from thesis_lib.paths import results_dir
     from thesis_lib.training.results import load_results
-    root = params.results_root / "_ablations" / runs.ABLATIONS[1] / "results"
+    root = results_dir(runs.ablation_dir(params, runs.ABLATIONS[1]))
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
         return ""
@@ -301,7 +302,7 @@ def mechanisms_markdown(params) -> str:
     if df.empty or "mome" not in set(df.variant):
         return ""
     fusion = [v for v in grids.FUSION if v in set(df.variant)]
-    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, grids.DUAL_METRICS).set_index("comparison")
+    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, HEADLINE).set_index("comparison")
     parts = ["## Beyond the chapter (notebook 05)", "MoME against TTE' in dual-encoder use, paired by seed over the "
              "seeds every row's variants have (Holm over the table's rows, as in the notebook):",
              _markdown(comparisons)]
