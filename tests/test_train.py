@@ -103,6 +103,24 @@ def test_cli_runs_as_a_module(tmp_path):
     assert (tmp_path / "results" / "smoke" / "tte_before" / "seed0.json").exists()
 
 
+def test_the_cli_reaches_the_loss_in_four_frames(tmp_path, monkeypatch):
+    """``python -m thesis_lib.training.run`` to the loss: main → run_experiment (config, data, model) → train_loop →
+    compute_loss (L = L_KD + L_ITC), each a function of the package a reader can open (docs/layout.md)."""
+    import inspect
+
+    from thesis_lib.paths import PACKAGE
+    from thesis_lib.training import engine
+    stacks, real = [], engine.compute_loss
+
+    def recording(*args, **kwargs):
+        stacks.append([f.function for f in inspect.stack()[1:] if f.filename.startswith(str(PACKAGE))][::-1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "compute_loss", recording)
+    assert main(["--preset", "smoke", "--out", str(tmp_path), "--no-progress", "--set", "train.steps=1"]) == 0
+    assert stacks[0] == ["main", "run_experiment", "train_loop"]            # + compute_loss itself: 4 frames
+
+
 def _strings(obj):
     if isinstance(obj, dict):
         for v in obj.values():
