@@ -114,7 +114,7 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     from thesis_lib.models.emkum import build_model
     from thesis_lib.models.sources import load_teacher
     from thesis_lib.training.prepare import prepare_assets
-    from thesis_lib.training.run import teacher_targets
+    from thesis_lib.training.teacher_targets import teacher_targets
     root = prepare_assets(cfg, pretrained=cfg.weights.source == "demo") if not synthetic or cfg.weights.source == "demo" else None
     old = timm_cfg._USE_FUSED_ATTN
     timm_cfg.set_fused_attn(fused_attn)

@@ -183,7 +183,7 @@ def _slow_cache_worker(rank, world, port, tmp, timeout):
     from types import SimpleNamespace
     from thesis_lib import get_config
     from thesis_lib.training.distributed import init_distributed
-    from thesis_lib.training.run import teacher_targets
+    from thesis_lib.training.teacher_targets import teacher_targets
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port), THESIS_DATA=str(tmp / "data"))
     if timeout is None:
@@ -273,7 +273,7 @@ def _parts_worker(rank, port, tmp, lagging):
     import warnings
     from thesis_lib.data.train_pairs import DataWarning
     from thesis_lib.training.distributed import init_distributed
-    from thesis_lib.training.run import teacher_targets
+    from thesis_lib.training.teacher_targets import teacher_targets
     _torchrun_env(rank, 2, port)
     os.environ["THESIS_DATA"] = str(tmp / "data")
     cfg, pairs, teacher = _cache_setup(tmp / "00000.tar")
@@ -298,7 +298,7 @@ def _parts_worker(rank, port, tmp, lagging):
 def _one_process_cache(data, shard, monkeypatch) -> torch.Tensor:
     """The cache as one process builds it in ``data`` (the reference); its teacher sees every image once."""
     from thesis_lib.training.distributed import DistInfo
-    from thesis_lib.training.run import teacher_targets
+    from thesis_lib.training.teacher_targets import teacher_targets
     monkeypatch.setenv("THESIS_DATA", str(data))
     cfg, pairs, teacher = _cache_setup(shard)
     counted = _Counted(teacher)
@@ -344,7 +344,7 @@ def test_an_existing_teacher_cache_is_reused_by_every_process_as_rank_0_decides(
 
 
 def test_each_rank_takes_whole_batches_and_the_slices_cover_every_image_once():
-    from thesis_lib.training.run import rank_slice
+    from thesis_lib.training.teacher_targets import rank_slice
     assert [rank_slice(10, 3, r, 2) for r in range(2)] == [(0, 6), (6, 10)]
     assert [rank_slice(1, 3, r, 2) for r in range(2)] == [(0, 0), (0, 1)]          # fewer batches than ranks
     for n, batch, world in [(10, 3, 3), (3_300_000, 256, 16), (7, 7, 4), (100, 1, 8)]:

@@ -18,7 +18,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("variants", "metrics", "config_checks", "config"),
     ("data",),
     ("models",),
-    ("evaluation", "analysis", "item_agreement"),
+    ("evaluation", "analysis"),
     ("training", "evaluate"),
     ("study",),
     ("__init__",),

@@ -15,7 +15,8 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
 from thesis_lib.study.reporting import plotting  # noqa: E402
-from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest, headline  # noqa: E402
+from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest  # noqa: E402
+from thesis_lib.study.reporting.headline import draw as headline  # noqa: E402
 from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
@@ -608,20 +609,21 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
 
 def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_main_effect():
     from thesis_lib.study.reporting import figures, tables
+    from thesis_lib.study.reporting import headline as headline_rows
     from thesis_lib.study import reference
     params = _demo_params()
-    assert [c.text for c in figures.HEADLINE] == [c.text for c in reference.CLAIMS
-                                                  if c.in_thesis or c.text == figures.LN_MAIN_EFFECT]
+    assert [c.text for c in headline_rows.CLAIMS] == [c.text for c in reference.CLAIMS
+                                                  if c.in_thesis or c.text == headline_rows.LN_MAIN_EFFECT]
     assert "headline" in figures.FIGURES
-    df = tables.results_frame(params, figures.HEADLINE_READS, sequential_seeds=True)
-    frame = figures.headline_frame(df)
-    assert list(frame.claim) == [c.text for c in figures.HEADLINE]
+    df = tables.results_frame(params, headline_rows.READS, sequential_seeds=True)
+    frame = headline_rows.frame(df)
+    assert list(frame.claim) == [c.text for c in headline_rows.CLAIMS]
     rows = {r["claim"].text: r for r in tables._claim_rows(df, reference.CLAIMS) if r["primary"]}
     for _, r in frame.iterrows():
         assert (r.ratio, r.low, r.high) == pytest.approx(rows[r.claim]["ratio"])
         assert f"({len(rows[r.claim]['seeds'])} seeds" in r.label.replace("\n", " ")
-    fig = figures.fig_headline(params, figures.HEADLINE_READS)
-    designs = figures.design_headline_rows(params)       # Table 2's designs, once they hold their n of seeds
-    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(figures.HEADLINE) + len(designs)
+    fig = figures.fig_headline(params, headline_rows.READS)
+    designs = headline_rows.design_rows(params)       # Table 2's designs, once they hold their n of seeds
+    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(headline_rows.CLAIMS) + len(designs)
     assert all(r["seeds"] == 20 for r in designs if "fresh seeds" in r["note"])
     plt.close(fig)

@@ -503,11 +503,12 @@ def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, m
     bad = subprocess.run([sys.executable, "-m", module, "--preset", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "preset must be one of" in bad.stderr
     run_experiment("smoke", "baseline", 0, tmp_path)
-    args = ["--preset", "smoke", "--seeds", "[0]"] + (["--output-dir", str(tmp_path)] if "figures" in module else [])
+    args = ["--preset", "smoke", "--seeds", "[0]"] + (["--output-dir", str(tmp_path)] if module.endswith(".figures")
+                                                      else [])
     env = {**os.environ, "THESIS_RESULTS": str(tmp_path / "results")}
     one = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "Traceback" not in one.stderr, one.stderr[-800:]
-    if "report" in module:      # the table of what exists, and what is missing
+    if module.endswith(".report"):      # the table of what exists, and what is missing
         assert one.returncode == 0 and "No results yet for tte_before" in one.stdout
     else:                       # the figures that can be drawn are, the others named; exit 1 says some are missing
         assert one.returncode == 1 and "skipped 04_gamma" in one.stderr and "figures skipped" in one.stderr

@@ -274,6 +274,6 @@ def test_the_thesis_decay_rule_decays_the_type_vectors_positions_and_cls():
 def test_the_teacher_target_cache_is_keyed_by_the_kernels_that_compute_it():
     """Targets cached by other kernels (a data folder shared with another machine, a GPU run) differ in the last bits
     and would break "the same run on one machine gives the same bits": their key differs."""
-    from thesis_lib.training.run import _kernels
+    from thesis_lib.training.teacher_targets import _kernels
     assert _kernels(torch.device("cpu")) == f"cpu-{torch.backends.cpu.get_cpu_capability()}"
     assert _kernels(torch.device("meta")) == "meta"

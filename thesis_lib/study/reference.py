@@ -44,7 +44,8 @@ class Claim:
     carried to our scale by ``sesoi``); ``family``: the claims Holm's correction runs over, wherever one is shown;
     ``in_thesis``: the thesis states it (the others are this study's questions about it); ``margin``: the smallest
     effect of interest on the primary metric (points) fixed at the claim's design (``designs``), else None: the
-    thesis's relative effect times the baseline's mean over the seeds of the design's first look (``sesoi``)."""
+    thesis's relative effect times the baseline's mean over the seeds of the design's first look (``sesoi``);
+    ``short``: how a figure's row names it where the text says more than the row can (a design's claims), else ""."""
     text: str
     contrast: tuple
     direction: int
@@ -52,6 +53,7 @@ class Claim:
     family: str
     in_thesis: bool = False
     margin: float | None = None
+    short: str = ""
 
     @property
     def arms(self) -> tuple:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import sys
-import textwrap
 import traceback
 from dataclasses import dataclass
 from functools import partial
@@ -32,7 +30,7 @@ from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_SPECS
-from . import forest, mechanisms, plotting, tables
+from . import forest, headline, mechanisms, plotting, tables
 from .. import grids, reference, runs
 from ..statistics import sequential
 
@@ -272,71 +270,14 @@ def fig_dose_response(params, variants):
                                       f"secondary)")
 
 
-LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
-HEADLINE = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == LN_MAIN_EFFECT)   # in declared order
-HEADLINE_READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in HEADLINE}
-                                     for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
-
-
-def _headline_row(r: dict, label_text: str, note: str = "") -> dict:
-    n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
-    return {"label": textwrap.fill(f"{label_text} ({n} seeds)", 72), "note": note, "seeds": n, "ratio": mid,
-            "low": low, "high": high,
-            "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
-            "verdict": r["words"].split(",")[0], "words": r["words"], "claim": r["claim"].text}
-
-
-def design_headline_rows(params) -> list[dict]:
-    """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
-    confirmatory claims on fresh seeds, the long schedule's "is used"."""
-    from ..statistics import designs
-    out = []
-    for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
-        df = designs.design_frame(params, design)
-        if df.empty or params.preset not in design.presets:
-            continue
-        claims = designs.claims_of(params, design)
-        for r in tables._claim_rows(df, claims):
-            if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
-                where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
-                         designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
-                text = r["claim"].text
-                if design is designs.THESIS_LR_SUM:          # "At the thesis's summed learning rate, the TTE' is …"
-                    text = text.split(", ", 1)[-1]
-                    text = text[0].upper() + text[1:]
-                out.append(_headline_row(r, text.split(",")[0].split(" (")[0], f"({where})"))
-    return out
-
-
-def headline_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per ``HEADLINE`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
-    to our scale (``tables._claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
-    the smallest effect of interest in the same units, the seeds and the verdict."""
-    out = []
-    for r in tables._claim_rows(df, reference.CLAIMS):
-        claim = r["claim"]
-        if claim not in HEADLINE or not r["primary"]:
-            continue
-        n, design = len(r["seeds"]), sequential.DESIGNS.get(claim.text)
-        mid, low, high = r["ratio"]
-        thesis = r["thesis"]
-        out.append({"label": textwrap.fill(f"{claim.text} ({n} seeds{', sequential' if design else ''})", 72),
-                    "note": "" if claim.in_thesis else
-                    "(not a thesis claim: the 2 × 2 factor where Table 1's drop lies)",
-                    "seeds": n, "ratio": mid, "low": low, "high": high,
-                    "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
-                    "verdict": r["words"].split(",")[0], "words": r["words"], "claim": claim.text})
-    return pd.DataFrame(out)
-
-
 def fig_headline(params, variants):
-    frame = headline_frame(_claim_results(params, variants))
-    frame = pd.concat([frame, pd.DataFrame(design_headline_rows(params))], ignore_index=True)
+    frame = headline.frame(_claim_results(params, variants))
+    frame = pd.concat([frame, pd.DataFrame(headline.design_rows(params))], ignore_index=True)
     if not len(frame):
         raise _missing(f"results of both arms of a chapter claim among {', '.join(variants)}", params)
-    return forest.headline(frame, title=f"The chapter's claims at the {params.preset} scale: our effect in units of "
-                                        f"the thesis's\n({label(PRIMARY)}, the primary metric; 1 = the thesis's "
-                                        f"effect, 0 = none)")
+    return headline.draw(frame, title=f"The chapter's claims at the {params.preset} scale: our effect in units of "
+                                      f"the thesis's\n({label(PRIMARY)}, the primary metric; 1 = the thesis's "
+                                      f"effect, 0 = none)")
 
 
 def fig_dual_encoder_forest(params, variants):
@@ -403,7 +344,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
     "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
-    "headline": Figure(fig_headline, Reads(HEADLINE_READS)),     # the README's: every chapter claim, thesis = 1
+    "headline": Figure(fig_headline, Reads(headline.READS)),     # the README's: every chapter claim, thesis = 1
 }
 
 

@@ -1,13 +1,13 @@
 """The study's result figures: paired differences to a control with the seeds, the smallest effect of interest, the
 thesis's effect carried to this scale and the verdict, as a forest (``forest``: one row per comparison, one panel per
-metric), as a dose-response (``dose_response``: notebook 04's γ initial values on a log x axis) and as the chapter's
-headline (``headline``: every claim in units of the thesis's effect). Every legend entry says in words what its mark
-is (``LEGEND``: "name: explanation").
+metric) and as a dose-response (``dose_response``: notebook 04's γ initial values on a log x axis); the chapter's
+headline figure is ``headline.py``'s. Every legend entry says in words what its mark is (``LEGEND``: "name:
+explanation").
 
 Every axis of a difference is linear, so that a drawn length is the number's size: where one row reaches
 ``plotting.ZOOM`` × further than another, the forest gets a second tier of panels zoomed on the small rows (still
 linear), and marks the rows that lie beyond it, instead of a logarithmic axis that draws a ±0.7 interval shorter than
-a ±0.1 one; the headline clips its axis and writes the value of a row beyond it."""
+a ±0.1 one."""
 from __future__ import annotations
 
 import math
@@ -52,7 +52,7 @@ LEGEND = {  # the legend entries of these figures: (name, what it is, in words);
 }
 
 
-def _label(key: str, explanation: str | None = None, name: str | None = None) -> str:
+def legend_label(key: str, explanation: str | None = None, name: str | None = None) -> str:
     """A legend entry, "name: explanation" (``LEGEND``'s, unless given)."""
     default_name, text = LEGEND[key]
     return f"{name or default_name}: {explanation or text}"
@@ -98,7 +98,7 @@ def _row(r) -> dict:
     return out
 
 
-def _verdict_ink(text: str):
+def verdict_ink(text: str):
     return VERDICT_INK.get(text.strip("() ").split(" ")[0].split(",")[0].lower(), INK)
 
 
@@ -137,33 +137,33 @@ def _draw_row(ax, row: dict, y: float, edge: float, inks: dict, verdict: bool):
         right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
         text = row["verdict"]
         ax.text(0.985, y - 0.29, text, transform=right, ha="right", va="center", fontsize=8.5,
-                color=_verdict_ink(text), gid="verdict",
+                color=verdict_ink(text), gid="verdict",
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
 
 
 def _legend(fig, rows: list[dict], inks: dict, zoomed: bool, ncol: int, eq_notes: dict | None = None):
     """One figure legend below the panels; every entry "name: what it is, in words" (``LEGEND``)."""
     eq_notes = eq_notes or {}
-    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=_label("mean"))]
-    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label=_label("ci95"))
+    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=legend_label("mean"))]
+    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label=legend_label("ci95"))
     if any(np.isfinite(r["half95"]) for r in rows):
         handles.append(whisker)
     levels = list(dict.fromkeys(r["eq_level"] for r in rows if np.isfinite(r["eq"])))
     for level in levels:
         handles.append(Line2D([], [], color=inks[level], lw=6,
                               label=_eq_label(level, eq_notes.get(level), others=len(levels) > 1)))
-    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=_label("seeds")))
+    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=legend_label("seeds")))
     if any(np.isfinite(r["margin"]) and r["margin"] > 0 for r in rows):
-        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label=_label("band")))
+        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label=legend_label("band")))
     if any(np.isfinite(r["thesis"]) for r in rows):
         handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
-                              label=_label("thesis")))
+                              label=legend_label("thesis")))
     if zoomed:
-        handles += [Line2D([], [], color=ZOOM_INK, ls=":", lw=1.2, label=_label("zoom")),
-                    Line2D([], [], color=INK, marker=">", ls="none", ms=8, label=_label("off_scale"))]
+        handles += [Line2D([], [], color=ZOOM_INK, ls=":", lw=1.2, label=legend_label("zoom")),
+                    Line2D([], [], color=INK, marker=">", ls="none", ms=8, label=legend_label("off_scale"))]
     secondary = any(r["verdict"].startswith("(") for r in rows)
     handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                          label=_label("verdict", None if secondary else LEGEND["verdict"][1].split("; in paren")[0])))
+                          label=legend_label("verdict", None if secondary else LEGEND["verdict"][1].split("; in paren")[0])))
     width = 95 if ncol == 1 else 70
     for h in handles:
         h.set_label(textwrap.fill(h.get_label(), width, subsequent_indent="    "))
@@ -355,7 +355,7 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
             last = d
             ax.text(d, 0.975 - 0.085 * tier, r["verdict"] + (f"\n{note}" if note else ""), transform=top,
                     ha="center", va="top", fontsize=8.5 if metric == primary else 7.5,
-                    color=_verdict_ink(r["verdict"]), gid="verdict", rotation=0 if metric == primary else 90,
+                    color=verdict_ink(r["verdict"]), gid="verdict", rotation=0 if metric == primary else 90,
                     linespacing=1.1, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
         ax.set_xscale("log")
         ax.set_xlim(10 ** lo, 10 ** hi)
@@ -372,19 +372,19 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
                      else f"{metric}\n(secondary: decides nothing)", fontsize=11 if metric == primary else 9.5)
         ax.set_xlabel("γ's initial value (log scale)")
     axes[0][0].set_ylabel("paired difference to the baseline (points)")
-    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=_label("mean")),
-               Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=_label("ci95"))]
+    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=legend_label("mean")),
+               Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=legend_label("ci95"))]
     handles += [Line2D([], [], color=inks[level], lw=6, label=_eq_label(level, None, others=len(inks) > 1))
                 for level in inks]
-    handles += [Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=_label("seeds")),
+    handles += [Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=legend_label("seeds")),
                 Line2D([], [], color=INK, ls=":", lw=0.8, label="dotted line: joins the means, dose to dose"),
-                Patch(color=BAND, alpha=0.18, lw=0, label=_label("band")),
+                Patch(color=BAND, alpha=0.18, lw=0, label=legend_label("band")),
                 Line2D([], [], color=THESIS_INK, ls="--", lw=1.5,
-                       label=_label("thesis_line") + (" (the band's upper edge: the band is its size)"
+                       label=legend_label("thesis_line") + (" (the band's upper edge: the band is its size)"
                                                       if edge else "")),
-                Line2D([], [], color=INK, lw=1, label=_label("zero")),
+                Line2D([], [], color=INK, lw=1, label=legend_label("zero")),
                 Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                       label=_label("verdict", name="word above each dose",
+                       label=legend_label("verdict", name="word above each dose",
                                     explanation="its verdict on the claim 'this γ initial value helps': equivalent "
                                                 "(thick bar inside the band), reproduced / confirmed (significant, "
                                                 "Holm within the claim's family; contradicted / refuted: the other "
@@ -395,112 +395,4 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
     fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=8)
     if title:
         fig.suptitle(title, fontsize=11)
-    return fig
-
-
-# ------------------------------------------------------------------------------------------ headline
-
-def headline(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
-    """The chapter's claims in one figure: per claim (one row, labelled above its bar with its seeds) our paired
-    difference on the primary metric in units of the thesis's effect carried to our scale (1 = the thesis's effect,
-    0 = none) with its 95 % interval, ± the smallest effect of interest in the same units as a band, and the verdict
-    in a column at the right. A row reaching past the axis (whose end is set by the other rows,
-    ``plotting.zoom_edge``) is clipped at the edge with a triangle and its value written beside it; the legend says
-    where the axis is clipped.
-
-    ``frame``: one row per claim with label, ratio, low, high, verdict; optional margin (the smallest effect of
-    interest in the same units) and note (a second line of the label)."""
-    if frame is None or not len(frame):
-        raise ValueError("headline: no claims to draw")
-    rows = list(frame.reset_index(drop=True).itertuples())
-    reaches = [max(abs(r.low), abs(r.high), 1.0) for r in rows if np.isfinite(r.ratio)]
-    cut = zoom_edge(reaches)
-    fits = [r for r in rows if np.isfinite(r.ratio) and (cut is None or max(abs(r.low), abs(r.high)) <= cut)]
-    margins = [m for r in fits if np.isfinite(m := getattr(r, "margin", math.nan))]
-    lo = min([-0.5, *(r.low for r in fits), *(-m for m in margins)])
-    hi = max([1.5, *(r.high for r in fits), *margins])
-    lo, hi = lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo)
-    if len(fits) < sum(np.isfinite(r.ratio) for r in rows):
-        hi = max(hi, 2.6)                        # room beyond the thesis's effect for the clipped rows' values
-    n = len(rows)
-    fig, (ax, side) = plt.subplots(1, 2, figsize=(width, 0.95 * n + 2.3), sharey=True, layout="constrained",
-                                   gridspec_kw={"width_ratios": [1, 0.27], "wspace": 0.01})
-    clipped = []
-    for y, r in enumerate(rows):
-        margin = getattr(r, "margin", math.nan)
-        if np.isfinite(margin) and margin > 0:
-            ax.fill_between([-margin, margin], y - 0.02, y + 0.26, color=BAND, alpha=0.2, lw=0, zorder=0,
-                            gid="band")
-        note = getattr(r, "note", "")
-        ax.text(lo + 0.012 * (hi - lo), y - 0.44, r.label + (f"\n{note}" if note else ""), ha="left", va="top",
-                fontsize=9, linespacing=1.15, gid="row_label", zorder=6,
-                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
-        side.text(0.04, y + 0.12, textwrap.fill(r.verdict, 13), ha="left", va="center", fontsize=9.5,
-                  fontweight="bold", color=_verdict_ink(r.verdict), gid="verdict", linespacing=1.1)
-        if not np.isfinite(r.ratio):
-            continue
-        yb = y + 0.12                            # the bar, below the label
-        shown_lo, shown_hi = max(r.low, lo), min(r.high, hi)
-        if shown_lo <= shown_hi:
-            ax.plot([shown_lo, shown_hi], [yb, yb], color=INK, lw=1.8, zorder=4, gid="ci95", solid_capstyle="butt")
-            for end in (r.low, r.high):
-                if lo <= end <= hi:
-                    ax.plot([end, end], [yb - 0.09, yb + 0.09], color=INK, lw=1.8, zorder=4, gid="cap")
-        if lo <= r.ratio <= hi:
-            ax.plot(r.ratio, yb, "o", ms=8, mfc="white", mec=INK, mew=1.8, zorder=5, gid="mean")
-        if r.high > hi or r.low < lo:
-            right = r.high > hi
-            edge = hi if right else lo
-            ax.plot(edge - (1 if right else -1) * 0.03 * (hi - lo), yb, ">" if right else "<", color=INK, ms=9,
-                    zorder=5, gid="off_scale")
-            digits = ".0f" if abs(r.ratio) >= 10 else ".2g"
-            ax.text(edge - (1 if right else -1) * 0.07 * (hi - lo), yb,
-                    f"{r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}] →" if right else
-                    f"← {r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}]",
-                    ha="right" if right else "left", va="center", fontsize=9, fontweight="bold",
-                    gid="off_scale_value", zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
-            clipped.append(r.label)
-    ax.axvline(0, color=INK, lw=1.2, zorder=2, gid="no_effect")
-    ax.axvline(1, color=THESIS_INK, lw=1.6, ls="--", zorder=2, gid="thesis_effect")
-    top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
-    ax.text(0, 1.005, "0: no effect", transform=top, ha="right", va="bottom", fontsize=9, gid="label_0")
-    ax.text(1, 1.005, "1: the thesis's effect", transform=top, ha="left", va="bottom", fontsize=9, color=THESIS_INK,
-            gid="label_1")
-    side.text(0.04, 1.005, "verdict", transform=side.transAxes, ha="left", va="bottom", fontsize=9)
-    for a in (ax, side):
-        for k in range(1, n):
-            a.axhline(k - 0.5, color="0.8", lw=0.8, zorder=1)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_yticks([])
-    ax.grid(axis="y", visible=False)
-    side.set_xlim(0, 1)
-    side.set_xticks([])
-    side.grid(False)
-    for spine in ("top", "right", "bottom"):
-        side.spines[spine].set_visible(False)
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_xlabel("our effect ÷ the thesis's effect carried to our scale (primary metric)")
-    handles = [Line2D([], [], color=INK, marker="o", ls="-", lw=1.8, mfc="white", mew=1.8, ms=8,
-                      label="○ with bar: our paired difference to the baseline, mean over the seeds and its 95 % CI, "
-                            "in units of the thesis's effect")]
-    if margins:
-        handles.append(Patch(color=BAND, alpha=0.2, lw=0, label=_label("band", "± the smallest effect of interest in "
-                                                                      "the same units (the thesis's effect's size: "
-                                                                      "±1); a 90 % CI inside it is 'equivalent'")))
-    if clipped:
-        handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=9,
-                              label=f"▶ at the edge: the axis is clipped at {hi:.2g}; the row lies beyond it, its "
-                                    f"ratio and 95 % CI written beside it"))
-    handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                          label=_label("verdict", name="verdict column", explanation="the claim's verdict on the "
-                                       "primary metric (Holm within its family): equivalent (90 % CI inside the "
-                                       "band), trivial (inside, and yet significant), reproduced / confirmed "
-                                       "(a claim the thesis did not make), inconclusive")))
-    for h in handles:
-        h.set_label(textwrap.fill(h.get_label(), 86, subsequent_indent="    "))
-    fig.legend(handles=handles, loc="outside lower center", ncol=1, frameon=False, fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=10.5)
     return fig

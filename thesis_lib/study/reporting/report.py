@@ -125,7 +125,7 @@ def results_page(params) -> str:
         "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
         "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
         "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
-        "(`thesis_lib/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
+        "(`thesis_lib/study/statistics/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
         "little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for top-5 "
         "the top-1 items'); and "
         "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
@@ -317,12 +317,25 @@ def mechanisms_markdown(params) -> str:
 RESULTS_PAGE = ROOT / "docs" / "results.md"
 
 
-def update_readme(text: str, path=ROOT / "README.md") -> None:
-    readme = path.read_text()
-    if START not in readme or END not in readme:
-        raise SystemExit(f"{path} has no {START} ... {END} block")
-    write_text_atomic(path, re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: f"{START}\n{text}\n{END}",
-                           readme, flags=re.S))
+REPRODUCIBILITY_PAGE = ROOT / "docs" / "reproducibility.md"
+TOLERANCES = ("<!-- tolerances:start -->", "<!-- tolerances:end -->")   # its generated sentence (verify.py)
+
+
+def update_readme(text: str, path=ROOT / "README.md", marks=(START, END), joint: str = "\n") -> None:
+    """Replace the block between ``marks`` in ``path`` (the README's results block; any generated block)."""
+    readme, (start, end) = path.read_text(), marks
+    if start not in readme or end not in readme:
+        raise SystemExit(f"{path} has no {start} ... {end} block")
+    write_text_atomic(path, re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: f"{start}{joint}{text}"
+                                   f"{joint}{end}", readme, flags=re.S))
+
+
+def tolerances_text(preset: str = "demo") -> str:
+    """``make verify``'s tolerances on the committed results, as docs/reproducibility.md quotes them."""
+    from thesis_lib.training.results import load_results
+
+    from ..statistics import verify
+    return verify.tolerance_sentence(verify.tolerances(load_results(ROOT / "results", preset)))
 
 
 def main(argv=None) -> int:
@@ -342,6 +355,8 @@ def main(argv=None) -> int:
     if args.update_readme:
         update_readme(text)
         write_text_atomic(RESULTS_PAGE, page)
+        if args.preset == "demo" and args.output_dir is None:      # the committed results' tolerances
+            update_readme(tolerances_text(), REPRODUCIBILITY_PAGE, TOLERANCES, joint="")
     print(text)
     return 0
 

@@ -97,9 +97,11 @@ BUDGET_CONFIRM_FAMILY = "TTE' at the thesis's budget, confirmatory (seeds 4-23)"
 BUDGET_CONFIRM = FixedDesign(
     name="budget-confirm", family=BUDGET_CONFIRM_FAMILY,
     claims=(Claim("TTE after with LayerScale helps, given the thesis's learning-rate budget for the TTE "
-                  "(confirmatory)", _vs(BUDGET_VARIANT, BASELINE), +1, AFTER, BUDGET_CONFIRM_FAMILY),
+                  "(confirmatory)", _vs(BUDGET_VARIANT, BASELINE), +1, AFTER, BUDGET_CONFIRM_FAMILY,
+                  short="TTE after with LayerScale helps"),
             Claim("The TTE' at the thesis's budget is used: removing it at evaluation costs accuracy",
-                  _vs(BUDGET_VARIANT, BUDGET_VARIANT, "removed"), -1, AFTER, BUDGET_CONFIRM_FAMILY)),
+                  _vs(BUDGET_VARIANT, BUDGET_VARIANT, "removed"), -1, AFTER, BUDGET_CONFIRM_FAMILY,
+                  short="The TTE' at the thesis's budget is used: removing it at evaluation costs accuracy")),
     variants=(BASELINE, BUDGET_VARIANT), shared=(BASELINE,), seeds=tuple(range(4, 24)),
     blocks=(tuple(range(4, 24)),), margin_rule="study seeds 0-3")
 
@@ -107,7 +109,8 @@ LONG_FAMILY = "The whole model at the thesis's summed learning rate"
 THESIS_LR_SUM = FixedDesign(
     name="thesis-lr-sum", family=LONG_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy",
-                  _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY),),
+                  _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY,
+                  short="The TTE' is used: removing it at evaluation costs accuracy"),),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=tuple(range(1, 9)), blocks=((1, 2, 3, 4), (5, 6, 7, 8)),
     margin_rule="pilot", overrides=(("train.steps", "thesis summed lr"), ("train.keep_every", KEEP_EVERY)),
     smoke_seeds=(1, 2),
@@ -337,7 +340,7 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
     import json
 
     from thesis_lib.analysis import load_trained, read_checkpoint
-    from thesis_lib.item_agreement import agreement, item_hits
+    from .item_agreement import agreement, item_hits
     from thesis_lib.numerics import one_thread
     from thesis_lib.training.results import RunPaths
     from thesis_lib.training.run import resolve_device

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .evaluation import EvalContext, embed_images, embed_texts, test_set, zero_shot_classifier
+from thesis_lib.evaluation import EvalContext, embed_images, embed_texts, test_set, zero_shot_classifier
 
 
 @torch.no_grad()

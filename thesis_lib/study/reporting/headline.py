@@ -1,0 +1,176 @@
+"""The README's headline figure: every claim of the chapter (and the 2 × 2 factor where Table 1's drop lies), and
+Table 2's fixed-n designs once they hold their seeds, as our paired effect on the primary metric in units of the
+thesis's effect carried to our scale (``frame``, ``design_rows``), drawn by ``draw``: one row per claim, its 95 %
+interval, ± the smallest effect of interest as a band, the verdict beside it; its axis clipped where one row reaches
+far beyond the others, that row's value written at the edge."""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import matplotlib.pyplot as plt
+import matplotlib.transforms as mtransforms
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+from .. import grids, reference
+from ..statistics import sequential
+from . import tables
+from .forest import legend_label, verdict_ink
+from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
+
+
+LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
+CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == LN_MAIN_EFFECT)   # in declared order
+READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in CLAIMS}
+                            for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
+
+
+def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
+    """A figure row from a claim row of ``tables._claim_rows``: labelled with its seeds (and ``how`` they came)."""
+    n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
+    return {"label": textwrap.fill(f"{label_text} ({n} seeds{how})", 72), "note": note, "seeds": n, "ratio": mid,
+            "low": low, "high": high,
+            "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
+            "verdict": r["words"].split(",")[0], "words": r["words"], "claim": r["claim"].text}
+
+
+def design_rows(params) -> list[dict]:
+    """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
+    confirmatory claims on fresh seeds, the long schedule's "is used"."""
+    from ..statistics import designs
+    out = []
+    for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
+        df = designs.design_frame(params, design)
+        if df.empty or params.preset not in design.presets:
+            continue
+        claims = designs.claims_of(params, design)
+        for r in tables._claim_rows(df, claims):
+            if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
+                where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
+                         designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
+                out.append(_row(r, r["claim"].short or r["claim"].text, f"({where})"))
+    return out
+
+
+def frame(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per ``CLAIMS`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
+    to our scale (``tables._claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
+    the smallest effect of interest in the same units, the seeds and the verdict."""
+    out = []
+    for r in tables._claim_rows(df, reference.CLAIMS):
+        claim = r["claim"]
+        if claim not in CLAIMS or not r["primary"]:
+            continue
+        note = "" if claim.in_thesis else "(not a thesis claim: the 2 × 2 factor where Table 1's drop lies)"
+        out.append(_row(r, claim.text, note, ", sequential" if claim.text in sequential.DESIGNS else ""))
+    return pd.DataFrame(out)
+
+
+def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
+    """The chapter's claims in one figure: per claim (one row, labelled above its bar with its seeds) our paired
+    difference on the primary metric in units of the thesis's effect carried to our scale (1 = the thesis's effect,
+    0 = none) with its 95 % interval, ± the smallest effect of interest in the same units as a band, and the verdict
+    in a column at the right. A row reaching past the axis (whose end is set by the other rows,
+    ``plotting.zoom_edge``) is clipped at the edge with a triangle and its value written beside it; the legend says
+    where the axis is clipped.
+
+    ``frame``: one row per claim with label, ratio, low, high, verdict; optional margin (the smallest effect of
+    interest in the same units) and note (a second line of the label)."""
+    if frame is None or not len(frame):
+        raise ValueError("headline: no claims to draw")
+    rows = list(frame.reset_index(drop=True).itertuples())
+    reaches = [max(abs(r.low), abs(r.high), 1.0) for r in rows if np.isfinite(r.ratio)]
+    cut = zoom_edge(reaches)
+    fits = [r for r in rows if np.isfinite(r.ratio) and (cut is None or max(abs(r.low), abs(r.high)) <= cut)]
+    margins = [m for r in fits if np.isfinite(m := getattr(r, "margin", math.nan))]
+    lo = min([-0.5, *(r.low for r in fits), *(-m for m in margins)])
+    hi = max([1.5, *(r.high for r in fits), *margins])
+    lo, hi = lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo)
+    if len(fits) < sum(np.isfinite(r.ratio) for r in rows):
+        hi = max(hi, 2.6)                        # room beyond the thesis's effect for the clipped rows' values
+    n = len(rows)
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(width, 0.95 * n + 2.3), sharey=True, layout="constrained",
+                                   gridspec_kw={"width_ratios": [1, 0.27], "wspace": 0.01})
+    clipped = []
+    for y, r in enumerate(rows):
+        margin = getattr(r, "margin", math.nan)
+        if np.isfinite(margin) and margin > 0:
+            ax.fill_between([-margin, margin], y - 0.02, y + 0.26, color=BAND, alpha=0.2, lw=0, zorder=0,
+                            gid="band")
+        note = getattr(r, "note", "")
+        ax.text(lo + 0.012 * (hi - lo), y - 0.44, r.label + (f"\n{note}" if note else ""), ha="left", va="top",
+                fontsize=9, linespacing=1.15, gid="row_label", zorder=6,
+                bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
+        side.text(0.04, y + 0.12, textwrap.fill(r.verdict, 13), ha="left", va="center", fontsize=9.5,
+                  fontweight="bold", color=verdict_ink(r.verdict), gid="verdict", linespacing=1.1)
+        if not np.isfinite(r.ratio):
+            continue
+        yb = y + 0.12                            # the bar, below the label
+        shown_lo, shown_hi = max(r.low, lo), min(r.high, hi)
+        if shown_lo <= shown_hi:
+            ax.plot([shown_lo, shown_hi], [yb, yb], color=INK, lw=1.8, zorder=4, gid="ci95", solid_capstyle="butt")
+            for end in (r.low, r.high):
+                if lo <= end <= hi:
+                    ax.plot([end, end], [yb - 0.09, yb + 0.09], color=INK, lw=1.8, zorder=4, gid="cap")
+        if lo <= r.ratio <= hi:
+            ax.plot(r.ratio, yb, "o", ms=8, mfc="white", mec=INK, mew=1.8, zorder=5, gid="mean")
+        if r.high > hi or r.low < lo:
+            right = r.high > hi
+            edge = hi if right else lo
+            ax.plot(edge - (1 if right else -1) * 0.03 * (hi - lo), yb, ">" if right else "<", color=INK, ms=9,
+                    zorder=5, gid="off_scale")
+            digits = ".0f" if abs(r.ratio) >= 10 else ".2g"
+            ax.text(edge - (1 if right else -1) * 0.07 * (hi - lo), yb,
+                    f"{r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}] →" if right else
+                    f"← {r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}]",
+                    ha="right" if right else "left", va="center", fontsize=9, fontweight="bold",
+                    gid="off_scale_value", zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+            clipped.append(r.label)
+    ax.axvline(0, color=INK, lw=1.2, zorder=2, gid="no_effect")
+    ax.axvline(1, color=THESIS_INK, lw=1.6, ls="--", zorder=2, gid="thesis_effect")
+    top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.text(0, 1.005, "0: no effect", transform=top, ha="right", va="bottom", fontsize=9, gid="label_0")
+    ax.text(1, 1.005, "1: the thesis's effect", transform=top, ha="left", va="bottom", fontsize=9, color=THESIS_INK,
+            gid="label_1")
+    side.text(0.04, 1.005, "verdict", transform=side.transAxes, ha="left", va="bottom", fontsize=9)
+    for a in (ax, side):
+        for k in range(1, n):
+            a.axhline(k - 0.5, color="0.8", lw=0.8, zorder=1)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_yticks([])
+    ax.grid(axis="y", visible=False)
+    side.set_xlim(0, 1)
+    side.set_xticks([])
+    side.grid(False)
+    for spine in ("top", "right", "bottom"):
+        side.spines[spine].set_visible(False)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.set_xlabel("our effect ÷ the thesis's effect carried to our scale (primary metric)")
+    handles = [Line2D([], [], color=INK, marker="o", ls="-", lw=1.8, mfc="white", mew=1.8, ms=8,
+                      label="○ with bar: our paired difference to the baseline, mean over the seeds and its 95 % CI, "
+                            "in units of the thesis's effect")]
+    if margins:
+        handles.append(Patch(color=BAND, alpha=0.2, lw=0, label=legend_label("band", "± the smallest effect of interest in "
+                                                                      "the same units (the thesis's effect's size: "
+                                                                      "±1); a 90 % CI inside it is 'equivalent'")))
+    if clipped:
+        handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=9,
+                              label=f"▶ at the edge: the axis is clipped at {hi:.2g}; the row lies beyond it, its "
+                                    f"ratio and 95 % CI written beside it"))
+    handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
+                          label=legend_label("verdict", name="verdict column", explanation="the claim's verdict on the "
+                                       "primary metric (Holm within its family): equivalent (90 % CI inside the "
+                                       "band), trivial (inside, and yet significant), reproduced / confirmed "
+                                       "(a claim the thesis did not make), inconclusive")))
+    for h in handles:
+        h.set_label(textwrap.fill(h.get_label(), 86, subsequent_indent="    "))
+    fig.legend(handles=handles, loc="outside lower center", ncol=1, frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10.5)
+    return fig
