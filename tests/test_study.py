@@ -169,7 +169,13 @@ def test_the_two_by_two_contrasts():
 
 def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, monkeypatch):
     """The study trains on CPU in worker processes, one thread each; the result is the same as the same run
-    trained here (every CPU run computes on one thread), bit for bit, whatever the number of workers."""
+    trained here (every CPU run computes on one thread), bit for bit, whatever the number of workers. With one
+    worker (THESIS_WORKERS=1) the grid trains in this process and leaves its random streams as they were."""
+    import random
+
+    import numpy as np
+    import torch
+
     from thesis_lib.training.run import run_experiment
     monkeypatch.setenv("THESIS_WORKERS", "2")
     params = study.study_params("smoke", [0, 1], "cpu", str(tmp_path / "parallel"))
@@ -177,6 +183,13 @@ def test_parallel_one_thread_runs_equal_an_in_process_one_thread_run(tmp_path, m
     alone = run_experiment("smoke", "tte_after_ls", 1, tmp_path / "alone", "cpu")
     assert [r["seed"] for r in parallel] == [0, 1]
     assert parallel[1]["metrics"] == alone["metrics"]
+    monkeypatch.setenv("THESIS_WORKERS", "1")
+    torch.manual_seed(7), np.random.seed(7), random.seed(7)
+    streams = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
+    here = study.run_grid(study.study_params("smoke", [0, 1], "cpu", str(tmp_path / "here")), ["tte_after_ls"])
+    assert [r["metrics"] for r in here] == [r["metrics"] for r in parallel]
+    assert torch.equal(torch.get_rng_state(), streams[0]) and (np.random.get_state()[1] == streams[1]).all()
+    assert random.getstate() == streams[2]
 
 
 def test_a_run_worker_s_data_loaders_start_processes_as_a_normally_started_process_does():
@@ -242,6 +255,7 @@ def test_a_grid_of_reused_and_trained_runs_keeps_the_grids_order(monkeypatch, ca
     monkeypatch.setattr(runs, "finished_result", lambda job: {"variant": job["variant"], "seed": job["seed"]}
                         if job["seed"] % 2 else None)
     monkeypatch.setenv("THESIS_PROGRESS", "0")
+    monkeypatch.setenv("THESIS_WORKERS", "2")                # the workers' path (one worker trains in this process)
     jobs = [dict(preset="smoke", variant=v, seed=s, device="cpu") for v in ("noln", "mome") for s in range(4)]
     out = runs.run_many(jobs)
     assert [(r["variant"], r["seed"]) for r in out] == [(j["variant"], j["seed"]) for j in jobs]

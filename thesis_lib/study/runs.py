@@ -3,6 +3,7 @@ parallel one-thread worker processes on CPU."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -12,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -187,16 +189,46 @@ def run_many(jobs: list[dict]) -> list[dict]:
                 log.run_done(f"{r.get('variant')} seed {r.get('seed')}", 0.0, workers)
         if not todo:
             return results
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool:
-            futures = {pool.submit(_timed_run, jobs[i]): i for i in todo}
-            for done in as_completed(futures):
-                r, seconds = done.result()                      # a failed run stops the study with its error
-                results[futures[done]] = r
-                bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
-                bar.update()
-                log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, workers)
+        for i, (r, seconds) in _trained(jobs, todo, workers):   # a failed run stops the study with its error
+            results[i] = r
+            bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
+            bar.update()
+            log.run_done(f"{r.get('variant')} seed {r.get('seed')}", seconds, workers)
     return results
+
+
+def _trained(jobs: list[dict], todo: list[int], workers: int):
+    """(index, (result, seconds)) of every job in ``todo`` as it finishes: in ``workers`` spawned worker processes,
+    or, with one worker (``THESIS_WORKERS=1``), here, one after another, each run's random streams forked so that
+    this process's stay as they were (as a worker's would leave them): the same result bits either way."""
+    if workers == 1:
+        for i in todo:
+            with torch.random.fork_rng(devices=[]), _numpy_and_python_streams_kept():
+                yield i, _timed_run(jobs[i])
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool:
+        futures = {pool.submit(_timed_run, jobs[i]): i for i in todo}
+        for done in as_completed(futures):
+            yield futures[done], done.result()
+
+
+@contextlib.contextmanager
+def _numpy_and_python_streams_kept():
+    """A run in this process as in a worker: numpy's and Python's random streams restored after it, and no progress
+    bar of its own (the grid's counts the runs)."""
+    import random
+    state, progress = (np.random.get_state(), random.getstate()), os.environ.get("THESIS_PROGRESS")
+    os.environ["THESIS_PROGRESS"] = "0"
+    try:
+        yield
+    finally:
+        np.random.set_state(state[0])
+        random.setstate(state[1])
+        if progress is None:
+            os.environ.pop("THESIS_PROGRESS")
+        else:
+            os.environ["THESIS_PROGRESS"] = progress
 
 
 def finished_result(job: dict) -> dict | None:
