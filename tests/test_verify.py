@@ -8,7 +8,6 @@ import statistics
 
 import pytest
 
-from thesis_lib.metrics import label
 from thesis_lib.paths import ROOT
 from thesis_lib.study import grids
 from thesis_lib.study.statistics import verify
@@ -113,14 +112,12 @@ def test_a_swapped_run_that_changes_a_verdict_is_named(tmp_path):
 
 
 def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
-    import re
+    """The page's generated sentence (written by ``make figures``) is what the committed results give now."""
+    from thesis_lib.study.reporting import report
     text = (ROOT / "docs" / "reproducibility.md").read_text()
-    tolerance = verify.tolerances(committed)
-    quoted = re.search(r"it is ([\d.]+) points for COCO retrieval,\s+([\d.]+) for Flickr retrieval, ([\d.]+) for "
-                       r"ImageNet top-1, and ([\d.]+) for the smallest \(([^)]+)\)", text)
-    assert quoted, "docs/reproducibility.md no longer quotes the tolerances"
-    smallest = min(tolerance, key=tolerance.get)
-    assert quoted.group(5) == label(smallest)
-    assert [float(x) for x in quoted.groups()[:4]] == [round(tolerance[m], 2) for m in
-                                                       ("coco_mean", "flickr_mean", "imagenet_top1", smallest)]
-    assert f"`TOLERANCE_SDS` = {verify.TOLERANCE_SDS:g} between-seed" in text
+    start, end = report.TOLERANCES
+    quoted = " ".join(text[text.index(start) + len(start):text.index(end)].split())
+    assert quoted == verify.tolerance_sentence(verify.tolerances(committed)) == report.tolerances_text()
+    assert verify.tolerance_sentence({"coco_mean": 1, "flickr_mean": 2, "imagenet_top1": 3, "coco_ir@1": 0.5}) == (
+        "1.00 points for COCO retrieval, 2.00 for Flickr retrieval, 3.00 for ImageNet top-1, and 0.50 for the "
+        "smallest (COCO image retrieval R@1)")

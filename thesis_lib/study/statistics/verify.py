@@ -59,6 +59,15 @@ def tolerances(results: list[dict]) -> dict[str, float]:
     return {metric: TOLERANCE_SDS * sd for metric, sd in seed_sds(results).items()}
 
 
+def tolerance_sentence(tolerance: dict[str, float]) -> str:
+    """The tolerances docs/reproducibility.md quotes, in words (written there by ``make figures``)."""
+    from thesis_lib.metrics import label
+    smallest = min(tolerance, key=tolerance.get)
+    return (f"{tolerance['coco_mean']:.2f} points for COCO retrieval, {tolerance['flickr_mean']:.2f} for Flickr "
+            f"retrieval, {tolerance['imagenet_top1']:.2f} for ImageNet top-1, and {tolerance[smallest]:.2f} for the "
+            f"smallest ({label(smallest)})")
+
+
 def fork_step(committed_curve: list[dict], retrained_curve: list[dict]) -> int | None:
     """The first logged step at which the retrained run's loss is further than ``FORK_RTOL`` (relative) from the
     committed run's, or at which one curve has no row; None when it replays the committed curve to the end."""
