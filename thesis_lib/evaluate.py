@@ -37,6 +37,15 @@ from .training.run import add_source_args, add_user_args, evaluate_trained, prob
 from .version import __version__
 
 
+def evaluation_inputs(cfg, say=lambda what: None) -> tuple:
+    """The tokenizer and the evaluation sets a run of ``cfg`` evaluated itself on (its world and tokenizer prepared
+    once, no pretrained parts)."""
+    root = prepare_assets(cfg, pretrained=False)
+    tokenizer = load_tokenizer(cfg, root)
+    say("building the evaluation sets")
+    return tokenizer, build_eval_sets(cfg, tokenizer, root)
+
+
 def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str | None = None,
                         checkpoints: str | None = None, say=lambda what: None) -> tuple[Path, dict]:
     """Evaluate a run's checkpoint as the run evaluates itself at its end and write the result to ``out_dir``;
@@ -54,10 +63,7 @@ def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str
     step = int(state["step"])
     with one_thread() if dev.type == "cpu" else contextlib.nullcontext():
         say(f"{cfg.preset} {cfg.model.variant} seed {cfg.seed}, step {step} of {cfg.train.steps}: preparing its data")
-        root = prepare_assets(cfg, pretrained=False)    # the world and tokenizer (built once); no pretrained parts
-        tokenizer = load_tokenizer(cfg, root)
-        say("building the evaluation sets")
-        eval_sets = build_eval_sets(cfg, tokenizer, root)
+        tokenizer, eval_sets = evaluation_inputs(cfg, say)
         model = load_trained(state, dev, cfg)
         del state                                      # the optimiser's state: as large as the model, twice
         found = evaluate_trained(cfg, model, tokenizer, eval_sets, dev, probe_inputs(cfg, eval_sets, tokenizer, dev),

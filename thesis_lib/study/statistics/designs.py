@@ -238,17 +238,14 @@ def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
 
 
 def _eval_setup(state: dict, dev):
-    """The evaluation sets and context of a run's checkpoint ``state`` (its config's world and tokenizer, as the run
-    evaluated itself): what every checkpoint of the designs is measured on."""
+    """The evaluation sets and context of a run's checkpoint ``state``, as the run evaluated itself: what every
+    checkpoint of the designs is measured on."""
     from thesis_lib.config import config_of
-    from thesis_lib.data.eval_sets import build_eval_sets
-    from thesis_lib.data.tokenizer import load_tokenizer
+    from thesis_lib.evaluate import evaluation_inputs
     from thesis_lib.evaluation import EvalContext
-    from thesis_lib.training.prepare import prepare_assets
     cfg = config_of(state["config"])
-    root = prepare_assets(cfg, pretrained=False)
-    tokenizer = load_tokenizer(cfg, root)
-    return build_eval_sets(cfg, tokenizer, root), EvalContext.of(cfg, dev, tokenizer.pad_id)
+    tokenizer, sets = evaluation_inputs(cfg)
+    return sets, EvalContext.of(cfg, dev, tokenizer.pad_id)
 
 
 def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
