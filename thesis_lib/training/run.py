@@ -96,14 +96,14 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
             data = RunData.load(cfg, info)                                                  # data
             raw = build_model(cfg, pretrained=cfg.weights.source != "random").to(dev)      # model
             teacher = load_teacher(cfg).to(dev)
-            state, start = training_state(cfg, raw, teacher, dev, info, paths, resume)
+            state, ckpt = training_state(cfg, raw, teacher, dev, info, paths, resume)
             targets = teacher_targets(cfg, teacher, data.pairs, dev, info)
             data_rate = data.pairs.data_path_rate(targets is not None) if info.is_main else None   # files: can
             if data_rate:                                                                   # the data path keep up?
                 print(data_rate.message(), file=sys.stderr)
             barrier(info, "rank 0 to prepare the evaluation sets and measure the data path")   # before DDP's
             state.model = wrapped(raw, cfg, dev, info)                                             # collectives
-            start = resumed(state, start, cfg, info)
+            start = resumed(state, ckpt, cfg, info)
             probe = probe_inputs(cfg, data.eval_sets, data.tokenizer, dev) if info.is_main else None
             monitor = tte_monitor(raw, *probe) if probe else None      # ‖γ ⊙ t‖ / ‖H‖ along training (notebook 04)
             stats = train_loop(state, data.pairs, targets, cfg, paths, start, data_rate, monitor)   # loop

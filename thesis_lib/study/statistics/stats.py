@@ -181,7 +181,7 @@ def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = A
     inside ± ``margin`` when per-seed differences have SD ``sd``. Given the sample SD s, the TOST passes iff the
     mean lies in (−margin + t·s/√n, margin − t·s/√n); the mean is normal and (n − 1)s²/sd² is χ²(n − 1), so the
     power is one integral over s (Phillips 1990, *J. Pharmacokinet. Biopharm.* 18(2), by quadrature here)."""
-    from scipy import integrate
+    from scipy import integrate, special
     if n < 2 or not sd > 0 or not margin > 0:
         return math.nan
     df, crit, se = n - 1, sps.t.ppf(1 - alpha, n - 1), sd / math.sqrt(n)
@@ -191,7 +191,10 @@ def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = A
         width = margin - crit * s / math.sqrt(n)
         if width <= 0:
             return 0.0
-        return (sps.norm.cdf((width - effect) / se) - sps.norm.cdf((-width - effect) / se)) * sps.chi2.pdf(q, df)
+        chi2_pdf = np.exp(special.xlogy(df / 2. - 1, q) - q / 2. - special.gammaln(df / 2.) - (np.log(2) * df) / 2.)
+        return (special.ndtr((width - effect) / se) - special.ndtr((-width - effect) / se)) * chi2_pdf
+    # (scipy.stats' norm.cdf and chi2.pdf, written out: the same bits without their per-call overhead, which took
+    # most of a results page's time; tests/test_stats.py compares them)
     top = df * (margin * math.sqrt(n) / (crit * sd)) ** 2          # beyond it the interval is empty
     return float(integrate.quad(given, 0, top, limit=200)[0])
 
