@@ -99,9 +99,11 @@ test: setup $(BIN)/.installed-dev
 
 # Retrain one committed demo run (seed 0) of each variant family: every metric within its declared tolerance of
 # results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 11 min on 2 cores; set THESIS_DATA
-# to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results).
+# to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results; the runs train in one-thread
+# workers, one per core, or THESIS_WORKERS).
 verify: setup $(BIN)/.installed-dev
-	THESIS_VERIFY_DEMO=1 $(BIN)/python -m pytest tests/test_reproducible.py -k demo -s
+	THESIS_VERIFY_DEMO=1 THESIS_WORKERS=$(or $(THESIS_WORKERS),$(shell nproc 2>/dev/null || echo 1)) \
+	    $(BIN)/python -m pytest tests/test_reproducible.py -k demo -s
 
 # Rewrite tests/golden/smoke_seed0.json: only on purpose (a change meant to alter the numbers).
 golden: setup $(BIN)/.installed-dev
