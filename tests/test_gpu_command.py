@@ -54,7 +54,9 @@ def test_the_gpu_command_runs_dry_on_cpu_records_forced_failures_and_goes_on(gpu
     assert report["sections"]["step batch 4 compiled"]["seconds"] < 10
     assert report["peak_tflops"] > 0 and {(r["batch"], r["compiled"]) for r in report["steps"]} == {(8, False),
                                                                                                      (8, True)}
-    assert all(r["pairs_per_s"] > 0 and 0 < r["mfu"] < 1 and 0 < r["teacher_share"] < 1 for r in report["steps"])
+    for r in report["steps"]:     # timing ratios: on a CPU shared with other tests (make test runs two at once) a
+        assert r["pairs_per_s"] > 0 and r["teacher_share"] > 0        # ratio of two timings can pass 1: no upper bound
+        assert r["mfu"] == pytest.approx(r["flop_per_s"] / (report["peak_tflops"] * 1e12)) and r["mfu"] > 0
     assert set(report["data"]) == {f"{d}, per CPU core" for d in DECODERS}
     for r in report["steps"]:                # the recipe's step: the preset's teacher view and precision, no TF32
         assert r["options"] == {"train.precision": "fp32", "data.teacher_view": "augmented",

@@ -68,3 +68,25 @@ class DistributedTimeoutError(DistributedError):
 class MissingResultsError(ThesisError):
     """A figure whose runs have no stored results (of the selected seeds) yet; names the runs it needs and which are
     missing, and nothing is drawn."""
+
+
+
+class CliErrors:
+    """``with CliErrors(debug, interrupted) as cli:`` around a command line's work (in the caller's own frame): a
+    ``ThesisError`` becomes one line on stderr and ``cli.code`` 2, Ctrl-C prints ``interrupted`` and 130; with
+    ``debug`` both propagate (the full traceback)."""
+
+    def __init__(self, debug: bool, interrupted: str):
+        self.debug, self.interrupted, self.code = debug, interrupted, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, traceback) -> bool:
+        if kind is None or self.debug or not issubclass(kind, (ThesisError, KeyboardInterrupt)):
+            return False
+        import sys
+        user_error = issubclass(kind, ThesisError)
+        print(f"error: {err}" if user_error else self.interrupted, file=sys.stderr)
+        self.code = 2 if user_error else 130
+        return True

@@ -28,7 +28,7 @@ from .analysis import checkpoint_config, load_trained, read_checkpoint
 from .cache import write_json_atomic
 from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
-from .errors import ThesisError
+from .errors import CliErrors
 from .numerics import one_thread
 from .paths import show_progress
 from .training.prepare import prepare_assets
@@ -124,19 +124,11 @@ def main(argv=None) -> int:
         if show_progress():
             print(f"[{time.perf_counter() - start:7.1f} s] {what}", file=sys.stderr, flush=True)
 
-    try:
+    with CliErrors(args.debug, "interrupted; the result file is written only at the end") as cli:
         path, result = evaluate_checkpoint(args.checkpoint, args.out, args.device, args.data_root, args.checkpoints,
                                            say)
-    except ThesisError as err:
-        if args.debug:
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        print("interrupted; the result file is written only at the end", file=sys.stderr)
-        return 130
+    if cli.code:
+        return cli.code
     print(summary(result))
     print(f"wrote {path}")
     return 0

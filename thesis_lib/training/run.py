@@ -28,7 +28,7 @@ from ..config_checks import parse_sets
 from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
-from ..errors import ConfigError, DeviceError, ThesisError
+from ..errors import CliErrors, ConfigError, DeviceError, ThesisError
 from ..evaluation import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model
 from ..models.sources import load_teacher
@@ -314,20 +314,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.no_progress:
         os.environ["THESIS_PROGRESS"] = "0"
-    try:
+    with CliErrors(args.debug, "interrupted; any checkpoint written so far is kept: run the same command with "
+                               "--resume to continue") as cli:
         result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
                                 args.overwrite, overrides_of(args), dist_timeout=args.dist_timeout)
-    except ThesisError as err:
-        if args.debug:
-            raise
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        if args.debug:
-            raise
-        print("interrupted; any checkpoint written so far is kept: run the same command with --resume to continue",
-              file=sys.stderr)
-        return 130
+    if cli.code:
+        return cli.code
     if result:
         m = result["metrics"]
         print(f"{result['variant']} seed {result['seed']}: ImageNet top-1 {m['imagenet_top1']:.2f}  "
