@@ -33,7 +33,10 @@ def test_committed_notebook_outputs_hold_no_machine_specific_path():
 def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monkeypatch):
     """Each notebook's parameters cell, run, defines the declared parameters (study.runs.Parameters) with the
     notebook's declared defaults (its seeds, the preset from THESIS_PRESET) and nothing else but notebook 05's
-    fusion variants (study.grids.FUSION_TRAINED)."""
+    fusion variants (study.grids.FUSION_TRAINED); papermill finds each of them in the cell (it warns of a parameter
+    it cannot find, and the cell's names are what `papermill --help-notebook` lists)."""
+    from papermill.translators import PythonTranslator
+
     from thesis_lib.paths import ROOT
     from thesis_lib.study import grids, runs
     monkeypatch.setenv("THESIS_PRESET", "smoke")
@@ -41,8 +44,11 @@ def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monke
         cell = next(c for c in json.loads(path.read_text())["cells"] if "parameters" in c["metadata"].get("tags", []))
         namespace = {}
         exec("".join(cell["source"]), namespace)
-        defined = {k: v for k, v in namespace.items() if not k.startswith("__") and not callable(v)
+        defined = {k: v for k, v in namespace.items() if not k.startswith("_") and not callable(v)
                    and not isinstance(v, types.ModuleType)}
         extra = {"fusion_variants": list(grids.FUSION_TRAINED)} if path.name.startswith("05") else {}
         assert defined == {**runs.defaults(path.stem)._asdict(), **extra}, path.name
         assert defined["preset"] == "smoke" and tuple(defined["seeds"]) == runs.seeds_of(path.name)
+        found = {p.name for p in PythonTranslator.inspect({"source": "".join(cell["source"])})
+                 if not p.name.startswith("_")}
+        assert found == set(defined), path.name
