@@ -108,6 +108,22 @@ def _edges(reaches: list[float]) -> tuple[float, float | None]:
     return 1.15 * max([r for r in reaches if r > 0] or [1.0]), None if zoom is None else 1.15 * zoom
 
 
+def _interval(ax, at: float, mean: float, half: float, eq: float, eq_ink, vertical: bool, capsize: int,
+              mean_gid: str | None = None) -> None:
+    """A paired difference's marks at ``at``: its 95 % interval (thin, capped), its equivalence interval (thick),
+    its mean (a circle); along x (a forest's row) or, ``vertical``, along y (a dose of the dose-response)."""
+    if not np.isfinite(mean):
+        return
+    point = (at, mean) if vertical else (mean, at)
+    if np.isfinite(half):
+        bars = ax.errorbar(*point, **{"yerr" if vertical else "xerr": half}, fmt="none", ecolor=INK, elinewidth=1.3,
+                           capsize=capsize, zorder=4)
+        bars.lines[2][0].set_gid("ci95")
+    if np.isfinite(eq):
+        (ax.vlines if vertical else ax.hlines)(at, mean - eq, mean + eq, colors=[eq_ink], lw=6, zorder=4, gid="ci_eq")
+    ax.plot(*point, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid=mean_gid)
+
+
 def _draw_row(ax, row: dict, y: float, edge: float, inks: dict, verdict: bool):
     """One row: the margin band, the seeds, the 95 % interval (thin, capped), the equivalence interval (thick), the
     mean, the thesis's effect; a triangle at the panel's edge where the mean lies beyond it; the verdict above."""
@@ -118,13 +134,8 @@ def _draw_row(ax, row: dict, y: float, edge: float, inks: dict, verdict: bool):
     if len(diffs):
         jitter = np.linspace(-0.06, 0.06, len(diffs)) if len(diffs) > 1 else np.zeros(1)
         ax.scatter(diffs, y + 0.24 + jitter, s=14, color=SEED_INK, alpha=0.8, lw=0, zorder=3)
-    if np.isfinite(mean) and np.isfinite(half):
-        bars = ax.errorbar(mean, y, xerr=half, fmt="none", ecolor=INK, elinewidth=1.3, capsize=4, zorder=4)
-        bars.lines[2][0].set_gid("ci95")
-    if np.isfinite(mean) and np.isfinite(eq):
-        ax.hlines(y, mean - eq, mean + eq, colors=[inks[row["eq_level"]]], lw=6, zorder=4, gid="ci_eq")
+    _interval(ax, y, mean, half, eq, inks.get(row["eq_level"]), vertical=False, capsize=4)
     if np.isfinite(mean):
-        ax.plot(mean, y, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5)
         if abs(mean) > edge:
             ax.plot(0.975 * math.copysign(edge, mean), y, ">" if mean > 0 else "<", color=INK, ms=8, zorder=5,
                     gid="off_scale")
@@ -334,13 +345,7 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
                 beside = 0.3 if metric == primary else 0.2                 # decades right of the dose
                 ax.scatter(d * 10 ** (beside + spread), diffs, s=14, color=SEED_INK, alpha=0.85, lw=0, zorder=3,
                            gid="seeds")
-            if np.isfinite(mean) and np.isfinite(half):
-                bars = ax.errorbar(d, mean, yerr=half, fmt="none", ecolor=INK, elinewidth=1.3, capsize=5, zorder=4)
-                bars.lines[2][0].set_gid("ci95")
-            if np.isfinite(mean) and np.isfinite(eq):
-                ax.vlines(d, mean - eq, mean + eq, colors=[inks[r["eq_level"]]], lw=6, zorder=4, gid="ci_eq")
-            if np.isfinite(mean):
-                ax.plot(d, mean, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid="mean")
+            _interval(ax, d, mean, half, eq, inks.get(r["eq_level"]), vertical=True, capsize=5, mean_gid="mean")
             ends += [*diffs, *_finite(mean - half, mean + half, r["margin"], -r["margin"], r["thesis"])]
         low, high = min(ends), max(ends)
         span = (high - low) or 1.0
