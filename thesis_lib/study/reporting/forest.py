@@ -98,6 +98,13 @@ def _row(r) -> dict:
     return out
 
 
+def legend_below(fig, handles: list, width: int, ncol: int, **kwargs) -> None:
+    """The figure's legend below its panels, each entry wrapped at ``width`` characters (continuation indented)."""
+    for h in handles:
+        h.set_label(textwrap.fill(h.get_label(), width, subsequent_indent="    "))
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, fontsize=8, **kwargs)
+
+
 def verdict_ink(text: str):
     return VERDICT_INK.get(text.strip("() ").split(" ")[0].split(",")[0].lower(), INK)
 
@@ -175,11 +182,8 @@ def _legend(fig, rows: list[dict], inks: dict, zoomed: bool, ncol: int, eq_notes
     secondary = any(r["verdict"].startswith("(") for r in rows)
     handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
                           label=legend_label("verdict", None if secondary else LEGEND["verdict"][1].split("; in paren")[0])))
-    width = 95 if ncol == 1 else 70
-    for h in handles:
-        h.set_label(textwrap.fill(h.get_label(), width, subsequent_indent="    "))
-    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, fontsize=8,
-               handler_map={whisker: HandlerLine2D(numpoints=2)})      # its caps at both ends
+    legend_below(fig, handles, 95 if ncol == 1 else 70, ncol,
+                 handler_map={whisker: HandlerLine2D(numpoints=2)})      # its caps at both ends
 
 
 def _seeds_text(rows) -> str:
@@ -395,9 +399,7 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
                                                 "Holm within the claim's family; contradicted / refuted: the other "
                                                 "way), inconclusive (neither); in parentheses: a secondary metric's, "
                                                 "which decides nothing"))]
-    for h in handles:
-        h.set_label(textwrap.fill(h.get_label(), 80, subsequent_indent="    "))
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=8)
+    legend_below(fig, handles, 80, 2)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig

@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 from .. import grids, reference
 from ..statistics import sequential
 from . import tables
-from .forest import legend_label, verdict_ink
+from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
 
 
@@ -168,9 +168,7 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
                                        "primary metric (Holm within its family): equivalent (90 % CI inside the "
                                        "band), trivial (inside, and yet significant), reproduced / confirmed "
                                        "(a claim the thesis did not make), inconclusive")))
-    for h in handles:
-        h.set_label(textwrap.fill(h.get_label(), 86, subsequent_indent="    "))
-    fig.legend(handles=handles, loc="outside lower center", ncol=1, frameon=False, fontsize=8)
+    legend_below(fig, handles, 86, 1)
     if title:
         fig.suptitle(title, fontsize=10.5)
     return fig

@@ -200,12 +200,11 @@ def why_markdown(params) -> str:
             values = sub[col].dropna() if col in sub else []
             cell[short(col)] = fmt(*mean_ci(values), METRICS[col].digits) if len(values) else "–"
         rows[VARIANT_LABELS[v]] = cell
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "variant"
-    return ("## Two measurements beside the TTE's verdicts (notebook 04)\n\nThe held-out accuracy of a linear "
-            "probe telling a picture's token from a caption's on the shared block's input with any TTE removed "
-            "(chance 50 %; it shows the modality is decodable there, not that the block uses it), and the TTE's "
-            "share of that input after training (per token, first 256 COCO-like test items):\n\n" + _markdown(table))
+    return _section("## Two measurements beside the TTE's verdicts (notebook 04)\n\nThe held-out accuracy of a "
+                    "linear probe telling a picture's token from a caption's on the shared block's input with any "
+                    "TTE removed (chance 50 %; it shows the modality is decodable there, not that the block uses "
+                    "it), and the TTE's share of that input after training (per token, first 256 COCO-like test "
+                    "items):\n\n", rows, "variant")
 
 
 DISAGREE = ("contradicted", "equivalent", "trivial")   # verdicts that say the thesis's effect is not here
@@ -287,12 +286,11 @@ def fidelity_markdown(params) -> str:
     for m in CLAIMED:
         mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
         rows[label(m)] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "metric"
-    return ("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its text path "
-            "with dropout 0.1 and decays the type vectors, the text positions and the image CLS (docs/sources.md "
-            "§9); ours does neither. The baseline with the thesis's (`model.text_dropout=0.1`, "
-            "`train.decay_rule=thesis`), paired by seed with ours:\n\n" + _markdown(table))
+    return _section("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its "
+                    "text path with dropout 0.1 and decays the type vectors, the text positions and the image CLS "
+                    "(docs/sources.md §9); ours does neither. The baseline with the thesis's "
+                    "(`model.text_dropout=0.1`, `train.decay_rule=thesis`), paired by seed with ours:\n\n", rows,
+                    "metric")
 
 
 def mechanisms_markdown(params) -> str:
@@ -315,6 +313,13 @@ def mechanisms_markdown(params) -> str:
 
 
 RESULTS_PAGE = ROOT / "docs" / "results.md"
+
+
+def _section(heading: str, rows: dict, index: str) -> str:
+    """A page section: its heading and text, then ``rows`` ({row name: {column: cell}}) as a table."""
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = index
+    return heading + _markdown(table)
 
 
 REPRODUCIBILITY_PAGE = ROOT / "docs" / "reproducibility.md"
