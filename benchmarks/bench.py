@@ -31,7 +31,8 @@ from thesis_lib import get_config
 from thesis_lib.data.train_pairs import TrainPairs
 from thesis_lib.evaluation import retrieval_recalls
 from thesis_lib.training.distributed import DistInfo
-from thesis_lib.training.engine import autocast, compute_loss, make_optimizer
+from thesis_lib.training.engine import (TrainState, autocast, compute_loss, grad_scaler, make_optimizer,
+                                        optimiser_step)
 
 SINGLE = DistInfo()
 
@@ -178,15 +179,13 @@ def _step_runner(cfg, device, fused_attn=True, compile_model=False, synthetic=Fa
     model, teacher, pairs, targets, opt, sched = build(cfg, device, fused_attn, synthetic)
     runner = torch.compile(model) if compile_model else model
     amp, batches = autocast(cfg.train.precision, device), pairs.batches(0, 10 ** 6, targets)
+    state = TrainState(runner, model, teacher, opt, sched, SINGLE, device, grad_scaler(cfg.train.precision, device))
 
     def run(n):
         for _ in range(n):
             batch = {k: v.to(device, non_blocking=True) for k, v in next(batches).items()}
             loss, _ = compute_loss(runner, model, batch, teacher, cfg.train, SINGLE, amp)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
+            optimiser_step(state, loss, cfg.train)          # the loop's own step
         sync(device)
         return batch
     run.model, run.teacher, run.amp = model, teacher, amp

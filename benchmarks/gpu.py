@@ -72,7 +72,7 @@ import torch  # noqa: E402
 
 from thesis_lib import get_config  # noqa: E402
 from thesis_lib.paths import results_dir  # noqa: E402
-from thesis_lib.training.engine import grad_scaler, resolve_precision  # noqa: E402
+from thesis_lib.training.engine import TrainState, grad_scaler, optimiser_step, resolve_precision  # noqa: E402
 from thesis_lib.training.results import RunPaths  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -144,20 +144,16 @@ def step_rate(preset: str, batch: int, device: torch.device, steps: int, compile
     model, teacher, pairs, _, opt, sched = bench.build(cfg, device, synthetic=True)
     run_model = fresh_compile(model, backend=backend) if cfg.train.compile else model   # training.run: compile
     batch_t = pairs.batch(0)                                      # already on the device
-    amp, scaler = bench.autocast(cfg.train.precision, device), grad_scaler(cfg.train.precision, device)
+    amp = bench.autocast(cfg.train.precision, device)
+    state = TrainState(run_model, model, teacher, opt, sched, bench.SINGLE, device,
+                       grad_scaler(cfg.train.precision, device))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
 
     def steps_of(n):
         for _ in range(n):
             loss, _ = bench.compute_loss(run_model, model, batch_t, teacher, cfg.train, bench.SINGLE, amp)
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-            sched.step()
-            with torch.no_grad():
-                model.logit_scale.clamp_(0, cfg.train.logit_scale_max)
+            optimiser_step(state, loss, cfg.train)              # the loop's own step
         bench.sync(device)
 
     steps_of(3)                                                   # warm-up (and compilation)

@@ -67,13 +67,13 @@ def tte_ablation_metrics(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
     return out
 
 
-def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, mode: str = "own"):
+def _encoder_tokens(model, images: torch.Tensor, tokens: torch.Tensor, types: str = "own"):
     """H'_L of both modalities under a TTE ablation: [(modality, (B, T, D) vectors, (B, T) True where a token is
     real)] for the images and the captions."""
     out = []
     with evaluating(model):
         for modality, inputs in ((IMAGE, images), (TEXT, tokens)):
-            h, pad = model.encoder_outputs(inputs, modality, mode)
+            h, pad = model.encoder_outputs(inputs, modality, types)
             real = torch.ones(h.shape[:2], dtype=torch.bool, device=h.device) if pad is None else ~pad
             out.append((modality, h.float(), real))
     return out

@@ -1,8 +1,10 @@
 """Exception types: every user-facing failure raises one of these with a message that says what to fix.
 
 The CLI (``python -m thesis_lib.training.run``) prints such an error as one line and exits with code 2; any other
-exception is a bug and keeps its traceback. The catalogue of bad inputs and their messages is in the README.
+exception is a bug and keeps its traceback (``CliErrors``). The catalogue of bad inputs and their messages is in the
+README.
 """
+import sys
 
 
 class ThesisError(Exception):
@@ -70,7 +72,6 @@ class MissingResultsError(ThesisError):
     missing, and nothing is drawn."""
 
 
-
 class CliErrors:
     """``with CliErrors(debug, interrupted) as cli:`` around a command line's work (in the caller's own frame): a
     ``ThesisError`` becomes one line on stderr and ``cli.code`` 2, Ctrl-C prints ``interrupted`` and 130; with
@@ -85,7 +86,6 @@ class CliErrors:
     def __exit__(self, kind, err, traceback) -> bool:
         if kind is None or self.debug or not issubclass(kind, (ThesisError, KeyboardInterrupt)):
             return False
-        import sys
         user_error = issubclass(kind, ThesisError)
         print(f"error: {err}" if user_error else self.interrupted, file=sys.stderr)
         self.code = 2 if user_error else 130

@@ -14,15 +14,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
-
-import numpy as np
-import torch
 
 from .analysis import checkpoint_config, load_trained, read_checkpoint
 from .cache import write_json_atomic
@@ -33,8 +28,8 @@ from .numerics import one_thread
 from .paths import show_progress
 from .training.prepare import prepare_assets
 from .training.results import check_writable
-from .training.run import add_source_args, add_user_args, evaluate_trained, probe_inputs, resolve_device
-from .version import __version__
+from .training.run import (add_source_args, add_user_args, evaluate_trained, probe_inputs, resolve_device,
+                           result_record)
 
 
 def evaluation_inputs(cfg, say=lambda what: None) -> tuple:
@@ -69,15 +64,8 @@ def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str
         found = evaluate_trained(cfg, model, tokenizer, eval_sets, dev, probe_inputs(cfg, eval_sets, tokenizer, dev),
                                  say)
     stem = f"{cfg.preset}-{cfg.model.variant}-seed{cfg.seed}-step{step}"
-    result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed,
-              "checkpoint": str(path.resolve()), "step": step, "steps": cfg.train.steps,
-              "metrics": found.pop("metrics"), "chance": found.pop("chance"), **found, "device": str(dev),
-              "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
-              "versions": {"thesis_lib": __version__, "torch": torch.__version__}}
-    if "layerscale" in result:
-        values = out_dir / f"{stem}-layerscale.npy"
-        np.save(values, model.tte_scale.gamma.detach().float().cpu().numpy())
-        result["layerscale"]["values_file"] = values.name
+    result = result_record(cfg, model, found, out_dir / f"{stem}-layerscale.npy", out_dir,
+                           checkpoint=str(path.resolve()), step=step, steps=cfg.train.steps, device=str(dev))
     return write_json_atomic(out_dir / f"{stem}-eval.json", result), result
 
 

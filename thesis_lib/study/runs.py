@@ -62,7 +62,7 @@ REHEARSAL_SEEDS = (0,)                   # make rehearsal: one run of each
 
 class Parameters(NamedTuple):
     """A notebook's papermill parameters (``papermill -p NAME VALUE``, docs/commands.md), declared once: each
-    notebook's parameters cell unpacks ``defaults(<notebook>)`` in this order."""
+    notebook's parameters cell assigns every field from ``defaults(<notebook>)``, one line each."""
     preset: str                     # demo | smoke | thesis; default $THESIS_PRESET, else demo (CI: smoke)
     seeds: tuple                    # paired seeds: every variant starts from the baseline's weights
     device: str = "cpu"             # "cuda" on a GPU machine
@@ -169,8 +169,9 @@ def run_many(jobs: list[dict]) -> list[dict]:
     """``run_experiment(**job)`` for every job, in order. A job whose finished result of the same config is on disk
     returns it here, with nothing prepared and no worker started. On CPU the others train in worker processes on one
     thread each, ``cpu_workers()`` at once: at the demo's width two one-thread runs do 1.5 × the work of one
-    two-thread run (BENCHMARKS.md), and a result does not depend on how many cores the machine has; the world and
-    the demo pretraining are prepared first, once. On a GPU the runs go one after another in this process."""
+    two-thread run (BENCHMARKS.md), and a result does not depend on how many cores the machine has; with one worker
+    they train here (``_trained``); the world and the demo pretraining are prepared first, once. On a GPU the runs
+    go one after another in this process."""
     if not jobs or resolve_device(jobs[0]["device"]).type != "cpu":
         return [run_experiment(**job) for job in jobs]
     from thesis_lib.training.prepare import prepare_assets
@@ -218,17 +219,14 @@ def _numpy_and_python_streams_kept():
     """A run in this process as in a worker: numpy's and Python's random streams restored after it, and no progress
     bar of its own (the grid's counts the runs)."""
     import random
-    state, progress = (np.random.get_state(), random.getstate()), os.environ.get("THESIS_PROGRESS")
-    os.environ["THESIS_PROGRESS"] = "0"
+    from unittest import mock
+    state = np.random.get_state(), random.getstate()
     try:
-        yield
+        with mock.patch.dict(os.environ, {"THESIS_PROGRESS": "0"}):
+            yield
     finally:
         np.random.set_state(state[0])
         random.setstate(state[1])
-        if progress is None:
-            os.environ.pop("THESIS_PROGRESS")
-        else:
-            os.environ["THESIS_PROGRESS"] = progress
 
 
 def finished_result(job: dict) -> dict | None:

@@ -232,13 +232,21 @@ def probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch
 
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict, probe) -> dict:
     found = evaluate_trained(cfg, raw, tokenizer, eval_sets, device, probe)
+    return result_record(cfg, raw, found, paths.layerscale, paths.result.parent,
+                         train={**stats, "device": str(device)})
+
+
+def result_record(cfg, raw, found: dict, values_file: Path, beside: Path, **about) -> dict:
+    """A measured model's record (a run's result, a checkpoint's evaluation): its names, its metrics and chance
+    levels, ``about`` (how it was trained, or which checkpoint it is), its config and versions, then the rest of
+    ``found`` (``evaluate_trained``); γ's values saved to ``values_file``, named relative to ``beside``."""
     result = {"preset": cfg.preset, "variant": cfg.model.variant, "seed": cfg.seed, "metrics": found.pop("metrics"),
-              "chance": found.pop("chance"), "train": {**stats, "device": str(device)},
-              "config": asdict(cfg), "created": datetime.datetime.now().isoformat(timespec="seconds"),
+              "chance": found.pop("chance"), **about, "config": asdict(cfg),
+              "created": datetime.datetime.now().isoformat(timespec="seconds"),
               "versions": {"thesis_lib": __version__, "torch": torch.__version__}, **found}
     if "layerscale" in result:
-        np.save(paths.layerscale, raw.tte_scale.gamma.detach().float().cpu().numpy())
-        result["layerscale"]["values_file"] = str(paths.layerscale.relative_to(paths.result.parent))
+        np.save(values_file, raw.tte_scale.gamma.detach().float().cpu().numpy())
+        result["layerscale"]["values_file"] = str(values_file.relative_to(beside))
     return result
 
 

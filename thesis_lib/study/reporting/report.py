@@ -9,6 +9,7 @@ the thesis's); ``--update-readme`` replaces the block between the ``<!-- results
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import sys
@@ -37,6 +38,27 @@ def _frames(params):
             tables.results_frame(params, grids.CLAIMED, sequential_seeds=True))
 
 
+class _Verdicts:
+    """The frames of ``params`` and, each computed on first use, the claim table, the margin sensitivity and the
+    thesis-noise table: what the page's opening (``summary_markdown``) and its sections both read, once a page."""
+
+    def __init__(self, params):
+        self.params = params
+        self.df, self.claimed = _frames(params)
+
+    @functools.cached_property
+    def claims(self) -> pd.DataFrame:
+        return tables.claim_table(self.claimed)
+
+    @functools.cached_property
+    def sensitivity(self) -> pd.DataFrame:
+        return verdicts.sensitivity(self.claimed)
+
+    @functools.cached_property
+    def noise(self) -> pd.DataFrame:
+        return verdicts.thesis_noise(self.claimed, agreement=designs.recorded_agreement(self.params))
+
+
 def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
     thesis = {VARIANT_LABELS[v]: {label(m): "/".join(
         "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
@@ -55,10 +77,12 @@ def results_markdown(params) -> str:
     return answer.markdown(params) or summary_markdown(params)
 
 
-def summary_markdown(params) -> str:
+def summary_markdown(params, computed: _Verdicts | None = None) -> str:
     """docs/results.md's opening: where the demo disagrees with the thesis, one line per claim
-    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's."""
-    df, claimed = _frames(params)
+    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's. ``computed``:
+    ``_Verdicts(params)`` where the caller has it."""
+    v = computed or _Verdicts(params)
+    df, claimed = v.df, v.claimed
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     seeds = sorted(params.seeds)
@@ -69,7 +93,7 @@ def summary_markdown(params) -> str:
         return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              table, f"No results yet for {', '.join(missing)}: the claims need every "
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
-    claims = tables.claim_table(claimed)
+    claims = v.claims
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
         disagreements(tables.family_claims(claims), untested(claimed)),
@@ -77,8 +101,7 @@ def summary_markdown(params) -> str:
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
         "\n".join(lines),
-        verdicts.thesis_noise_note(verdicts.thesis_noise(claimed, agreement=designs.recorded_agreement(params)))
-        + " " + verdicts.sensitivity_note(verdicts.sensitivity(claimed)),
+        verdicts.thesis_noise_note(v.noise) + " " + verdicts.sensitivity_note(v.sensitivity),
         f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
         "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
         table, alike_note(df, present),
@@ -90,19 +113,18 @@ def summary_markdown(params) -> str:
 
 def results_page(params) -> str:
     """docs/results.md, generated whole: every table the claims rest on."""
-    df, claimed = _frames(params)
+    computed = _Verdicts(params)
+    df, claimed = computed.df, computed.claimed
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
-    claims = tables.claim_table(claimed)
+    claims, sensitivity, noise = computed.claims, computed.sensitivity, computed.noise
     ablation = tables.ablation_table(claimed, [v for v in grids.TTE_USED if v in set(claimed.variant)])
-    sensitivity = verdicts.sensitivity(claimed)
-    noise = verdicts.thesis_noise(claimed, agreement=designs.recorded_agreement(params))
     design = sequential.TABLE1_PRIMARY
     return "\n\n".join(part for part in [
         "# Results at the demo scale (generated)",
         "Written by `python -m thesis_lib.study.reporting.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
-        "## Every claim in one line", summary_markdown(params),
+        "## Every claim in one line", summary_markdown(params, computed),
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
