@@ -139,12 +139,15 @@ reproduce: setup
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.reporting.report --preset demo --update-readme > /dev/null; fi
 	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
 
-# Table 2's long schedule (thesis_lib.study.statistics.designs.THESIS_LR_SUM): the whole model at the thesis's summed learning
-# rate, baseline and TTE' × seeds 1-8 of 5,952 steps, one block of four seeds per sitting (BLOCK=1, BLOCK=2; ≈ 70 min
-# a block on 2 cores), then its held-out curves and the paired models' per-item agreement; `make figures` renders
-# them. Kept out of make reproduce (its own time) and make verify.
+# The long schedule's designs (thesis_lib.study.statistics.designs): the whole model at the thesis's summed learning rate
+# (5,952 steps), one block of four seeds per sitting (BLOCK=K; ≈ 70 min a block of 8 runs on 2 cores), then, for the
+# baseline-and-TTE' designs, the held-out curves and the paired models' per-item agreement; `make figures` renders
+# them. DESIGN=thesis-lr-sum (the 8-seed record: BLOCK=1, 2), thesis-lr-sum-confirm (Table 2 confirmed on seeds
+# 9-40: BLOCK=1 … 8), thesis-lr-sum-table1 (Table 1's 2 × 2 on seeds 1-4: one block of 12 runs), thesis-lr-sum-pilot
+# (seed 0, 6,000 steps: two runs). Kept out of make reproduce (its own time) and make verify.
+DESIGN = thesis-lr-sum
 long: setup
-	THESIS_PROGRESS=0 $(BIN)/python -m thesis_lib.study.statistics.designs thesis-lr-sum --preset $(PRESET) $(if $(BLOCK),--block $(BLOCK))
+	THESIS_PROGRESS=0 $(BIN)/python -m thesis_lib.study.statistics.designs $(DESIGN) --preset $(PRESET) $(if $(BLOCK),--block $(BLOCK))
 
 # The full-scale path in miniature (thesis preset, model shrunk, tiny real-format files written here): checkpoint
 # check (guarded unpickler), a 2-process torchrun of several steps (the recipe's augmented teacher view, a decode

@@ -8,7 +8,8 @@ from thesis_lib import get_config
 from thesis_lib.study.statistics import designs
 from thesis_lib.study import reference, runs
 from thesis_lib.study.reporting import tables
-from thesis_lib.study.statistics.designs import BUDGET_CONFIRM, THESIS_LR_SUM
+from thesis_lib.study.statistics.designs import (BUDGET_CONFIRM, LONG_TABLE1, PILOT, THESIS_LR_SUM,
+                                                THESIS_LR_SUM_CONFIRM)
 from thesis_lib.training.engine import summed_lr, thesis_summed_lr
 
 
@@ -33,6 +34,64 @@ def test_the_long_schedule_has_the_thesis_summed_learning_rate():
 def test_the_long_schedule_excludes_the_pilot_seed_and_trains_in_two_blocks():
     assert 0 not in THESIS_LR_SUM.seeds and len(THESIS_LR_SUM.seeds) == 8
     assert tuple(s for b in THESIS_LR_SUM.blocks for s in b) == THESIS_LR_SUM.seeds and len(THESIS_LR_SUM.blocks) == 2
+
+
+def test_the_long_confirmation_is_declared_on_fresh_seeds_with_a_fixed_n():
+    """Seeds 9-40 (n 32, fixed), in eight blocks of four pairs; not one seed of the 8-seed record or the pilot;
+    "helps" and "is used" one Holm family; the long schedule's overrides and margin (±0.173)."""
+    d = THESIS_LR_SUM_CONFIRM
+    assert d.seeds == tuple(range(9, 41)) and len(d.seeds) == 32
+    assert tuple(s for b in d.blocks for s in b) == d.seeds and {len(b) for b in d.blocks} == {4}
+    assert not set(d.seeds) & (set(THESIS_LR_SUM.seeds) | set(PILOT.seeds))
+    assert {c.family for c in d.claims} == {d.family} and [c.direction for c in d.claims] == [+1, -1]
+    assert [c.contrast for c in d.claims] == [designs.LONG_HELPS.contrast, THESIS_LR_SUM.claims[0].contrast]
+    assert d.variants == THESIS_LR_SUM.variants and d.overrides == THESIS_LR_SUM.overrides and not d.shared
+    assert designs.margin(d) == designs.margin(THESIS_LR_SUM) == pytest.approx(0.173, abs=5e-4)
+    assert d.family not in reference.FAMILIES and designs.has_curves(d)
+
+
+def test_the_long_table1_pairs_with_the_long_baselines_of_seeds_1_to_4():
+    d = LONG_TABLE1
+    assert d.seeds == (1, 2, 3, 4) and d.blocks == ((1, 2, 3, 4),) and d.shared == ("baseline",)
+    assert d.shared_from == THESIS_LR_SUM.name and set(d.seeds) <= set(THESIS_LR_SUM.seeds)
+    assert set(d.variants) == set(reference.grids.TABLE1) and d.overrides == THESIS_LR_SUM.overrides
+    assert [c.short for c in d.claims] == ["2 × 2 main effect of skipping the input LayerNorm"]
+    assert [c.short for c in d.descriptive] == ["2 × 2 main effect of the TTE before"]
+    study = {c.text: c.contrast for c in reference.CLAIMS}          # the 600-step 2 × 2's own contrasts
+    assert d.claims[0].contrast == study["2 × 2 main effect of skipping the input LayerNorm"]
+    assert d.descriptive[0].contrast == study["2 × 2 main effect of the TTE before"]
+    assert designs.margin(d) == designs.margin(THESIS_LR_SUM) and not designs.has_curves(d)
+
+
+def test_the_pilot_is_declared_at_6000_steps_on_seed_0():
+    assert PILOT.seeds == (0,) and PILOT.variants == THESIS_LR_SUM.variants and not PILOT.claims
+    assert dict(PILOT.overrides_for("demo")) == {"train.steps": 6000, "train.keep_every": designs.KEEP_EVERY}
+    assert 6000 % designs.KEEP_EVERY == 0 and designs.PILOT_STEPS != designs.long_steps("demo")
+
+
+def test_the_confirmation_power_is_computed_from_the_8_seed_record():
+    """From the committed record (seeds 1-8): ≈ 1.00 at a true difference of 0; ≈ 0.87 at 5 % and ≈ 0.78 at 2.5 %
+    at the record's mean, each checked against a simulation of the paired TOST (scipy's t)."""
+    import numpy as np
+    from scipy import stats as sps
+    p = designs.confirm_power(runs.study_params("demo"))
+    assert p["n"] == 32 and p["record_seeds"] == 8 and p["record_sd"] == pytest.approx(0.20, abs=0.01)
+    rng, n, m = np.random.default_rng(0), p["n"], p["margin"]
+    for delta, alpha, key in ((0.0, 0.05, "power_at_0"), (p["record_mean"], 0.05, "power_at_record"),
+                              (p["record_mean"], 0.025, "power_at_record_holm")):
+        x = rng.normal(delta, p["record_sd"], (20000, n))
+        mean, se = x.mean(1), x.std(1, ddof=1) / np.sqrt(n)
+        t = sps.t.ppf(1 - alpha, n - 1)
+        simulated = np.mean((mean - t * se > -m) & (mean + t * se < m))
+        assert p[key] == pytest.approx(simulated, abs=0.01)
+    assert p["power_at_0"] > 0.99 and 0.83 < p["power_at_record"] < 0.91 and 0.74 < p["power_at_record_holm"] < 0.82
+
+
+def test_a_design_sharing_another_designs_runs_refuses_to_start_without_them(tmp_path):
+    params = runs.study_params("smoke", output_dir=str(tmp_path))
+    assert designs.shared_missing(params, LONG_TABLE1) == ["baseline/seed1", "baseline/seed2"]
+    with pytest.raises(Exception, match="train them first"):
+        designs.run_design(params, LONG_TABLE1)
 
 
 def test_margins_are_fixed_at_the_declaration():

@@ -28,12 +28,13 @@ from dataclasses import dataclass
 
 from thesis_lib.metrics import PRIMARY
 from .. import reference
-from ..grids import BASELINE, BUDGET, TTE_AFTER_LS
-from ..reference import AFTER, Claim, _vs
+from ..grids import BASELINE, BUDGET, NOLN, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
+from ..reference import AFTER, BEFORE, Claim, _half, _vs
 
 BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
 KEEP_EVERY = 1500            # the long schedule's snapshots for its held-out curve (a multiple of ckpt_every, 100)
-PILOT_BASELINE_COCO = 38.2   # the pilot's baseline (seed 0, 6,000 steps), COCO retrieval, as the issue reports it
+PILOT_BASELINE_COCO = 38.2   # the pilot's baseline (seed 0, 6,000 steps), COCO retrieval, as first reported
+PILOT_STEPS = 6000           # the pilot's length (not the 5,952 the long schedule's rule gives: it was run first)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class FixedDesign:
     overrides: tuple = ()
     smoke_seeds: tuple = (4, 5)
     pilot: str = ""
+    shared_from: str = ""        # the design whose store holds the ``shared`` runs ("": the study's results)
+    descriptive: tuple = ()      # claims shown with the seeds that would decide them, decided by nothing
     presets: tuple = ("demo", "smoke")   # where it means something: at the thesis scale every run has the thesis's
                                          # budget and length already
 
@@ -76,7 +79,7 @@ class FixedDesign:
         """The design's config overrides at ``preset``: the long schedule's step count is computed for the preset's
         own optimiser (at smoke, whose learning rate is tiny, a path test: twice its steps)."""
         out = dict(self.overrides)
-        if out.get("train.steps") == "thesis summed lr":
+        if out.get("train.steps") == "thesis summed lr" or ("train.steps" in out and preset == "smoke"):
             out["train.steps"] = long_steps(preset)
         if "train.keep_every" in out and preset == "smoke":
             from thesis_lib.config import get_config
@@ -119,7 +122,45 @@ LONG_HELPS = Claim("At the thesis's summed learning rate, TTE after the encoders
                    _vs(TTE_AFTER_LS, BASELINE), +1, AFTER, LONG_FAMILY + " (descriptive)")
 """Reported descriptively, with the seeds that would decide it: one seed pair gives no SD, so no n was planned."""
 
-DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM)}
+PILOT = FixedDesign(
+    name="thesis-lr-sum-pilot", family="pilot", claims=(), variants=(BASELINE, TTE_AFTER_LS), shared=(),
+    seeds=(0,), blocks=((0,),), margin_rule="pilot",
+    overrides=(("train.steps", PILOT_STEPS), ("train.keep_every", KEEP_EVERY)), smoke_seeds=(0,),
+    pilot="retrained after the designs it served: its baseline's COCO is checked against PILOT_BASELINE_COCO "
+          "(make verify's cross-machine tolerance); neither that constant nor the margin changes with it")
+
+CONFIRM_FAMILY = "The whole model at the thesis's summed learning rate, confirmatory (seeds 9-40)"
+CONFIRM_SEEDS = tuple(range(9, 41))
+THESIS_LR_SUM_CONFIRM = FixedDesign(
+    name="thesis-lr-sum-confirm", family=CONFIRM_FAMILY,
+    claims=(Claim("At the thesis's summed learning rate, TTE after the encoders with LayerScale helps (confirmatory)",
+                  _vs(TTE_AFTER_LS, BASELINE), +1, AFTER, CONFIRM_FAMILY, short="TTE after with LayerScale helps"),
+            Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy "
+                  "(confirmatory)", _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, CONFIRM_FAMILY,
+                  short="The TTE' is used: removing it at evaluation costs accuracy")),
+    variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=CONFIRM_SEEDS,
+    blocks=tuple(CONFIRM_SEEDS[i:i + 4] for i in range(0, len(CONFIRM_SEEDS), 4)), margin_rule="pilot",
+    overrides=THESIS_LR_SUM.overrides, smoke_seeds=(9, 10), pilot=THESIS_LR_SUM.pilot)
+"""Table 2 confirmed on the long schedule: fresh seeds 9-40 (n = 32, fixed: no look before the last block), the
+8-seed record (``THESIS_LR_SUM``, seeds 1-8) reported beside it and never pooled into it."""
+
+LONG_TABLE1_FAMILY = "Table 1 (2 × 2) at the thesis's summed learning rate"
+LONG_TABLE1 = FixedDesign(
+    name="thesis-lr-sum-table1", family=LONG_TABLE1_FAMILY,
+    claims=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of skipping the input LayerNorm",
+                  _half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)), -1, BEFORE, LONG_TABLE1_FAMILY,
+                  short="2 × 2 main effect of skipping the input LayerNorm"),),
+    descriptive=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of the TTE before",
+                       _half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, LONG_TABLE1_FAMILY + " (descriptive)",
+                       short="2 × 2 main effect of the TTE before"),),
+    variants=(BASELINE, TTE_BEFORE, NOLN, TTE_BEFORE_NOLN), shared=(BASELINE,), shared_from=THESIS_LR_SUM.name,
+    seeds=(1, 2, 3, 4), blocks=((1, 2, 3, 4),), margin_rule="pilot", overrides=THESIS_LR_SUM.overrides,
+    smoke_seeds=(1, 2))
+"""Table 1's 2 × 2 on the long schedule: the three arms on seeds 1-4 (n = 4, fixed: no seeds added afterwards),
+paired with the long baselines of seeds 1-4 (``THESIS_LR_SUM``'s store); the margin is the long schedule's
+(±0.173). The LayerNorm's main effect is decided; the TTE's is descriptive, with the seeds that would decide it."""
+
+DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1)}
 REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `make reproduce`; the long schedule by `make long`
 
 
@@ -164,9 +205,24 @@ def run_design(params, design: FixedDesign, block: int | None = None) -> list[di
         Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
                      f"at {params.preset}")
         return []
-    if design.shared:                             # the study's own runs: reused where they exist (at the demo: all)
+    if design.shared_from:                        # another design's runs: read, never trained here
+        missing = shared_missing(params, design)
+        if missing:
+            from thesis_lib.errors import ThesisError
+            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from}'s, and these are not finished "
+                              f"under {store(params, DESIGNS[design.shared_from])}: {', '.join(missing)}; train them "
+                              f"first (python -m thesis_lib.study.statistics.designs {design.shared_from})")
+    elif design.shared:                           # the study's own runs: reused where they exist (at the demo: all)
         run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
     return run_many(design_jobs(params, design, block))
+
+
+def shared_missing(params, design: FixedDesign) -> list[str]:
+    """The shared runs (variant/seed) that ``design.shared_from``'s store lacks at the design's seeds."""
+    from thesis_lib.training.results import RunPaths
+    root = design_params(params, DESIGNS[design.shared_from]).results_root
+    return [f"{v}/seed{s}" for v in design.shared for s in design.seeds_for(params.preset)
+            if not RunPaths(root, params.preset, v, s).result.exists()]
 
 
 def main(argv=None) -> int:
@@ -186,9 +242,11 @@ def main(argv=None) -> int:
     if args.block is not None and not 1 <= args.block <= len(design.blocks_for(args.preset)):
         p.error(f"--block must be 1 … {len(design.blocks_for(args.preset))} for {args.name}")
     params = study_params(args.preset, list(design.seeds_for(args.preset)), args.device, args.output_dir)
+    if design is THESIS_LR_SUM_CONFIRM:
+        print(f"{design.name}: {fmt_power(confirm_power(params))}")
     results = run_design(params, design, args.block)
     print(f"{design.name}: {len(results)} runs finished under {store(params, design)}")
-    if design is THESIS_LR_SUM:          # its held-out curves and the paired models' per-item agreement
+    if has_curves(design):               # its held-out curves and the paired models' per-item agreement
         heldout_curves(params, design, args.device)
         found = measure_agreement(params, design, args.device)
         print(f"held-out curves written; per-item agreement φ over seeds {found['seeds']}: "
@@ -197,10 +255,45 @@ def main(argv=None) -> int:
 
 
 
+def confirm_power(params) -> dict:
+    """The confirmation's power, from the 8-seed record (``THESIS_LR_SUM``'s "helps" differences on the primary
+    metric): P(equivalent) of the paired TOST with ``THESIS_LR_SUM_CONFIRM``'s n at its margin if the true
+    difference is 0, and if it is the record's mean, at 5 % and at Holm's first level (2.5 %, two claims)."""
+    from ..reporting.tables import contrast_values
+    from .stats import tost_power
+    diffs = list(contrast_values(design_frame(params, THESIS_LR_SUM), LONG_HELPS.contrast, PRIMARY).values())
+    n, m = len(THESIS_LR_SUM_CONFIRM.seeds_for(params.preset)), margin(THESIS_LR_SUM_CONFIRM)
+    if len(diffs) < 2:
+        return {"n": n, "margin": m, "record_seeds": len(diffs)}
+    import statistics
+    sd, mean = statistics.stdev(diffs), statistics.fmean(diffs)
+    holm_first = 0.05 / len(THESIS_LR_SUM_CONFIRM.claims)
+    return {"n": n, "margin": m, "record_seeds": len(diffs), "record_sd": sd, "record_mean": mean,
+            "power_at_0": tost_power(n, 0.0, sd, m, 0.05), "power_at_record": tost_power(n, mean, sd, m, 0.05),
+            "power_at_record_holm": tost_power(n, mean, sd, m, holm_first)}
+
+
+def fmt_power(p: dict) -> str:
+    if "record_sd" not in p:
+        return f"power: the 8-seed record has {p['record_seeds']} seed pairs here, too few for an SD"
+    return (f"power with n {p['n']} against ±{p['margin']:.3f} (the record's SD {p['record_sd']:.3f} over "
+            f"{p['record_seeds']} seeds): P(equivalent) {p['power_at_0']:.2f} if the true difference is 0, "
+            f"{p['power_at_record']:.2f} at 5 % and {p['power_at_record_holm']:.2f} at Holm's 2.5 % if it is the "
+            f"record's {p['record_mean']:+.3f}")
+
+
+def has_curves(design: FixedDesign) -> bool:
+    """Whether the design's runner evaluates held-out curves and the per-item agreement after a block: the long
+    schedule's baseline-and-TTE' pairs with snapshots kept."""
+    return design.variants == THESIS_LR_SUM.variants and "train.keep_every" in dict(design.overrides)
+
+
 def design_params(params, design: FixedDesign, own: bool = True):
-    """The study's parameters at the design's seeds, reading the design's own store (``own``) or the study's."""
-    return dataclasses.replace(params, seeds=design.seeds_for(params.preset),
-                               output_dir=str(store(params, design)) if own else params.output_dir)
+    """The study's parameters at the design's seeds, reading the design's own store (``own``) or where its shared
+    runs lie: ``design.shared_from``'s store, else the study's."""
+    where = store(params, design) if own else store(params, DESIGNS[design.shared_from]) if design.shared_from \
+        else params.output_dir
+    return dataclasses.replace(params, seeds=design.seeds_for(params.preset), output_dir=str(where) if where else None)
 
 
 def design_frame(params, design: FixedDesign):
@@ -233,7 +326,7 @@ def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
     """The design's claims with their margin fixed; ``descriptive``: and the long schedule's "helps" (a family of
     its own, decided by nothing: shown with the seeds it would need)."""
     basis = None if design.margin_rule == "pilot" else study_baseline_mean(params)
-    extra = (LONG_HELPS,) if descriptive and design is THESIS_LR_SUM else ()
+    extra = (() if not descriptive else (LONG_HELPS,) if design is THESIS_LR_SUM else design.descriptive)
     return fixed_claims(design, margin(design, basis), design.claims + extra)
 
 
