@@ -85,7 +85,7 @@ def test_bf16_autocast_at_the_thesis_preset_is_finite_and_close_to_fp32():
 
 
 def test_a_one_process_nccl_group_all_reduces_and_gathers(tmp_path):
-    from torch.distributed import _functional_collectives as fc
+    from thesis_lib.training.distributed import all_gather_with_grad
     assert dist.is_nccl_available()
     dist.init_process_group("nccl", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
     try:
@@ -93,7 +93,7 @@ def test_a_one_process_nccl_group_all_reduces_and_gathers(tmp_path):
         dist.all_reduce(x)
         assert torch.equal(x.cpu(), torch.arange(6.0))
         feats = torch.randn(4, 8, device=CUDA, requires_grad=True)
-        gathered = fc.all_gather_single(feats, 0, dist.group.WORLD)             # as clip_loss gathers features
+        gathered = all_gather_with_grad(feats)                                  # as clip_loss gathers features
         upstream = torch.arange(32.0, device=CUDA).view(4, 8)
         (gathered * upstream).sum().backward()
         assert torch.equal(gathered.detach(), feats.detach()) and torch.equal(feats.grad, upstream)

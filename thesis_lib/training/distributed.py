@@ -203,10 +203,15 @@ def rank_device(device: torch.device, info: DistInfo) -> torch.device:
 
 def gather_with_grad(x: torch.Tensor, info: DistInfo) -> torch.Tensor:
     """Concatenate ``x`` of every rank along dim 0; gradients flow back to every rank's own slice."""
-    if info.world_size == 1:
-        return x
+    return x if info.world_size == 1 else all_gather_with_grad(x)
+
+
+def all_gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """The collective of ``gather_with_grad`` over the default group, whatever its size (tests/test_cuda.py runs it
+    in a one-process NCCL group): ``all_gather_single`` where torch has it (2.14 has; its backward
+    reduce-scatters the sum), else ``torch.distributed.nn.functional.all_gather`` (2.11 has only that)."""
     from torch.distributed import _functional_collectives as fc
-    if hasattr(fc, "all_gather_single"):     # autograd-aware; its backward reduce-scatters the sum
+    if hasattr(fc, "all_gather_single"):
         return fc.all_gather_single(x.contiguous(), 0, dist.group.WORLD)
     import torch.distributed.nn.functional as dist_fn  # older torch (deprecated in newer ones)
     return torch.cat(dist_fn.all_gather(x), dim=0)
