@@ -195,3 +195,9 @@ def test_the_data_file_agrees_with_itself(data):
     assert path["images_16_cores"] == "-".join(f"{round(float(path[k].replace(',', '')), -2):,.0f}"
                                                for k in ("pil_16_cores", "pil_draft_16_cores"))
     assert f"{float(path['pil_draft_speedup']):.1f}" == path["speedup_rounded"]
+    gpu = data["gpu_h100"]
+    rate = {k: float(gpu[k]["pairs_per_s"].replace(",", "")) for k in ("eager_256", "eager_512")}
+    for k in rate:
+        assert f"{rate[k] / 2500:.2f}" == gpu[k]["vs_goal"], k                        # the goal's 2,500 pairs/s
+    assert f"{float(gpu['loader']['pairs_per_s']) / rate['eager_256']:.2f}" == gpu["loader"]["ratio"]
+    assert int(gpu["demo_run"]["within"]) <= int(gpu["demo_run"]["compared"])
