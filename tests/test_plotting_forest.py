@@ -42,7 +42,7 @@ def synthetic_frame() -> pd.DataFrame:
             diffs = effect + rng.normal(0, (0.06, 0.4, 0.2)[j], n)
             margin = math.nan if (i, j) == (0, 1) else (0.077, 0.2, 0.1)[j]
             thesis = math.nan if (i, j) == (0, 1) else (-0.077, 0.15, -0.4)[i]
-            rows.append(_row(c, m, diffs, margin, thesis, ("equivalent", "(inconclusive)", "reproduced")[(i + j) % 3]))
+            rows.append(_row(c, m, diffs, margin, thesis, ("equivalent", "(undecided)", "reproduced")[(i + j) % 3]))
     return pd.DataFrame(rows)
 
 
@@ -225,7 +225,7 @@ def test_one_verdict_per_row_covering_no_data(drawn):
 def test_any_size_with_nan_margins_and_thesis(n_comparisons, n_metrics):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame([_row(f"comparison {i}", f"metric {j}", rng.normal(0.1 * i, 0.2, 5), math.nan, math.nan,
-                               "inconclusive") for i in range(n_comparisons) for j in range(n_metrics)])
+                               "undecided") for i in range(n_comparisons) for j in range(n_metrics)])
     fig = forest(frame)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -493,7 +493,7 @@ def synthetic_doses() -> pd.DataFrame:
         for j, metric in enumerate(METRICS):
             diffs = rng.normal(-0.02 * k, (0.005, 0.01, 0.02, 0.2)[k], 4)
             row = _row(f"dose {dose:g}", metric, diffs, (0.077, 0.14, 0.066)[j], (0.077, 0.14, 0.066)[j],
-                       ("equivalent", "equivalent", "equivalent", "inconclusive")[k])
+                       ("equivalent", "equivalent", "equivalent", "undecided")[k])
             rows.append({**row, "dose": dose, "verdict": row["verdict"] if j == 0 else f"({row['verdict']})"})
     return pd.DataFrame(rows)
 
@@ -533,7 +533,7 @@ def test_dose_response_has_one_x_position_per_dose_on_a_log_axis():
 def _headline_frame():
     return pd.DataFrame([
         {"label": "TTE before the encoders hurts (24 seeds, sequential)", "ratio": 0.14, "low": -1.04, "high": 1.32,
-         "margin": 0.99, "verdict": "inconclusive"},
+         "margin": 0.99, "verdict": "undecided"},
         {"label": "Table 1 as the thesis code ran it hurts (4 seeds)", "ratio": 35.8, "low": 26.4, "high": 45.1,
          "margin": 1.0, "verdict": "reproduced in direction"},
         {"label": "2 × 2 main effect of skipping the input LayerNorm (4 seeds)", "note": "(not a thesis claim)",

@@ -81,7 +81,7 @@ def _as_run_by_loop(effect, margin, reps=3000, seed=7):
             sig, tost = sequential.FIRST_LOOK_AS_RUN if k == 0 else d.levels(n)
             p = sps.ttest_1samp(x[:n], 0.0).pvalue
             verdict = decide(PairedTest.of(x[:n]), p, -1, margin, sig, tost)
-            if verdict != "inconclusive":
+            if verdict != "undecided":
                 out["significant"] += verdict in ("reproduced", "contradicted", "trivial")
                 out["equivalent"] += verdict in ("equivalent", "trivial")
                 break

@@ -57,15 +57,15 @@ def test_each_of_the_four_verdicts():
     assert decide(_test(-1.0, 0.2, p=0.001), 0.003, -1, margin) == "reproduced"       # significant, claimed side
     assert decide(_test(+1.0, 0.2, p=0.001), 0.003, -1, margin) == "contradicted"     # significant, other side
     assert decide(_test(0.05, 0.2), 0.9, -1, margin) == "equivalent"                  # 90 % CI in ±0.3
-    assert decide(_test(0.05, 0.4), 0.9, -1, margin) == "inconclusive"                # CI crosses the margin
-    assert decide(_test(-1.0, 0.2, p=0.01), 0.06, -1, margin) == "inconclusive"       # Holm took it back
-    assert decide(_test(0.0, math.nan, n=1), math.nan, +1, margin) == "inconclusive"  # one seed
+    assert decide(_test(0.05, 0.4), 0.9, -1, margin) == "undecided"                # CI crosses the margin
+    assert decide(_test(-1.0, 0.2, p=0.01), 0.06, -1, margin) == "undecided"       # Holm took it back
+    assert decide(_test(0.0, math.nan, n=1), math.nan, +1, margin) == "undecided"  # one seed
 
 
 def test_verdicts_from_constructed_seeds_end_to_end():
     """Differences built so that each verdict must come out, through PairedTest, holm and decide."""
     cases = {"reproduced": [-1.0, -1.2, -0.9, -1.1, -1.05], "contradicted": [0.9, 1.1, 1.0, 1.2, 0.95],
-             "equivalent": [0.02, -0.03, 0.01, 0.0, -0.01], "inconclusive": [0.8, -0.9, 0.5, -0.4, 0.1]}
+             "equivalent": [0.02, -0.03, 0.01, 0.0, -0.01], "undecided": [0.8, -0.9, 0.5, -0.4, 0.1]}
     tests = {k: PairedTest.of(v) for k, v in cases.items()}
     adjusted = dict(zip(tests, holm([t.p for t in tests.values()])))
     for expected, t in tests.items():
@@ -87,11 +87,11 @@ def test_a_comparison_without_a_claimed_direction():
     """Notebook 05's rows: better / worse only when significant after adjustment and at least one test item."""
     assert compare(_test(0.8, 0.2, p=0.001), 0.004) == "better"
     assert compare(_test(-0.8, 0.2, p=0.001), 0.004) == "worse"
-    assert compare(_test(0.8, 0.2, p=0.01), 0.06) == "inconclusive"                    # the adjustment took it back
+    assert compare(_test(0.8, 0.2, p=0.01), 0.06) == "undecided"                    # the adjustment took it back
     below = PairedTest(0.005, 0.001, 5, 0.002, 0.001, 0.0001, resolution=0.01)
-    assert compare(below, 0.0001) == "inconclusive"                                    # below one test item
-    assert compare(_test(1.0, math.nan, n=1, p=math.nan), math.nan) == "inconclusive"  # one seed
-    assert set(COMPARISONS) & set(VERDICTS) == {"inconclusive"}
+    assert compare(below, 0.0001) == "undecided"                                    # below one test item
+    assert compare(_test(1.0, math.nan, n=1, p=math.nan), math.nan) == "undecided"  # one seed
+    assert set(COMPARISONS) & set(VERDICTS) == {"undecided"}
 
 
 def test_robust_sd_is_scipys_normal_scaled_mad():

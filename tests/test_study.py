@@ -60,21 +60,21 @@ def test_the_five_verdicts():
     v, _ = verdicts(frame({"tte_before": -0.04, "tte_after_ls": +0.04}, noise=QUIET))
     assert v[BEFORE] == v[AFTER] == "trivial"                                   # significant, inside ±0.10
     v, table = verdicts(frame({"tte_before": 0.0, "tte_after_ls": 0.0}, noise=(0.0, 2.0, -2.0, 1.0, -1.0)))
-    assert v[BEFORE] == v[AFTER] == "inconclusive"
+    assert v[BEFORE] == v[AFTER] == "undecided"
     primary = table[(table.role == "primary") & table.claim.isin([BEFORE, AFTER])]
     assert (primary["seeds to decide"].str.split().str[0].astype(int) > 5).all()   # SD 1.6 against a 0.10 effect
 
 
 def test_the_sequential_claim_uses_its_look(monkeypatch):
     """Table 1's primary claim on 9 seeds: decided on the first 8 (its second look), at that look's levels: an
-    effect the fixed design calls reproduced at 5 % is inconclusive at the look's 0.0002; a large one is not."""
+    effect the fixed design calls reproduced at 5 % is undecided at the look's 0.0002; a large one is not."""
     monkeypatch.setattr(sequential, "DESIGNS", {sequential.TABLE1_PRIMARY.claim: sequential.TABLE1_PRIMARY})
     global SEEDS
     monkeypatch.setitem(globals(), "SEEDS", range(9))
     noise = (0.0, 0.3, -0.3, 0.2, -0.2, 0.1, -0.1, 0.25, 5.0)                 # seed 8 must not count
     v, table = verdicts(frame({"tte_before": -0.3, "tte_after_ls": 0.0}, noise=noise))
     row = table.set_index(["claim", "role"]).loc[(BEFORE, "primary")]
-    assert row.seeds == 8 and v[BEFORE] == "inconclusive" and "TOST α 0.00069" in row["equivalence interval"]
+    assert row.seeds == 8 and v[BEFORE] == "undecided" and "TOST α 0.00069" in row["equivalence interval"]
     assert row["_p_unadjusted"] < 0.05
     v, _ = verdicts(frame({"tte_before": -3.0, "tte_after_ls": 0.0}, noise=noise))
     assert v[BEFORE].startswith("reproduced")
@@ -300,7 +300,7 @@ def test_the_run_lines_reach_the_terminal_but_not_the_notebook(tmp_path, monkeyp
     monkeypatch.setenv("THESIS_PROGRESS", "0")
     cell = ("import time\nfrom thesis_lib.study.runs import Log\n"
             "Log(2, time.monotonic()).run_done('baseline seed 0', 100.0)\n"
-            "Log.terminal('look 1 of 6 (4 seeds): inconclusive')\nprint('a table')")
+            "Log.terminal('look 1 of 6 (4 seeds): undecided')\nprint('a table')")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
@@ -310,7 +310,7 @@ def test_the_run_lines_reach_the_terminal_but_not_the_notebook(tmp_path, monkeyp
     shown = "".join(o.get("text", "") for o in outputs)
     terminal = capfd.readouterr().err
     assert shown == "a table\n"
-    for line in ("runs: 0/2, assets ready", "runs: 1/2 (baseline seed 0 done)", "look 1 of 6 (4 seeds): inconclusive"):
+    for line in ("runs: 0/2, assets ready", "runs: 1/2 (baseline seed 0 done)", "look 1 of 6 (4 seeds): undecided"):
         assert line in terminal, terminal[-2000:]
 
 

@@ -41,11 +41,11 @@ def test_margin_conventions_equal_an_independent_computation():
 
 def test_sensitivity_shows_a_verdict_that_rests_on_the_convention():
     """An effect of 0 with an SD that puts the 90 % interval beyond the declared ±0.11 but inside the final text's
-    wider margin: inconclusive as declared, equivalent under the other version."""
+    wider margin: undecided as declared, equivalent under the other version."""
     df = frame(0.0, (0.0, 0.3, -0.3, 0.15, -0.15, 0.24, -0.24, 0.0))
     table = verdicts.sensitivity(df)
     row = table.loc[reference.CLAIMS[0].text]
-    assert row["declared"].endswith(": inconclusive") and row["other version"].endswith(": equivalent")
+    assert row["declared"].endswith(": undecided") and row["other version"].endswith(": equivalent")
     assert "change under some other convention" in verdicts.sensitivity_note(table)
 
 

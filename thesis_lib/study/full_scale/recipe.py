@@ -208,7 +208,7 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU) -
             by.setdefault(name, []).append(j["seed"])
         what = ", ".join(f"`{v}` × {_seeds(s)}" for v, s in by.items())
         gb = sum(checkpoint_gb(j["variant"]) for j in jobs)
-        label = f"{nb}, looks 2-{len(sequential.TABLE1_PRIMARY.looks)} (only while inconclusive)" if later else nb
+        label = f"{nb}, looks 2-{len(sequential.TABLE1_PRIMARY.looks)} (only while undecided)" if later else nb
         lines.append(f"| {label} | {what} | {len(jobs)} | {len(jobs) * thesis_h:,.0f} | {len(jobs) * h100_h:,.0f} | "
                      f"{gb:,.0f} |")
         rows.append((later, len(jobs), gb))

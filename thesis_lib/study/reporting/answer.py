@@ -32,11 +32,11 @@ def _row(df, text: str, claims=reference.CLAIMS) -> dict | None:
 
 def _said(r: dict) -> str:
     """One claim row as words: its verdict word (glossed once elsewhere), its difference ± 95 % CI in COCO points
-    against ± the margin, its seeds; an inconclusive one with the seeds that would decide it."""
+    against ± the margin, its seeds; an undecided one with the seeds that would decide it."""
     t, digits = r["test"], tables._digits(r["margin"])
-    word = "undecided" if r["verdict"] == "inconclusive" else r["words"]
+    word = r["words"]
     where = f"{fmt(t.mean, t.half95, digits)} COCO points against ±{r['margin']:.{digits}f}, {t.n} seeds"
-    if r["verdict"] == "inconclusive":
+    if r["verdict"] == "undecided":
         sig, tost = r["levels"]
         where += f"; ≈ {fmt_seeds(seeds_needed(t, r['margin'], sig / r['family_size'], tost)).split()[0]} would decide it"
     return f"**{word}** ({where})"
@@ -59,7 +59,7 @@ def demo_line(params) -> str:
 MEANING = {   # what a verdict says about the thesis's effect, in plain words
     "equivalent": "no effect as large as the thesis's",
     "trivial": "a real effect, smaller than the thesis's",
-    "inconclusive": "not decided yet",
+    "undecided": "not decided yet",
     "reproduced": "the thesis's effect",
     "contradicted": "an effect the other way",
     "confirmed": "confirmed",
@@ -101,7 +101,7 @@ def markdown(params) -> str | None:
              f"{fmt(code['test'].mean, code['test'].half95)} points ({_said_short(code)}). Crossed in a 2 × 2, "
              f"skipping the LayerNorm changes it by {fmt(noln['test'].mean, noln['test'].half95)} "
              f"({noln['words']}) and the TTE by {fmt(tte22['test'].mean, tte22['test'].half95, 3)} "
-             f"({'undecided' if tte22['verdict'] == 'inconclusive' else tte22['words']}).")
+             f"({tte22['words']}).")
     if noln["verdict"] == "reproduced" and tte22["verdict"] != "reproduced":
         first += " **Table 1's drop is the skipped LayerNorm, not the TTE.**"
     second = (f"2. **A TTE after the encoders, scaled by LayerScale, helps (Table 2).** At the demo's budget the TTE "

@@ -47,7 +47,7 @@ LEGEND = {  # the legend entries of these figures: (name, what it is, in words);
     "off_scale": ("▶ at the edge", "a mean beyond the zoom: its row is drawn to scale in the upper panel"),
     "verdict": ("word at the right", "the verdict on the primary metric: equivalent (thick bar inside the band), "
                                      "reproduced / confirmed (significant in the claimed direction, Holm within the "
-                                     "claim's family; contradicted / refuted: the other way), inconclusive "
+                                     "claim's family; contradicted / refuted: the other way), undecided "
                                      "(neither); in parentheses: a secondary metric, which decides nothing"),
 }
 
@@ -397,7 +397,7 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
                                     explanation="its verdict on the claim 'this γ initial value helps': equivalent "
                                                 "(thick bar inside the band), reproduced / confirmed (significant, "
                                                 "Holm within the claim's family; contradicted / refuted: the other "
-                                                "way), inconclusive (neither); in parentheses: a secondary metric's, "
+                                                "way), undecided (neither); in parentheses: a secondary metric's, "
                                                 "which decides nothing"))]
     legend_below(fig, handles, 80, 2)
     if title:

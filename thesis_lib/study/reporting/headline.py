@@ -167,7 +167,7 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
                           label=legend_label("verdict", name="verdict column", explanation="the claim's verdict on the "
                                        "primary metric (Holm within its family): equivalent (90 % CI inside the "
                                        "band), trivial (inside, and yet significant), reproduced / confirmed "
-                                       "(a claim the thesis did not make), inconclusive")))
+                                       "(a claim the thesis did not make), undecided")))
     legend_below(fig, handles, 86, 1)
     if title:
         fig.suptitle(title, fontsize=10.5)

@@ -47,7 +47,7 @@ def _pair_tests(df: pd.DataFrame, pairs, metrics) -> list[tuple]:
 
 def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """Paired (by seed) differences a − b with their 95 % CI, p-values and a verdict (better / worse /
-    inconclusive), Holm over every row of the table."""
+    undecided), Holm over every row of the table."""
     tests = _pair_tests(df, pairs, metrics)
     rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": label(m),
              "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n} for a, b, m, _, t in tests]

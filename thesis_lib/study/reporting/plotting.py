@@ -29,7 +29,7 @@ COLOURS = dict(zip(VARIANTS, [*sns.color_palette("colorblind"), *map(mcolors.to_
 INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
 VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
                "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
-               "inconclusive": "0.35", "confirmed": sns.color_palette("colorblind")[2],
+               "undecided": "0.35", "confirmed": sns.color_palette("colorblind")[2],
                "refuted": sns.color_palette("colorblind")[3]}
 
 

@@ -263,7 +263,7 @@ def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
             moot.append(f"- **{claim}**: {row.verdict} ({where}); {untestable[claim]}.")
         elif row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
             lines.append(f"- **{claim}**: the thesis says so; here it is **{row.verdict}** ({where}).")
-        elif row.verdict == "inconclusive":
+        elif row.verdict == "undecided":
             open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it).")
     parts = []
     if lines:

@@ -251,7 +251,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     thesis's relative effect × our baseline's mean) and the thesis's effect carried the same way, our relative
     effect over the thesis's (95 % CI), the p-values (Holm-adjusted within the claim's declared family on the
     primary metric; unadjusted, and labelled so, for all; printed by ``stats.fmt_p``: "< 0.001" or three decimals),
-    the verdict in words (``stats.words``) and, where it is inconclusive, the seeds that would give 80 % power to
+    the verdict in words (``stats.words``) and, where it is undecided, the seeds that would give 80 % power to
     decide it (``stats.seeds_needed``, at the family's strictest Holm level; in parentheses the range from the SD's
     own 95 % interval). Secondary metrics decide nothing: their verdicts, in parentheses, use the unadjusted p.
     The p-values as numbers, unrounded, are the private columns ``_p_holm`` (nan for a secondary metric) and
@@ -270,7 +270,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     "p (Holm, family)": fmt_p(r["p_adjusted"]) if r["primary"] else None,
                     "p (unadjusted)": fmt_p(t.p), "verdict": r["words"] if r["primary"] else f"({r['words']})",
                     "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"]
-                                                              else sig, tost)) if v == "inconclusive" else "–",
+                                                              else sig, tost)) if v == "undecided" else "–",
                     "_p_holm": r["p_adjusted"] if r["primary"] else math.nan, "_p_unadjusted": t.p})
     return pd.DataFrame(out)
 

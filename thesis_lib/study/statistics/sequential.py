@@ -1,6 +1,6 @@
 """Seeds added in blocks until a claim is decided: a group-sequential design, declared here before its runs.
 
-Table 1's primary claim ("TTE before the encoders hurts") was *inconclusive* at the study's four seeds. Adding seeds
+Table 1's primary claim ("TTE before the encoders hurts") was *undecided* at the study's four seeds. Adding seeds
 and looking again after each block would, at an unchanged 5 % per look, raise the chance of a false decision
 (``naive_error``: three times the nominal level over the six looks below); the design below spends the 5 % over the looks
 instead, with the O'Brien-Fleming-type α-spending function of Lan & DeMets (1983, *Biometrika* 70(3), 659-663):
@@ -15,7 +15,7 @@ whole procedure's error rates by simulation.
 
 Each test of the decision rule (``stats.decide``) gets its own spending: the two-sided significance test (Holm within
 the family) and each one-sided test of the TOST (an intersection-union test: each side at the full level). The first
-look (four seeds) had been analysed before this design was declared; it was inconclusive at 5 %, so at any smaller
+look (four seeds) had been analysed before this design was declared; it was undecided at 5 %, so at any smaller
 level too, and its share of α is spent all the same.
 """
 from __future__ import annotations

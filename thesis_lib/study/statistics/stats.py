@@ -9,10 +9,10 @@ over seeds (each seed gives every arm the same initial weights and batches), siz
 * *trivial*: inside that margin, and yet significantly different from zero: an effect too small to matter;
 * *reproduced* / *contradicted*: significant (Holm-adjusted within the claim's family) on the claimed / the other
   side of zero, and not shown to be smaller than the margin;
-* *inconclusive*: neither (too few seeds to tell); ``seeds_for_power`` says how many would give 80 % power.
+* *undecided*: neither (too few seeds to tell); ``seeds_for_power`` says how many would give 80 % power.
 
 A comparison beyond the chapter (notebook 05) claims no direction and declares no margin: ``compare`` calls it
-*better*, *worse* (significant, above the resolution) or *inconclusive*, never equivalent.
+*better*, *worse* (significant, above the resolution) or *undecided*, never equivalent.
 
 The metrics are counts of test items: a contrast whose mean is below one item (``resolution``) is never significant,
 and the SD every test uses is at least one item, so identical per-seed differences cannot make p = 0.
@@ -26,8 +26,12 @@ import numpy as np
 from scipy import stats as sps
 
 ALPHA = 0.05
-VERDICTS = ("reproduced", "contradicted", "equivalent", "trivial", "inconclusive")   # a claim (``decide``)
-COMPARISONS = ("better", "worse", "inconclusive")        # a comparison without a claimed direction (``compare``)
+VERDICTS = ("reproduced", "contradicted", "equivalent", "trivial", "undecided")   # a claim (``decide``)
+COMPARISONS = ("better", "worse", "undecided")        # a comparison without a claimed direction (``compare``)
+WORDS = tuple(dict.fromkeys(VERDICTS + ("confirmed", "refuted") + COMPARISONS + ("descriptive", "pending")))
+"""Every verdict word the tables, figures and pages use: ``decide``'s, ``words``' for a claim the thesis did not make,
+``compare``'s, "descriptive" (a claim shown with the seeds that would decide it, decided by nothing) and "pending" (a
+fixed-n claim short of its n)."""
 
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
@@ -122,14 +126,14 @@ def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, a
     tost = ALPHA if tost_alpha is None else tost_alpha
     half = test.half90 if tost == ALPHA else test.half(1 - 2 * tost)
     if test.n < 2 or math.isnan(half):
-        return "inconclusive"
+        return "undecided"
     inside = margin > 0 and -margin < test.mean - half and test.mean + half < margin
     significant = p_adjusted < alpha and abs(test.mean) >= max(test.resolution, 1e-300)
     if inside:
         return "trivial" if significant else "equivalent"
     if significant:
         return "reproduced" if math.copysign(1, test.mean) == direction else "contradicted"
-    return "inconclusive"
+    return "undecided"
 
 
 COMPATIBLE = (1 / 3, 3.0)
@@ -154,9 +158,9 @@ def words(verdict: str, in_thesis: bool, ratio: tuple) -> str:
 
 def compare(test: PairedTest, p_adjusted: float, alpha: float = ALPHA) -> str:
     """One of COMPARISONS for a difference no claim gives a direction or a margin: better / worse when
-    significant (``p_adjusted``) and at least one test item (the metric's resolution), else inconclusive."""
+    significant (``p_adjusted``) and at least one test item (the metric's resolution), else undecided."""
     if test.n < 2 or not p_adjusted < alpha or abs(test.mean) < max(test.resolution, 1e-300):
-        return "inconclusive"
+        return "undecided"
     return "better" if test.mean > 0 else "worse"
 
 

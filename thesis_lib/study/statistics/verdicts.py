@@ -150,7 +150,7 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
                                   if design and t.n in design.looks else "")
         line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
                 f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
-        if r["verdict"] == "inconclusive":
+        if r["verdict"] == "undecided":
             sig, tost = r["levels"]
             line += f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} seeds would decide it"
         lines.append(line)
@@ -163,7 +163,7 @@ def sequential_claim(design: sequential.SequentialDesign, claims=reference.CLAIM
 
 def run_sequential(params, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
     """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of the design at this scale
-    (``design.looks_for``), and stop at the first look whose verdict is not inconclusive (or at the cap); finished
+    (``design.looks_for``), and stop at the first look whose verdict is not undecided (or at the cap); finished
     runs are reused. Prints one line per look to the terminal, not into the notebook (``runs.Log.terminal``); returns
     the last look's seeds and verdict."""
     import dataclasses
@@ -179,7 +179,7 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
         df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))), CLAIMED)
         row = next(r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
-        if row["verdict"] != "inconclusive":
+        if row["verdict"] != "undecided":
             break
     return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
 
