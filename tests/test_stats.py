@@ -137,3 +137,19 @@ def test_fmt_fixed_keeps_significant_digits_without_an_exponent():
     assert fmt_fixed(8.03e-08) == "0.0000000803" and fmt_fixed(2.07e-4) == "0.000207"
     assert fmt_fixed(0.02815, 4) == "0.02815" and fmt_fixed(0.05) == "0.05" and fmt_fixed(1.0) == "1"
     assert fmt_fixed(math.nan) == "–"
+
+
+def test_seeds_at_the_observed_difference_are_the_smallest_n_with_the_power():
+    """The long record's case (mean −0.072, SD 0.20, margin ±0.173): equivalence if the true difference is the
+    measured one needs more seeds than if it is 0; the t-test's count equals statsmodels' solve_power rounded up."""
+    from statsmodels.stats.power import TTestPower
+
+    from thesis_lib.study.statistics.stats import seeds_at_observed, seeds_to_decide, tost_power
+    effect, sd, margin = -0.072, 0.20, 0.173
+    need = seeds_at_observed(effect, sd, margin)
+    n = need["equivalent"]
+    assert tost_power(n - 1, effect, sd, margin) < 0.8 <= tost_power(n, effect, sd, margin)
+    assert n > seeds_to_decide(effect, sd, margin)                     # the convention (true difference 0) flatters
+    solved = TTestPower().solve_power(effect_size=abs(effect) / sd, alpha=0.05, power=0.8, alternative="two-sided")
+    assert need["different"] == math.ceil(solved)
+    assert seeds_at_observed(0.3, sd, margin)["equivalent"] is None    # outside the margin: never equivalent

@@ -14,7 +14,7 @@ from thesis_lib.metrics import PRIMARY, label
 from ..statistics import designs
 from .. import grids, reference, runs
 from . import table2, tables
-from ..statistics.stats import fmt, fmt_seeds, seeds_needed
+from ..statistics.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale",
@@ -37,9 +37,21 @@ def _said(r: dict) -> str:
     word = r["words"]
     where = f"{fmt(t.mean, t.half95, digits)} COCO points against ±{r['margin']:.{digits}f}, {t.n} seeds"
     if r["verdict"] == "undecided":
-        sig, tost = r["levels"]
-        where += f"; ≈ {fmt_seeds(seeds_needed(t, r['margin'], sig / r['family_size'], tost)).split()[0]} would decide it"
+        where += f"; {_would_decide(r)}"
     return f"**{word}** ({where})"
+
+
+def _would_decide(r: dict) -> str:
+    """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a
+    robust SD (with the seeds lying far out), as docs/results.md gives them."""
+    t, (sig, tost) = r["test"], r["levels"]
+    level = sig / r["family_size"]
+    normal = fmt_seeds(seeds_needed(t, r["margin"], level, tost)).split()[0]
+    robust = fmt_seeds(robust_seeds_needed(r["diffs"], r["margin"], level, tost))
+    far = outlying_seeds(dict(zip(r["seeds"], r["diffs"])))
+    out = (f"if its true difference is 0, ≈ {normal} seeds would decide it by normal theory, {robust} from a robust "
+           f"SD")
+    return out + "".join(f"; seed {s} lies {z:+.1f} robust SDs from the median" for s, z in far.items())
 
 
 def demo_line(params) -> str:
@@ -58,12 +70,19 @@ def demo_line(params) -> str:
 
 MEANING = {   # what a verdict says about the thesis's effect, in plain words
     "equivalent": "no effect as large as the thesis's",
-    "trivial": "a real effect, smaller than the thesis's",
+    "trivial": "a real effect, smaller than the thesis's",    # for "is used", see ``USED_MEANING``
     "undecided": "not decided yet",
     "reproduced": "the thesis's effect",
     "contradicted": "an effect the other way",
     "confirmed": "confirmed",
     "refuted": "the other way",
+}
+
+
+USED_MEANING = {   # "is used": the thesis reports no removal effect; its margin is the thesis's "helps" effect
+    "trivial": "a real effect, smaller than the thesis's Table 2 effect (the thesis reports no removal effect; the "
+               "margin is borrowed from its \"helps\" difference)",
+    "equivalent": "no effect as large as the thesis's Table 2 effect, whose size sets the margin",
 }
 
 
@@ -96,37 +115,87 @@ def markdown(params) -> str | None:
     budget = table2.budget_rows(params)
     budget_share = tables.runs_of(short, designs.BUDGET_VARIANT).tte_ratio_image.mean() * 100
     long = table2.long_frame(params)
-    first = (f"1. **A TTE before the encoders hurts (Table 1).** Here: {_said(before)}. The thesis code's TTE path "
+    steps = f"{designs.long_steps(params.preset):,}"
+    first = (f"1. **A TTE before the encoders hurts (Table 1).** {_long_table1(params, steps)}At 600 steps: "
+             f"{_said(before)}. The thesis code's TTE path "
              f"also skipped the image encoder's input LayerNorm; run that way, COCO changes by "
              f"{fmt(code['test'].mean, code['test'].half95)} points ({_said_short(code)}). Crossed in a 2 × 2, "
              f"skipping the LayerNorm changes it by {fmt(noln['test'].mean, noln['test'].half95)} "
              f"({noln['words']}) and the TTE by {fmt(tte22['test'].mean, tte22['test'].half95, 3)} "
              f"({tte22['words']}).")
-    if noln["verdict"] == "reproduced" and tte22["verdict"] != "reproduced":
-        first += " **Table 1's drop is the skipped LayerNorm, not the TTE.**"
-    second = (f"2. **A TTE after the encoders, scaled by LayerScale, helps (Table 2).** At the demo's budget the TTE "
-              f"is {share:.3f} % of the shared block's input, {budget_share / share:.0f} × less than with the "
-              f"thesis's learning-rate budget for the TTE: too small a dose to test the claim, so its verdict there, "
-              f"{_said(helps)}, is no disagreement.")
+    first += " " + attribution(noln, tte22, before)
+    second = "2. **A TTE after the encoders, scaled by LayerScale, helps (Table 2).** "
+    third = "3. **The TTE is used, a little (the LayerScale weights).** "
+    if not long.empty:
+        record = table2.long_rows(params, long)
+        used_long, helps_long = record.iloc[0], record.loc[designs.LONG_HELPS.text]
+        pending = _confirmation(params)
+        second += (f"Trained as long as the thesis (every parameter to its summed learning rate, {steps} steps), on "
+                   f"{helps_long.seeds} seeds: {helps_long['difference (95 % CI)']} COCO points against "
+                   f"{helps_long['smallest effect of interest']}, **undecided** (reported descriptively: no n was "
+                   f"planned for it); {pending}. ")
+        third += (f"Trained as long as the thesis, removing the TTE' at evaluation: **{used_long.verdict}** "
+                  f"({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
+                  f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}; {pending}. ")
+    second += (f"At 600 steps the TTE is {share:.3f} % of the shared block's input, {budget_share / share:.0f} × less "
+               f"than with the thesis's learning-rate budget for the TTE: too small a dose to test the claim, so its "
+               f"verdict there, {_said(helps)}, is no disagreement.")
     if budget is not None:
         b = budget.iloc[-2]
         second += (f" With that budget ({budget_share:.1f} % of the input), on fresh seeds: **{b.verdict}** "
                    f"({b['difference (95 % CI)']} points against {b['smallest effect of interest']}, {b.seeds} "
                    f"seeds): {_meaning(b.verdict)}.")
-    third = (f"3. **The TTE is used, a little (the LayerScale weights).** Removing the TTE' from the trained demo "
-             f"model: {_said(used)}.")
+    third += f"At 600 steps, removing the TTE' from the trained model: {_said(used)}."
     if budget is not None:
         u = budget.iloc[-1]
         third += (f" At the thesis's budget for the TTE: **{u.verdict}** ({u['difference (95 % CI)']} points, "
-                  f"{u.seeds} seeds): {_meaning(u.verdict)}.")
-    if not long.empty:
-        row = table2.long_rows(params, long).iloc[0]
-        third += (f" With the whole model trained to the thesis's summed learning rate, removing it: "
-                  f"{row['difference (95 % CI)']} points, **{row.verdict}**.")
+                  f"{u.seeds} seeds): {USED_MEANING.get(u.verdict, _meaning(u.verdict))}.")
     text = "\n".join([first, second, third])
     gloss = "; ".join(f"*{w}*: {g}" for w, g in GLOSS.items() if re.search(rf"\b{w}\b", text))
     return text + "\n\n" + demo_line(params) + \
         f" Verdict words ({label(PRIMARY)}, paired by seed): {gloss}."
+
+
+def _confirmation(params) -> str:
+    """The long confirmation's state in words: its verdicts once all its seeds are trained, else how far it is."""
+    design = designs.THESIS_LR_SUM_CONFIRM
+    n = len(design.seeds_for(params.preset))
+    df = designs.design_frame(params, design)
+    done = 0 if df.empty else len(tables.runs_of(df, grids.TTE_AFTER_LS))
+    return (f"its confirmation on {n} fresh seeds is pending ({done} of {n} seed pairs trained)" if done < n else
+            f"confirmed on {n} fresh seeds: docs/results.md")
+
+
+def _long_table1(params, steps: str) -> str:
+    """The long schedule's 2 × 2 in words, leading the Table 1 answer: where its drop lies when the model trains as
+    long as the thesis's, or that its runs are pending."""
+    design = designs.LONG_TABLE1
+    df = designs.design_frame(params, design)
+    claims = designs.claims_of(params, design, descriptive=True)
+    noln, tte = (_row(df, c.text, claims) for c in claims)
+    if noln is None or tte is None or noln["test"].n < len(design.seeds_for(params.preset)):
+        done = 0 if noln is None else noln["test"].n
+        return (f"Trained as long as the thesis ({steps} steps), its 2 × 2 is pending ({done} of "
+                f"{len(design.seeds_for(params.preset))} seeds). ")
+    said = (f"Trained as long as the thesis ({steps} steps, {noln['test'].n} seeds), skipping the LayerNorm changes "
+            f"COCO by {fmt(noln['test'].mean, noln['test'].half95)} ({noln['words']}, {noln['ratio'][0]:.1f} × the "
+            f"thesis's drop) and the TTE by {fmt(tte['test'].mean, tte['test'].half95, 3)} (descriptive; "
+            f"{_would_decide(tte)}). ")
+    return said + attribution(noln, tte, tte, "Trained as long as the thesis") + " "
+
+
+def attribution(noln: dict, tte: dict, before: dict, regime: str = "At 600 steps") -> str:
+    """Where Table 1's drop lies in ``regime``, said no further than the rows bear: the LayerNorm's main effect
+    reproduced and the TTE's not; and whether the TTE's primary interval still holds the thesis's own drop."""
+    if noln["verdict"] != "reproduced" or tte["verdict"] == "reproduced":
+        return ""
+    t, thesis = before["test"], before["thesis"]
+    low, high = t.mean - t.half95, t.mean + t.half95
+    holds = thesis is not None and low <= thesis <= high
+    return (f"**{regime}, Table 1's drop is the skipped LayerNorm**; the TTE's own is {tte['words']}"
+            + (f": alone, on {t.n} seeds, its 95 % interval ({low:+.3f} … {high:+.3f}) still holds the thesis's drop "
+               f"carried to this scale ({thesis:+.3f}), so a TTE effect of the thesis's size is not ruled out."
+               if holds else "."))
 
 
 def _said_short(r: dict) -> str:

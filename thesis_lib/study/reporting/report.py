@@ -128,7 +128,9 @@ def results_page(params) -> str:
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
-        "an open claim, in parentheses the range from the SD's own 95 % interval.",
+        "an open claim if its true difference is 0 when the measured one lies inside the margin (an equivalence "
+        "test's planning convention), else at the measured difference; in parentheses the range from the SD's own "
+        "95 % interval.",
         _markdown(tables.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
         f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/statistics/sequential.py`): looks at "
@@ -236,7 +238,7 @@ UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budg
 
 
 def untested(df: pd.DataFrame) -> dict:
-    """{claim: why} for the claims the demo's design could not have failed to call equivalent: Table 2's, when the
+    """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
     TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
     ours, budget = (tables.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
     if not len(ours) or not len(budget) or "tte_ratio_image" not in df:
@@ -252,7 +254,7 @@ def untested(df: pd.DataFrame) -> dict:
 def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
     """One plain sentence per claim of the thesis that the demo does not bear out (contradicted, or shown smaller
     than the thesis's effect, or reproduced at another size), a line for those it cannot decide, and apart those
-    whose verdict the design could not have failed to give (``untestable``: {claim: why})."""
+    whose verdict the design could hardly have failed to give (``untestable``: {claim: why})."""
     lines, open_, moot = [], [], []
     for claim, row in primary.iterrows():
         if claim not in THESIS_CLAIMS:
@@ -264,14 +266,15 @@ def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
         elif row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
             lines.append(f"- **{claim}**: the thesis says so; here it is **{row.verdict}** ({where}).")
         elif row.verdict == "undecided":
-            open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it).")
+            open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it if its "
+                         f"true difference is 0).")
     parts = []
     if lines:
         parts.append("Where this scale disagrees with the thesis:\n\n" + "\n".join(lines))
     if open_:
         parts.append("Not decided at this scale:\n\n" + "\n".join(open_))
     if moot:
-        parts.append("Not testable at the demo's budget (a verdict the design could not have failed to give):\n\n"
+        parts.append("Not testable at the demo's budget (a verdict the design could hardly have failed to give):\n\n"
                      + "\n".join(moot))
     return "\n\n".join(parts)
 

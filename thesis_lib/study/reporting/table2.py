@@ -68,9 +68,49 @@ def long_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     if len(diffs) >= 2:
         table.loc[helps, "verdict"] = "descriptive"
         table.loc[helps, "seeds to decide"] = (
-            f"{_need(diffs)}; robust: "
-            f"{fmt_seeds(robust_seeds_needed(list(diffs.values()), designs.margin(THESIS_LR_SUM)))}")
+            f"{_need(diffs)} if the true difference is 0; robust: "
+            f"{fmt_seeds(robust_seeds_needed(list(diffs.values()), designs.margin(THESIS_LR_SUM)))}; "
+            f"{_at_observed(diffs)}")
     return table
+
+
+def _at_observed(diffs: dict) -> str:
+    """The seeds "helps" would need if its true difference were the measured one (normal theory)."""
+    import statistics
+
+    from ..statistics.stats import seeds_at_observed
+    mean, sd = statistics.fmean(diffs.values()), statistics.stdev(diffs.values())
+    need = seeds_at_observed(mean, sd, designs.margin(THESIS_LR_SUM))
+    show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
+    return (f"if it is the measured {mean:+.3f}: {show(need['equivalent'])} to show equivalence, "
+            f"{show(need['different'])} to show it differs from 0")
+
+
+def confirm_rows(params) -> pd.DataFrame | None:
+    """The long schedule's 8-seed record (seeds 1-8: "is used" decided, "helps" descriptive) above the confirmation on
+    seeds 9-40 (``THESIS_LR_SUM_CONFIRM``: fixed n = 32, Holm over the two; "pending (k of 32 seeds)" before its n);
+    never pooled. None before either exists."""
+    record_df, df = long_frame(params), designs.design_frame(params, designs.THESIS_LR_SUM_CONFIRM)
+    parts = []
+    if not record_df.empty:
+        record = long_rows(params, record_df)
+        record.index = [f"{c} (the record, seeds 1-8)" for c in record.index]
+        parts.append(record)
+    if not df.empty:
+        design = designs.THESIS_LR_SUM_CONFIRM
+        parts.append(_pending(_primary(tables.claim_table(df, designs.claims_of(params, design))),
+                              len(design.seeds_for(params.preset))))
+    return pd.concat(parts).rename_axis("claim") if parts else None
+
+
+def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
+    """The secondary metrics (Flickr, ImageNet) of ``claims`` on ``df``: reported, deciding nothing (unadjusted p)."""
+    table = tables.claim_table(df, claims)
+    if table.empty:
+        return table
+    rows = table[table.role.eq("secondary")]
+    index = pd.Index([f"{c}: {m}" for c, m in zip(rows.claim, rows.metric)], name="claim: secondary metric")
+    return rows.set_index(index)[["seeds", "difference (95 % CI)", "p (unadjusted)", "verdict"]]
 
 
 def _need(diffs: dict) -> str:
@@ -145,13 +185,61 @@ def markdown(params) -> str:
                   f"\"trained as long as the thesis\" on a width-96 model, not the thesis's regime. Baseline and "
                   f"TTE', paired by seed; {_trained(n_done, len(THESIS_LR_SUM.seeds_for(params.preset)))}. The margin (±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the "
                   "pilot's baseline.",
-                  _markdown(long_rows(params, df)), _markdown(baseline_rows(params, df)),
+                  _markdown(long_rows(params, df)),
+                  "The secondary metrics of both claims (reported; they decide nothing, their p unadjusted):",
+                  _markdown(secondary_rows(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
+                  _markdown(baseline_rows(params, df)),
                   "γ and the TTE's share of the shared block's input, beside the thesis's γ:",
                   _markdown(verdicts.gamma_table(df, (TTE_AFTER_LS,)))]
         curve = curve_rows(params)
         if len(curve):
             parts += [_markdown(curve), overfit_sentence(params)]
+    confirm = confirm_rows(params)
+    if confirm is not None:
+        design = designs.THESIS_LR_SUM_CONFIRM
+        power = designs.fmt_power(designs.confirm_power(params))
+        df_c = designs.design_frame(params, design)
+        done = 0 if df_c.empty else len(tables.runs_of(df_c, TTE_AFTER_LS))
+        parts += ["## Table 2 on the long schedule: the 8-seed record and its confirmation on fresh seeds",
+                  f"The same schedule on seeds 9-40 (fixed n = {len(design.seeds_for(params.preset))}, one look at "
+                  f"the end; declared before its runs in `thesis_lib/study/statistics/designs.py`): \"helps\" and "
+                  f"\"is used\" one Holm family, decided on {label(PRIMARY)} against ±{designs.margin(design):.3f}; "
+                  f"the 8-seed record is reported beside it, never pooled; {done} of "
+                  f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
+                  _markdown(confirm)]
+    table1 = long_table1_markdown(params)
+    if table1:
+        parts += table1
     return "\n\n".join(parts)
+
+
+def long_table1_markdown(params) -> list[str]:
+    """Table 1's 2 × 2 on the long schedule beside the 600-step one: each main effect, its verdict and its size as
+    a multiple of the thesis's drop (empty before any of its runs exist)."""
+    design = designs.LONG_TABLE1
+    df = designs.design_frame(params, design)
+    if df.empty or len(set(df.variant)) < 2:
+        return []
+    claims = designs.claims_of(params, design, descriptive=True)
+    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), design.variants)
+    rows = {}
+    for claim in claims:
+        study = next(c for c in reference.CLAIMS if c.text == claim.short)
+        for regime, frame, c in ((f"{_steps(params)} steps", df, claim), ("600 steps", short, study)):
+            r = next((r for r in tables._claim_rows(frame, (c,)) if r["primary"]), None)
+            if r is None:
+                continue
+            rows[f"{claim.short}, {regime}"] = {
+                "seeds": r["test"].n, "difference (95 % CI)": fmt(r["test"].mean, r["test"].half95, 3),
+                "× the thesis's drop": f"{r['ratio'][0]:.1f}", "verdict":
+                    "descriptive" if c in design.descriptive else r["words"]}
+    planned = len(design.seeds_for(params.preset))
+    done = len(tables.runs_of(df, design.variants[-1]))
+    return ["## Table 1's 2 × 2 on the long schedule",
+            f"`tte_before`, `noln` and `tte_before_noln` on seeds 1-4 at {_steps(params)} steps, paired with the long "
+            f"baselines of the same seeds (fixed n = {planned}, {done} trained); the LayerNorm's main effect decided "
+            f"against ±{designs.margin(design):.3f}, the TTE's descriptive; each beside its 600-step value:",
+            _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("main effect"))]
 
 
 def sentence(params) -> str:

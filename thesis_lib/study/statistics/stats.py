@@ -226,6 +226,18 @@ def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPH
     return seeds_for_power(effect, sd, alpha, power, max_n)
 
 
+def seeds_at_observed(effect: float, sd: float, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
+                      power: float = 0.8, max_n: int = 10_000) -> dict:
+    """The seeds to decide a claim if its true difference is the measured ``effect`` (not 0, the convention of
+    ``seeds_to_decide`` inside the margin): {"equivalent": the TOST's ``power`` to put ``effect`` inside ± ``margin``
+    (None when |effect| ≥ margin or beyond ``max_n``), "different": the paired t-test's to show ``effect`` ≠ 0}."""
+    a = alpha if tost_alpha is None else tost_alpha
+    equivalent = None
+    if sd > 0 and margin and abs(effect) < margin:
+        equivalent = next((n for n in range(2, max_n + 1) if tost_power(n, effect, sd, margin, a) >= power), None)
+    return {"equivalent": equivalent, "different": seeds_for_power(effect, sd, alpha, power, max_n)}
+
+
 def sd_interval(sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """The ``level`` interval of a normal SD from ``n`` values (χ² with n − 1 degrees of freedom)."""
     if n < 2 or math.isnan(sd):

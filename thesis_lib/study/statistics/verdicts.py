@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
@@ -70,7 +71,7 @@ def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None)
 
     * its test-set SE as two independent samples of the test set (√2 × one model's binomial SE; a retrieval mean's
       six recalls' errors independent … perfectly correlated: the smaller … the larger SE, ``reference.binomial_se``),
-      z at the larger SE (the conservative case) … at the smaller (the most favourable);
+      z at the larger SE (the conservative case) … at the smaller (the more favourable of the two unpaired SEs);
     * the paired SE: two models scored on the same items agree item by item, which shrinks the SE of their
       difference by √(1 − φ) (``item_agreement``); φ as measured between paired demo variants (``agreement``:
       {metric: φ}, None: not measured, "–");
@@ -105,7 +106,9 @@ def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None)
                              "_z_conservative": abs(d) / high, "_z_best": abs(d) / low,
                              "_z_paired": abs(d) / paired if phi is not None else math.nan,
                              "_z_seeds": math.nan if math.isnan(seed) else abs(d) / both,
-                             "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / math.hypot(low, seed)})
+                             "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / math.hypot(low, seed),
+                             "_z_seeds_paired": math.nan if math.isnan(seed) or phi is None else
+                             d / math.hypot(paired, seed)})
     return pd.DataFrame(rows)
 
 
@@ -129,13 +132,21 @@ def thesis_noise_note(table: pd.DataFrame) -> str:
     paired, seeds = table["_z_paired"].dropna(), table["_z_seeds"].dropna()
     text = (f"Of the thesis's {n} differences in these tables, {count('_z_conservative')} exceed {bar} test-set "
             f"standard errors at the larger SE (the conservative case) and {count('_z_best')} at the smaller (the "
-            "most favourable)")
+            "more favourable of the two unpaired SEs)")
     if len(paired):
         text += (f"; counted as paired (the two models' per-item agreement φ measured on demo variants), "
                  f"{count('_z_paired')} of {len(paired)} do")
     if len(seeds):
         text += (f"; with the seed noise of a variant that trains added, {count('_z_seeds')} of {len(seeds)} do at "
-                 f"the larger SE and {count('_z_seeds_best')} at the smaller")
+                 f"the larger unpaired SE and {count('_z_seeds_best')} at the smaller")
+        both = table.dropna(subset=["_z_seeds_paired"])
+        if len(both):
+            clear = both[both["_z_seeds_paired"].abs() >= Z_CRIT]
+            text += (f", and {len(clear)} of {len(both)} at the paired SE"
+                     + (" (" + "; ".join(f"{r['metric']}, {r['comparison']} ({r['version']}): {r['difference']:+.1f}, "
+                                         f"z {r['_z_seeds_paired']:+.1f}" for _, r in clear.iterrows()) + ")"
+                        if len(clear) else "")
+                     + "; these counts depend on which variant's seed SD is taken (`grids.NOISE_SEED_FROM`)")
     return text + (". A single run per variant tells a difference from noise only where its z clears that bar.")
 
 
@@ -214,6 +225,10 @@ def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per
     return table
 
 
+WORST_RATIOS = tuple(float(r) for r in np.geomspace(0.1, 3.0, 13))   # margin / SD over which the worst case is sought
+WORST_REPS = 40_000                                                 # simulated procedures per ratio
+
+
 def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
     """What the sequential claim's procedure as run did, computed from its rows: its error rates as run (the first
     look at an unadjusted 5 %, before the design was declared) against the design's own, simulated at the measured
@@ -228,12 +243,15 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
     rates = {name: {kind: sequential.procedure_error(design, effect, ratio, first=first)[kind]
                     for kind, effect in (("significant", 0.0), ("equivalent", ratio))}
              for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
+    worst = {name: max((sequential.procedure_error(design, r, r, first=first, reps=WORST_REPS)["equivalent"], r)
+                       for r in WORST_RATIOS)
+             for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
     base = dict(zip(runs_of(df, grids.BASELINE).seed, runs_of(df, grids.BASELINE)[row["metric"]]))
     moving = [reference.sesoi(row["claim"].margin_from, row["metric"],
                               sum(base[s] for s in row["seeds"][:n]) / n) for n in design.looks if n <= len(row["seeds"])]
     values = dict(zip(row["seeds"], row["diffs"]))
     sig, tost = row["levels"]
-    return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates,
+    return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates, "worst": worst,
             "moving_margin": (min(moving), max(moving)),
             "robust": fmt_seeds(robust_seeds_needed(row["diffs"], margin, sig / row["family_size"], tost)),
             "normal": fmt_seeds(seeds_needed(t, margin, sig / row["family_size"], tost)),
@@ -251,7 +269,10 @@ def procedure_note(p: dict) -> str:
             f"as run calls a null effect significant {r['as run']['significant'] * 100:.1f} % of the time (as "
             f"declared: {r['as declared']['significant'] * 100:.1f} %) and an effect on the margin equivalent "
             f"{r['as run']['equivalent'] * 100:.1f} % of the time (as declared: "
-            f"{r['as declared']['equivalent'] * 100:.1f} %). A margin recomputed from the baseline's mean at every "
+            f"{r['as declared']['equivalent'] * 100:.1f} %), at the SD measured after the runs; over margin / SD "
+            f"ratios from {WORST_RATIOS[0]:g} to {WORST_RATIOS[-1]:g}, the false-equivalence rate reaches "
+            f"{p['worst']['as run'][0] * 100:.1f} % as run (at a ratio of {p['worst']['as run'][1]:.2f}) and "
+            f"{p['worst']['as declared'][0] * 100:.1f} % as declared. A margin recomputed from the baseline's mean at every "
             f"look would have moved between {p['moving_margin'][0]:.4f} and {p['moving_margin'][1]:.4f}; it is now "
             f"fixed at the first look's. Seeds to decide it: {p['normal']} (normal theory), {p['robust']} (robust: "
             f"the median and the MAD-based SD, range by bootstrap); seeds more than 3 robust SDs from the median: "
