@@ -30,7 +30,7 @@ from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_SPECS
-from . import forest, headline, mechanisms, plotting, tables
+from . import dose, forest, headline, mechanisms, plotting, tables
 from .. import grids, reference, runs
 from ..statistics import sequential
 
@@ -316,6 +316,14 @@ def fig_long_schedule(params, variants):
     return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short))
 
 
+def fig_effect_vs_dose(params, variants):
+    points = dose.frame(params)
+    if not len(points):
+        raise _missing(f"two seeds of a Table 2 claim among {', '.join(variants)}", params)
+    return dose.draw(points, title="Table 2's claims against the TTE's dose: the 600-step demo (γ-init doses, the "
+                                   "thesis's budget for the TTE) and the long schedule")
+
+
 class Figure(NamedTuple):
     build: Callable              # (params, reads.variants) -> matplotlib figure
     reads: Reads = Reads()       # the runs it is drawn from: checked by ``draw``, then given to ``build``
@@ -339,6 +347,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
+    "04_effect_vs_dose": Figure(fig_effect_vs_dose, Reads(grids.DOSE_ARMS + grids.BUDGET[1:])),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=HEADLINE_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
