@@ -6,7 +6,7 @@ from thesis_lib.fetch import file_sha256 as sha256
 from thesis_lib.models.check import KNOWN_SHA256, check_folder, main
 from thesis_lib.models.checkpoints import D2V2_TEXT
 from thesis_lib.models.lock import LOCK, read_lock
-from thesis_lib.study.full_scale.fixtures import SHRINK, checkpoint_folder
+from thesis_lib.study.full_scale.fixtures import SHRINK, TEXT_VOCAB, checkpoint_folder, d2v_text_file
 
 
 def _folder(tmp_path):
@@ -87,3 +87,33 @@ def test_a_fine_tuned_beit_is_refused_as_the_teacher(tmp_path):
     rows = {r.name: r for r in check_folder(folder, SHRINK)}
     assert rows[beit.name].release == "BEiT v2, 2 blocks, fine-tuned (a pt1k_ft* file?)"
     assert "not BEiT v2's self-supervised pretraining file" in rows[beit.name].problem
+
+
+def test_a_file_the_lock_file_has_no_entry_for_is_a_problem_until_added_on_request(tmp_path, capsys):
+    """A lock file without an entry for a file (written by hand, or before the file was added) must not pass that
+    file unchecked: replaced by another valid checkpoint, it is named; --add-to-lock records it and says so."""
+    import json
+    folder = _folder(tmp_path)
+    assert main(_check_args(folder)) == 0
+    lock = json.loads((folder / LOCK).read_text())
+    lock["files"] = [f for f in lock["files"] if f["name"] != "nlp_base.pt"]
+    (folder / LOCK).write_text(json.dumps(lock))
+    other = tmp_path / "other.pt"                                          # another valid data2vec 2.0 text file
+    d2v_text_file(other, D=32, V=TEXT_VOCAB, M=20, L=3, seed=2)
+    assert sha256(other) != sha256(folder / "nlp_base.pt")
+    (folder / "nlp_base.pt").write_bytes(other.read_bytes())
+    capsys.readouterr()
+    assert main(_check_args(folder)) == 1
+    out = capsys.readouterr().out
+    problems = [line for line in out.splitlines() if f"not in {LOCK}" in line]
+    assert len(problems) == 1 and problems[0].startswith("| nlp_base.pt |") and "--add-to-lock" in problems[0]
+    assert "as recorded in" not in out and "1 problem(s)" in out
+    assert "nlp_base.pt" not in read_lock(folder)                          # a failing check never writes it
+    assert main(_check_args(folder, "--add-to-lock")) == 0
+    out = capsys.readouterr().out
+    assert f"added nlp_base.pt to {folder / LOCK} (--add-to-lock)" in out and sha256(folder / "nlp_base.pt") in out
+    assert read_lock(folder)["nlp_base.pt"]["sha256"] == sha256(folder / "nlp_base.pt")
+    assert {n: e for n, e in read_lock(folder).items() if n != "nlp_base.pt"} == \
+        {f["name"]: {**f, "size": int(f["size"])} for f in lock["files"]}   # the other entries as they were
+    assert main(_check_args(folder)) == 0
+    assert f"every file's size and SHA-256 as recorded in {folder / LOCK}" in capsys.readouterr().out

@@ -4,6 +4,7 @@ is, and whether the thesis preset's loaders accept it (the same strict key and s
     python -m thesis_lib.models.download CKPT       # fetches the files below into CKPT, checks them, writes the lock
     python -m thesis_lib.models.check CKPT          # prints one table, exit 1 on a problem
     python -m thesis_lib.models.check CKPT --no-lock
+    python -m thesis_lib.models.check CKPT --add-to-lock     # records the files the lock file has no entry for
 
 The files and the URLs they come from are declared once, in ``thesis_lib.models.download`` (``URLS``):
 
@@ -21,7 +22,9 @@ The files and the URLs they come from are declared once, in ``thesis_lib.models.
 
 fairseq and unilm publish no checksums for the model files: the first check that passes writes
 ``CKPT/checkpoints.lock.json`` (``models/lock.py``: each file's size and SHA-256), and every later check compares the
-files with it, so that a file that changed is named (``--no-lock``: neither read nor written).
+files with it, so that a file that changed is named (``--no-lock``: neither read nor written). A file the lock file
+has no entry for is a problem too (it could not be compared): ``--add-to-lock`` records it, once every check passes,
+and prints what it added.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from ..config_checks import parse_sets
 from ..errors import ThesisError
 from ..fetch import file_sha256
 from .checkpoints import D2V1_TEXT, D2V2_TEXT, _model_state, text_release, torch_load
-from .lock import LOCK, compare, lock_path, read_lock, write_lock
+from .lock import LOCK, add_to_lock, compare, lock_path, read_lock, write_lock
 from .sources import THESIS_FILES
 
 TOKENIZER_FILES = ("encoder.json", "vocab.bpe", "dict.txt")
@@ -52,6 +55,7 @@ class FileCheck:
     sha256: str = ""
     release: str = ""
     problem: str = ""
+    unlocked: bool = False          # present and checked, but the lock file has no entry for it (``--add-to-lock``)
 
 
 def describe(part: str, path: Path) -> str:
@@ -101,10 +105,11 @@ def check_file(name: str, path: Path, require: dict | None = None, sha256: str |
 
 
 def check_folder(folder: Path, overrides: dict | None = None, use_lock: bool = True,
-                 checked: dict[str, FileCheck] | None = None) -> list[FileCheck]:
+                 checked: dict[str, FileCheck] | None = None, add_to_lock: bool = False) -> list[FileCheck]:
     """Every thesis file in ``folder``: present, hashed, described, compared with ``checkpoints.lock.json`` when it
-    exists (``use_lock``), and loaded by the thesis preset's loaders (``overrides``: config fields, e.g. a shrunk
-    model for tiny test files). ``checked``: files ``check_file`` has just checked (not hashed again)."""
+    exists (``use_lock``; a file it has no entry for is a problem, or with ``add_to_lock`` a row marked
+    ``unlocked``), and loaded by the thesis preset's loaders (``overrides``: config fields, e.g. a shrunk model for
+    tiny test files). ``checked``: files ``check_file`` has just checked (not hashed again)."""
     from ..data.tokenizer import load_tokenizer
     from .sources import load_encoders, load_teacher
     cfg = get_config("thesis", overrides={**(overrides or {}), "weights.checkpoint_dir": str(folder)})
@@ -112,7 +117,7 @@ def check_folder(folder: Path, overrides: dict | None = None, use_lock: bool = T
             for name in (*THESIS_FILES.values(), *TOKENIZER_FILES)]
     locked = read_lock(folder) if use_lock else None
     if locked is not None:
-        compare(rows, locked)
+        compare(rows, locked, add=add_to_lock)
     if not any(r.problem for r in rows):
         for what, load in (("encoders", lambda: load_encoders(cfg)), ("teacher", lambda: load_teacher(cfg)),
                            ("tokenizer", lambda: load_tokenizer(cfg, folder))):
@@ -135,19 +140,30 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.models.check", description=__doc__.split("\n\n")[0])
     p.add_argument("folder", type=Path, help="the folder passed as --checkpoints / checkpoints")
     p.add_argument("--no-lock", action="store_true", help=f"neither compare with nor write {LOCK}")
+    p.add_argument("--add-to-lock", action="store_true",
+                   help=f"record in {LOCK} the files it has no entry for (else each is a problem), once every check "
+                        "passes")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a config field of the thesis preset the loaders are checked with (as in training.run)")
     args = p.parse_args(argv)
+    if args.no_lock and args.add_to_lock:
+        p.error("--add-to-lock writes the lock file, --no-lock neither reads nor writes it: give one of them")
     try:
         had_lock = not args.no_lock and read_lock(args.folder) is not None
-        rows = check_folder(args.folder, parse_sets(args.set), not args.no_lock)
+        rows = check_folder(args.folder, parse_sets(args.set), not args.no_lock, add_to_lock=args.add_to_lock)
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(table(rows))
     bad = [r for r in rows if r.problem]
     print(f"\n{len(bad)} problem(s)" if bad else "\nall files present, and the thesis preset's loaders accept them")
-    if not bad and had_lock:
+    added = [r for r in rows if r.unlocked]
+    if not bad and added:
+        path = add_to_lock(args.folder, added)
+        for r in added:
+            print(f"added {r.name} to {path} (--add-to-lock): {r.size:,} bytes, SHA-256 {r.sha256}")
+        print(f"every other file's size and SHA-256 as recorded in {path}")
+    elif not bad and had_lock:
         print(f"every file's size and SHA-256 as recorded in {lock_path(args.folder)}")
     elif not bad and not args.no_lock:
         print(f"wrote {write_lock(args.folder, rows)}: each file's size and SHA-256; later checks compare with it")
