@@ -19,7 +19,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("data",),
     ("models",),
     ("evaluation", "analysis"),
-    ("training", "evaluate"),
+    ("training", "evaluate", "api"),
     ("study",),
     ("__init__",),
 )

@@ -1,7 +1,8 @@
 """thesis_lib: the executable reproduction of the thesis chapter on token-type embeddings (EMKUM).
 
 Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_split``, ``retrieval_recalls``,
-``zero_shot_accuracy``, ``run_experiment``.
+``zero_shot_accuracy``, ``run_experiment``; a trained model in hand (``thesis_lib.api``): ``load``, ``Loaded``,
+``rank``.
 """
 from .version import __version__  # noqa: F401
 from .config import PRESETS, ExperimentConfig, get_config  # noqa: E402
@@ -19,11 +20,14 @@ def __getattr__(name):  # lazily, so `python -m thesis_lib.training.run` or `.ev
     if name in ("retrieval_recalls", "zero_shot_accuracy"):
         from . import evaluation
         return getattr(evaluation, name)
+    if name in ("load", "Loaded", "rank"):
+        from . import api
+        return getattr(api, name)
     raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
 
 __all__ = [
     "PRESETS", "VARIANTS", "ExperimentConfig", "get_config", "build_model", "load_karpathy_split",
-    "retrieval_recalls", "zero_shot_accuracy", "run_experiment",
+    "retrieval_recalls", "zero_shot_accuracy", "run_experiment", "load", "Loaded", "rank",
     "ThesisError", "ConfigError", "DataError", "CheckpointError", "TokenizerError", "ResultConflictError",
     "NonFiniteLossError", "DeviceError", "OutputDirError", "MissingResultsError",
 ]
