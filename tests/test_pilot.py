@@ -34,3 +34,46 @@ def test_without_nvidia_smi_utilisation_is_said_unmeasured(monkeypatch):
     u = pilot.Utilisation()
     u.start()
     assert u.stop() == "not measured (no nvidia-smi)"
+
+
+def test_bad_arguments_or_a_missing_data_folder_stop_the_pilot_before_anything_starts(monkeypatch, tmp_path, capsys):
+    """--gpus 0 (was a ZeroDivisionError), a --gpus that does not divide 512, a DATA that is not a folder (was a
+    torchrun of ranks each failing on it), a shard list MIX names that is not there, too few GPUs: argparse's one-line
+    error and exit status 2, and no process started."""
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "data" / "cc3m").mkdir(parents=True)
+    (tmp_path / "data" / "cc3m" / "shards.txt").write_text("00000.tar\n")
+    env = {"DATA": str(tmp_path / "data"), "CKPT": str(tmp_path / "ckpt"), "OUT": str(tmp_path / "out"),
+           "MIX": f"coco,wds:{tmp_path / 'data' / 'cc3m' / 'shards.txt'}@9"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+
+    def started(*args, **kwargs):
+        raise AssertionError("the pilot started a process")
+    monkeypatch.setattr(pilot.subprocess, "run", started)
+    monkeypatch.setattr(pilot.subprocess, "Popen", started)
+    assert pilot.problems(2, "cpu") == []
+    cases = [(["--gpus", "0"], "argument --gpus: 0 is not at least 1"),
+             (["--gpus", "-2"], "argument --gpus: -2 is not at least 1"),
+             (["--gpus", "3", "--device", "cpu"], "--gpus 3 does not divide the recipe's global batch of 512"),
+             (["--steps", "0"], "argument --steps: 0 is not at least 1"),
+             (["--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
+             (["--gpus", "2", "--device", "cuda"], "--device cuda --gpus 2 needs 2 GPUs; this host has")]
+    import torch
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    for argv, said in cases:
+        with pytest.raises(SystemExit) as stop:
+            pilot.main(argv)
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and said in err.splitlines()[-1], (argv, err)
+    monkeypatch.setenv("DATA", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("MIX", f"coco,wds:{tmp_path / 'nowhere' / 'cc3m' / 'shards.txt'}@9")
+    with pytest.raises(SystemExit) as stop:
+        pilot.main(["--gpus", "2", "--device", "cpu"])
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert stop.value.code == 2 and f"DATA={tmp_path / 'nowhere'} is not a folder" in last
+    assert f"MIX names the shard list {tmp_path / 'nowhere' / 'cc3m' / 'shards.txt'}, which does not exist" in last
+    monkeypatch.delenv("CKPT")
+    with pytest.raises(SystemExit) as stop:
+        pilot.main(["--device", "cpu"])
+    assert stop.value.code == 2 and "set CKPT first" in capsys.readouterr().err

@@ -408,3 +408,22 @@ def test_the_generated_commands_size_the_workers_and_name_what_slurm_needs():
 def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():
     assert recipe.mix("/d") == "coco,wds:/d/cc3m/shards.txt@1516133,wds:/d/cc12m/shards.txt@1181988"
     assert sum(n for _, n, _, _ in recipe.MIXTURE) == 3_264_868
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["commands", "--layout", "slurm", "--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
+    (["commands", "--layout", "8gpu", "--cores-per-gpu", "-3"], "argument --cores-per-gpu: -3 is not at least 1"),
+    (["commands", "--layout", "1gpu", "--cores-per-gpu", "x"], "argument --cores-per-gpu: 'x' is not a whole number"),
+    (["days", "--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
+    (["table", "--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
+    (["commands", "--layout", "1gpu", "--table1-seeds", "0"], "argument --table1-seeds: 0 is not at least 1"),
+    (["commands", "--layout", "1gpu", "--table1-seeds", "2"], "--table1-seeds: 2 is fewer than the sequential"),
+])
+def test_a_bad_argument_is_one_line_and_exit_2_not_a_script(argv, said, capsys):
+    """--cores-per-gpu 0 printed a script with --cpus-per-task=0 and exited 0."""
+    with pytest.raises(SystemExit) as stop:
+        recipe.main(argv)
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and out == "" and said in err.splitlines()[-1]
+    with pytest.raises(ValueError, match="cores_per_gpu must be at least 1"):
+        recipe.commands("slurm", cores_per_gpu=0)

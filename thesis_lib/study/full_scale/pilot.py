@@ -10,6 +10,10 @@ of 512, with the DataLoader workers the recipe gives them (``recipe.workers``), 
 like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over the whole run (training and
 evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
 ``--set`` run it in miniature (tests/test_pilot.py).
+
+Its arguments and folders are checked before anything starts (argparse's one-line error, exit 2): ``--gpus`` divides
+the global batch of 512, ``--steps`` and ``--cores-per-gpu`` are at least 1, DATA, CKPT, OUT and MIX are set, DATA
+and CKPT are folders, the shard lists MIX names exist, and a CUDA device has as many GPUs as ``--gpus``.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import time
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH
+from thesis_lib.data.shards import split_limit
 
 from . import recipe
 
@@ -42,6 +47,39 @@ def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int,
                      "--set", f"train.batch_size={THESIS_GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
                      "--set", f"data.num_workers={recipe.workers(cores_per_gpu)}"] + [
                          a for s in sets for a in ("--set", s)]
+
+
+def problems(gpus: int, device: str, env=os.environ) -> list[str]:
+    """What keeps the pilot from starting, each a sentence (none: it can start): the launch's arguments and the
+    folders and shard lists of the environment, checked here so that no process is started to fail on them."""
+    out = []
+    if THESIS_GLOBAL_BATCH % gpus:
+        out.append(f"--gpus {gpus} does not divide the recipe's global batch of {THESIS_GLOBAL_BATCH}")
+    missing = [v for v in ("DATA", "CKPT", "OUT", "MIX") if not env.get(v)]
+    if missing:
+        out.append(f"set {', '.join(missing)} first (docs/full_scale.md, the quick start's exports)")
+    for var in ("DATA", "CKPT"):
+        if env.get(var) and not Path(env[var]).is_dir():
+            out.append(f"{var}={env[var]} is not a folder")
+    for entry in (e.strip() for e in env.get("MIX", "").split(",")):
+        listing = _shard_list(entry)
+        if listing and not Path(listing).is_file():
+            out.append(f"MIX names the shard list {listing}, which does not exist")
+    if device.startswith("cuda"):
+        import torch
+        have = torch.cuda.device_count()
+        if have < gpus:
+            out.append(f"--device {device} --gpus {gpus} needs {gpus} GPU{'s' * (gpus > 1)}; this host has {have} "
+                       "(--device cpu for a miniature pilot)")
+    return out
+
+
+def _shard_list(entry: str) -> str | None:
+    """The shard list (``.txt``) a ``data.train_sets`` entry names, else None."""
+    if not entry.startswith("wds:"):
+        return None
+    spec, _ = split_limit(entry[4:])
+    return spec if spec.endswith(".txt") else None
 
 
 class Utilisation(threading.Thread):
@@ -94,14 +132,17 @@ def report(result: dict, gpus: int, utilisation: str, wall_s: float) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.pilot", description=__doc__.split("\n\n")[0])
-    p.add_argument("--gpus", type=int, default=2, help="processes (one per GPU); 2: the recipe's split")
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--cores-per-gpu", type=int, default=recipe.CORES_PER_GPU)
+    p.add_argument("--gpus", type=recipe.positive_int, default=2, help="processes (one per GPU); 2: the recipe's split")
+    p.add_argument("--steps", type=recipe.positive_int, default=300)
+    p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=recipe.CORES_PER_GPU)
     p.add_argument("--device", default="cuda")
     p.add_argument("--preset", default="thesis")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="more config overrides (e.g. a shrunk model for a miniature pilot)")
     args = p.parse_args(argv)
+    found = problems(args.gpus, args.device)
+    if found:
+        p.error("; ".join(found))
     cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
     print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
     gpu = Utilisation()

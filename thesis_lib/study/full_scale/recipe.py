@@ -258,6 +258,8 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
     """A bash script training every run of the recipe once on ``layout`` (``LAYOUTS``); DATA, CKPT, OUT and MIX
     (and for SLURM PARTITION and ACCOUNT) come from the environment. ``jobs`` and ``device``: other runs than the
     recipe's, elsewhere (the rehearsal's, in miniature)."""
+    if cores_per_gpu < 1:
+        raise ValueError(f"cores_per_gpu must be at least 1, got {cores_per_gpu}")
     jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
     need = '"$DATA" "$CKPT" "$OUT" "$MIX"' + (' "$PARTITION" "$ACCOUNT"' if layout == "slurm" else "")
     head = [f"# python -m thesis_lib.study.full_scale.recipe commands --layout {layout}"
@@ -283,6 +285,17 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
     raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (GPUs, steps, cores per GPU, seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.recipe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
@@ -292,16 +305,21 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("days", help="the whole recipe's days on 1, 8 and 16 GPUs (markdown)")
     c = sub.add_parser("commands", help="a bash script training every run once")
     c.add_argument("--layout", choices=LAYOUTS, required=True)
-    c.add_argument("--table1-seeds", type=int, default=None,
+    c.add_argument("--table1-seeds", type=positive_int, default=None,
                    help="train notebook 02's sequential looks up to this many seeds (default: the first look, 4)")
     for sp in (t, d, c):
-        sp.add_argument("--cores-per-gpu", type=int, default=CORES_PER_GPU,
+        sp.add_argument("--cores-per-gpu", type=positive_int, default=CORES_PER_GPU,
                         help=f"CPU cores of the node per GPU (default {CORES_PER_GPU}: 112 cores, 8 GPUs)")
     return p
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    first = sequential.TABLE1_PRIMARY.looks[0]
+    if getattr(args, "table1_seeds", None) is not None and args.table1_seeds < first:
+        parser.error(f"argument --table1-seeds: {args.table1_seeds} is fewer than the sequential design's first look "
+                     f"({first} seeds), which notebook 02 always reads")
     if args.what == "mix":
         print(mix(args.data))
     elif args.what == "table":
