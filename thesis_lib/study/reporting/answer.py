@@ -153,7 +153,9 @@ def markdown(params) -> str | None:
     text = "\n".join([first, second, third])
     gloss = "; ".join(f"*{w}*: {g}" for w, g in GLOSS.items() if re.search(rf"\b{w}\b", text))
     return text + "\n\n" + demo_line(params) + \
-        f" Verdict words ({label(PRIMARY)}, paired by seed): {gloss}."
+        f" Verdict words ({label(PRIMARY)}, paired by seed): {gloss}. The thesis's numbers beside ours, claim by " \
+        f"claim and regime by regime: [`docs/results.md`](docs/results.md#the-thesis-beside-us); every term: " \
+        f"[`docs/glossary.md`](docs/glossary.md)."
 
 
 def _confirmation(params) -> str:

@@ -21,7 +21,7 @@ from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, TABLE, label, short
 from thesis_lib.paths import ROOT
 from thesis_lib.variants import VARIANT_LABELS
-from . import answer, table2, tables
+from . import beside, answer, table2, tables
 from ..statistics import designs, sequential, verdicts
 from .. import grids, reference, runs
 from ..statistics.stats import fmt, mean_ci, paired_difference
@@ -124,6 +124,11 @@ def results_page(params) -> str:
         "# Results at the demo scale (generated)",
         "Written by `python -m thesis_lib.study.reporting.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
+        "## The thesis beside us",
+        "Each chapter claim: the thesis's COCO retrieval (both versions of its text), then ours in every regime that "
+        "tested it — 600 steps, the thesis's learning-rate budget for the TTE, the long schedule (every parameter to "
+        "the thesis's summed learning rate; `docs/glossary.md` defines the terms) — with its paired difference, seeds "
+        "and verdict.", beside.markdown(params),
         "## Every claim in one line", summary_markdown(params, computed),
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "

@@ -1,0 +1,24 @@
+"""The thesis beside us (thesis_lib/study/reporting/beside.py), read from the committed demo results."""
+from thesis_lib.study import reference, runs
+from thesis_lib.study.reporting import beside, table2
+
+
+def test_every_thesis_claim_has_its_numbers_and_ours_in_each_regime():
+    params = runs.study_params("demo", need_data=False)
+    table = beside.frame(params)
+    claims = set(table.index.get_level_values("claim"))
+    assert {c.text for c in reference.CLAIMS if c.in_thesis} <= claims
+    helps = table.loc[beside.HELPS]
+    assert helps.loc["600 steps", "thesis (COCO)"] == "66.3 → 66.6 (Aug 2024); 66.87 → 67.2 (final)"
+    budget = table2.budget_rows(params).iloc[-2]
+    row = helps.loc["600 steps, the thesis's budget for the TTE (fresh seeds 4-23)"]
+    assert (row["ours (95 % CI)"], row.seeds, row.verdict) == (budget["difference (95 % CI)"], budget.seeds,
+                                                               budget.verdict)
+    assert table.loc[beside.USED].iloc[0]["thesis (COCO)"].startswith("not reported")
+
+
+def test_a_declared_design_without_runs_reads_pending():
+    table = beside.frame(runs.study_params("demo", need_data=False))
+    confirm = [r for r in table.index if r[1].endswith("(confirmation, seeds 9-40)")]
+    assert len(confirm) == 2
+    assert all(table.loc[r, "verdict"].startswith("pending") or table.loc[r, "seeds"] > 0 for r in confirm)
