@@ -86,6 +86,26 @@ def _at_observed(diffs: dict) -> str:
             f"{show(need['different'])} to show it differs from 0")
 
 
+def all_long(params) -> pd.DataFrame:
+    """The runs of every long-schedule design with the TTE' (the record, seeds 1-8; the confirmation, seeds 9-40)."""
+    frames = [designs.design_frame(params, d) for d in (THESIS_LR_SUM, designs.THESIS_LR_SUM_CONFIRM)]
+    return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else frames[0]
+
+
+def pilot_sentence(params) -> str:
+    """The retrained pilot's baseline COCO beside the value the long schedule's margin was fixed from."""
+    found = designs.pilot_baseline_coco(params)
+    if found is None:
+        return ""
+    value, tolerance = found
+    return (f"The pilot (seed 0, {designs.PILOT_STEPS:,} steps), retrained and committed: its baseline's "
+            f"{label(PRIMARY)} is {value:.2f}, {value - designs.PILOT_BASELINE_COCO:+.2f} from the "
+            f"{designs.PILOT_BASELINE_COCO} the margin was fixed from (make verify's tolerance for a run: ±"
+            f"{tolerance:.2f}, one between-seed SD of the long record); "
+            f"{'within' if abs(value - designs.PILOT_BASELINE_COCO) <= tolerance else 'outside'} it. Neither the "
+            f"constant nor the margin changes with it.")
+
+
 def confirm_rows(params) -> pd.DataFrame | None:
     """The long schedule's 8-seed record (seeds 1-8: "is used" decided, "helps" descriptive) above the confirmation on
     seeds 9-40 (``THESIS_LR_SUM_CONFIRM``: fixed n = 32, Holm over the two; "pending (k of 32 seeds)" before its n);
@@ -189,11 +209,14 @@ def markdown(params) -> str:
                   "The secondary metrics of both claims (reported; they decide nothing, their p unadjusted):",
                   _markdown(secondary_rows(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
                   _markdown(baseline_rows(params, df)),
-                  "γ and the TTE's share of the shared block's input, beside the thesis's γ:",
-                  _markdown(verdicts.gamma_table(df, (TTE_AFTER_LS,)))]
+                  "γ and the TTE's share of the shared block's input over every long seed trained (the record's "
+                  "and the confirmation's), beside the thesis's γ:",
+                  _markdown(verdicts.gamma_table(all_long(params), (TTE_AFTER_LS,)))]
         curve = curve_rows(params)
         if len(curve):
             parts += [_markdown(curve), overfit_sentence(params)]
+        if pilot_sentence(params):
+            parts.append(pilot_sentence(params))
     confirm = confirm_rows(params)
     if confirm is not None:
         design = designs.THESIS_LR_SUM_CONFIRM

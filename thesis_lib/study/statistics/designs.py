@@ -282,6 +282,22 @@ def fmt_power(p: dict) -> str:
             f"record's {p['record_mean']:+.3f}")
 
 
+def pilot_baseline_coco(params) -> tuple[float, float] | None:
+    """The retrained pilot's baseline COCO retrieval and ``make verify``'s tolerance for it (``verify.tolerances``
+    over the long record's runs: one between-seed SD); None before the pilot's baseline is stored."""
+    import json
+
+    from thesis_lib.training.results import RunPaths
+    from .verify import tolerances
+    root = design_params(params, PILOT).results_root
+    path = RunPaths(root, params.preset, BASELINE, PILOT.seeds_for(params.preset)[0]).result
+    if not path.exists():
+        return None
+    record = design_params(params, THESIS_LR_SUM).results_root / params.preset
+    results = [json.loads(f.read_text()) for f in sorted(record.glob("*/seed*.json"))]
+    return json.loads(path.read_text())["metrics"][PRIMARY], tolerances(results)[PRIMARY]
+
+
 def has_curves(design: FixedDesign) -> bool:
     """Whether the design's runner evaluates held-out curves and the per-item agreement after a block: the long
     schedule's baseline-and-TTE' pairs with snapshots kept."""
