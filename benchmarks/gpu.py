@@ -51,7 +51,9 @@ the demo run is compared with the golden smoke run (``tests/golden``) within its
 bring the first call's file along); its sections are kept and this call's added, a section run again replacing its
 earlier record, so one report holds both calls. A sticky CUDA error (an illegal address, a device-side assert:
 every later CUDA call of the process fails) ends the call: the sections after it are recorded as skipped, the report
-is written with what was measured, and the command says so and exits with status 3.
+is written with what was measured, and the command says so and exits with status 3. A ``--device cuda`` that is not
+there (``torch.cuda.is_available()`` false: no driver, no GPU, a CPU build of torch; or a ``cuda:N`` past the host's
+GPUs) is one line and exit status 2, checked before the report is started: nothing is written to ``OUT``.
 """
 from __future__ import annotations
 
@@ -361,6 +363,28 @@ def notebook(runner, report: dict, args, out: Path) -> None:
     runner.write(report)
 
 
+def device_problem(name: str) -> str | None:
+    """Why ``name`` cannot be measured on here (a sentence), or None: checked before the report is started, so that
+    a host without a GPU gets one line and no half-written ``OUT``."""
+    import warnings
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        return f"--device {name!r} is not a device torch knows ({err})"
+    if device.type != "cuda":
+        return None
+    with warnings.catch_warnings():              # "CUDA initialization: Found no NVIDIA driver …": said below
+        warnings.simplefilter("ignore")
+        available, count = torch.cuda.is_available(), torch.cuda.device_count()
+    if not available:
+        why = (f"this torch ({torch.__version__}) is built without CUDA" if torch.version.cuda is None else
+               "no NVIDIA driver or GPU is visible (nvidia-smi, CUDA_VISIBLE_DEVICES)")
+        return f"--device {name}: torch.cuda.is_available() is False here: {why}; nothing was measured"
+    if device.index is not None and device.index >= count:
+        return f"--device {name}: this host has {count} GPU{'s' * (count != 1)}; nothing was measured"
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda")
@@ -378,6 +402,10 @@ def main(argv=None) -> int:
     p.add_argument("--merge", default=None, metavar="GPU_JSON",
                    help="an earlier call's gpu.json: its sections are kept and this call's added")
     args = p.parse_args(argv)
+    problem = None if args.dry else device_problem(args.device)
+    if problem:
+        print(f"gpu.py: {problem}", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     args.notebook_dir = Path(args.notebook_dir).resolve()

@@ -317,3 +317,25 @@ def test_the_demo_run_is_held_to_make_verifys_tolerance_of_the_committed_demo_re
     assert demo.run_command("demo", "cuda", "TMP")[2:] == [
         "thesis_lib.training.run", "--preset", "demo", "--variant", "baseline", "--seed", "0", "--device", "cuda",
         "--out", "TMP", "--no-progress", "--set", "train.precision=fp32"]
+
+
+def test_gpu_sh_set_up_on_a_host_without_a_gpu_says_so_in_one_line_and_writes_nothing(tmp_path):
+    """The set-up done (a venv whose python is this test's), no CUDA device (CUDA_VISIBLE_DEVICES empty, so on a GPU
+    host too): one line, exit 2, before any section and with OUT never created (was a RuntimeError traceback)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / ".installed").touch()
+    env = {**os.environ, "GPU_VENV": str(venv), "WHEELS": str(tmp_path / "none"), "OUT": str(tmp_path / "out"),
+           "CUDA_VISIBLE_DEVICES": ""}
+    for argv in ([], ["--only-notebook"]):
+        done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh"), *argv], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("gpu.py: --device cuda: torch.cuda.is_available() is False here")
+        assert "nothing was measured" in done.stderr and done.stdout == ""
+        assert not (tmp_path / "out").exists()
+    gpu = _module("gpu")
+    assert gpu.device_problem("cpu") is None and "is not a device torch knows" in gpu.device_problem("cuad")
