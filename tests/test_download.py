@@ -277,3 +277,20 @@ def test_a_damaged_archive_is_an_error_naming_it(tmp_path):
     archive.write_bytes(archive.read_bytes()[:len(archive.read_bytes()) // 2])          # cut off
     with pytest.raises(DataError, match=r"flickr30k-images.tar.gz (is damaged|cannot be read)"):
         dd.extract(archive, lambda name: tmp_path / "out" / name)
+
+
+def test_a_shard_cut_at_a_members_header_is_skipped_and_counted_as_failed(mirror, tmp_path):
+    """Cut exactly at a member's header the shard reads as a complete tar; its missing end-of-archive blocks make it
+    a failed shard, skipped, deleted and counted like one cut mid-member."""
+    import tarfile
+    _shards(mirror, "cc3m", [0, 1, 2])
+    cut = mirror / "cc3m-train-0001.tar"
+    with tarfile.open(cut) as tar:
+        offset = tar.getmembers()[4].offset                                # the third pair's first member
+    with open(cut, "r+b") as f:
+        f.truncate(offset)
+    data, tiny = tmp_path / "data", replace(dd.SOURCES["cc3m"], expected={"first": 0, "last": 2})
+    summary = dd.download_shards(data, "cc3m", 8, tiny, max_failed=0.5)
+    assert (summary["shards"], summary["failed"], summary["tried"], summary["pairs"]) == (2, 1, 3, 8)
+    assert (data / "cc3m" / "shards.txt").read_text().split() == ["cc3m-train-0000.tar", "cc3m-train-0002.tar"]
+    assert not (data / "cc3m" / "cc3m-train-0001.tar").exists()

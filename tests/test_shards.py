@@ -233,3 +233,51 @@ def test_the_fixed_teacher_views_of_a_set_with_an_undecodable_image_are_built_wi
     assert bad.tolist() == [k == 3 for k in range(8)]
     good = open_image(pairs.image_files[0])
     assert torch.isfinite(views[~bad]).all() and good.size == (64, 48)
+
+
+def _cut_at_header(shard, keep: int) -> None:
+    """Cut ``shard`` exactly at the header of the first member of its sample ``keep`` (block-aligned, no
+    end-of-archive blocks after it): tarfile reads what is left as a complete archive."""
+    import tarfile
+    with tarfile.open(shard) as tar:
+        keys = list(dict.fromkeys(m.name.partition(".")[0] for m in tar.getmembers()))
+        offset = next(m.offset for m in tar.getmembers() if m.name.startswith(keys[keep] + "."))
+    assert offset % 512 == 0
+    with open(shard, "r+b") as f:
+        f.truncate(offset)
+
+
+def test_a_shard_cut_at_a_members_header_is_counted_as_cut_not_read_as_complete(tmp_path, monkeypatch, capsys):
+    """A shard of 8 samples cut exactly at the 6th's header read as a whole shard of 5, the 3 lost samples counted
+    nowhere: the missing end-of-archive blocks mark it cut short — kept, counted, warned of, in the index command's
+    line — and more than MAX_MISSING of the shards looked at missing or cut is an error."""
+    import tarfile
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    for s in range(21):
+        write_shard(tmp_path / f"{s:05d}.tar", {f"{s:05d}{k:04d}": {"jpg": _jpeg(k), "txt": f"caption {k} of {s}",
+                                                                     "json": {"status": "success"}} for k in range(8)})
+    shard = tmp_path / "00003.tar"
+    _cut_at_header(shard, 5)
+    with tarfile.open(shard) as tar:                                  # what made it invisible: a complete tar
+        assert len(tar.getmembers()) == 15
+    samples, report = shards_module.index_shard(shard)
+    assert (len(samples), report.samples, report.pairs) == (5, 5, 5)
+    assert (report.cut_shards, report.cut_shard_names) == (1, [str(shard)])
+    assert shards_module.index_shard(shard)[1] == report                 # from the cache, the same
+    whole, whole_report = shards_module.index_shard(tmp_path / "00000.tar")
+    assert (len(whole), whole_report.cut_shards, whole_report.cut_shard_names) == (8, 0, [])
+    pattern = str(tmp_path / "{00000..00020}.tar")
+    with pytest.warns(DataWarning, match=r"shard cut short: .*00003.tar ends without tar's end-of-archive blocks"):
+        records, total = load_shards(pattern)
+    assert (total.shards, total.cut_shards, total.missing_shards, total.pairs) == (21, 1, 0, 20 * 8 + 5)
+    assert total.cut_shard_names == [str(shard)] and len(records) == 165
+    with pytest.warns(DataWarning, match="shard cut short"):
+        assert shard_index.main([f"wds:{pattern}"]) == 0
+    assert f"0 missing, 1 cut short ({shard}; no end-of-archive blocks: samples lost); 165 pairs" in \
+        capsys.readouterr().out
+    _cut_at_header(tmp_path / "00011.tar", 2)                           # 2 of 21 cut: past MAX_MISSING
+    with pytest.raises(DataError, match=r"2 of 21 shards .* are cut short \(e\.g\. .*00003.tar, .*00011.tar"):
+        load_shards(pattern)
+    (tmp_path / "00011.tar").unlink()                                   # 1 cut and 1 missing: gaps, together
+    with pytest.raises(DataError, match=r"1 of 21 shards .* cut short .* and 1 missing, more than MAX_MISSING"):
+        load_shards(pattern)

@@ -19,7 +19,8 @@
 * ``cc3m`` / ``cc12m --pairs N``: the webdataset shards pixparse made with img2dataset on the Hugging Face hub,
   fetched one at a time in order into ``cc3m/`` (``cc12m/``), each indexed as it lands
   (``thesis_lib.data.shards.index_shard``: the training index is built here, once, under ``THESIS_DATA``) until the
-  usable pairs reach N. A shard that fails (missing, cut off, not a tar) is skipped and counted; the command fails
+  usable pairs reach N. A shard that fails (missing, cut off — mid-member, or at a member's header, found by its
+  missing end-of-archive blocks —, not a tar) is skipped and counted; the command fails
   only when more than 5 % of the shards tried failed. ``shards.txt`` lists the landed shards, one file name a line,
   for ``data.train_sets=wds:DATA/cc3m/shards.txt@N``.
 
@@ -278,6 +279,8 @@ def download_shards(root: Path, what: str, pairs: int, source: Source | None = N
             if not dest.is_file():
                 fetch(url, dest)
             _, report = index_shard(dest)
+            if report.cut_shards:                                 # cut at a member's header: reads as a tar
+                raise DataError("cut short: no end-of-archive blocks, the samples after the cut are lost")
         except DataError as err:                                  # missing, cut off, not a tar
             failed.append(f"{dest.name}: {err}")
             dest.unlink(missing_ok=True)

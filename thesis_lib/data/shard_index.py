@@ -6,8 +6,9 @@ The argument is the value of ``--set data.train_sets=...``; entries other than `
 is read as training reads it (``data/shards.py``: the same shards, stopping at ``@N``) and its index cached under
 ``THESIS_DATA/shard-index/`` (``thesis_lib.paths.data_dir()``: ``$THESIS_DATA``, else ``data/`` in the repository):
 run it with the ``THESIS_DATA`` the training processes get, on a file system they all see, and every rank reads the
-cache instead of indexing the shards itself. Prints, for each set, the shards read and missing, the pairs, the broken
-samples of each kind and the time taken; exits 1 if a set fails (its error is printed), 0 otherwise.
+cache instead of indexing the shards itself. Prints, for each set, the shards read, missing and cut short, the
+pairs, the broken samples of each kind and the time taken; exits 1 if a set fails (its error is printed), 0
+otherwise.
 """
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def summary(name: str, report: ShardReport, seconds: float) -> str:
     """One line on what a shard set held (what ``train.shards`` of a run's result records)."""
     missing = (f" ({', '.join(report.missing_shard_names[:3])}{', …' if report.missing_shards > 3 else ''})"
                if report.missing_shards else "")
+    if report.cut_shards:
+        missing += (f", {report.cut_shards:,} cut short ({', '.join(report.cut_shard_names[:3])}"
+                    f"{', …' if report.cut_shards > 3 else ''}; no end-of-archive blocks: samples lost)")
     asked = f" of {report.requested:,} requested" if report.requested is not None else ""
     broken = ", ".join(f"{getattr(report, kind):,} {kind}" for kind in BROKEN)
     return (f"{name}: {report.shards:,} shards read, {report.missing_shards:,} missing{missing}; {report.pairs:,} "

@@ -26,8 +26,11 @@ fails to decode is found only when a DataLoader worker decodes it for a batch: i
 that decodes, a ``DataWarning`` names it and the result counts it (data/train_pairs.py, docs/bad_inputs.md).
 
 A shard that is missing (a gap in a download) is skipped: a ``DataWarning`` names it and the report counts it
-(``missing_shards``, ``missing_shard_names``); more than ``MAX_MISSING`` of the shards looked at missing is a
-``DataError`` (a wrong path or an unfinished download, not a gap). A shard that exists but cannot be read as a tar
+(``missing_shards``, ``missing_shard_names``). A shard that ends without tar's end-of-archive blocks (two 512-byte
+blocks of zeros) was cut short, possibly exactly at a member's header, where the tar reads as complete: its whole
+samples are kept, the samples after the cut are lost uncounted, so a ``DataWarning`` names the shard and the report
+counts it (``cut_shards``, ``cut_shard_names``). More than ``MAX_MISSING`` of the shards looked at missing or cut
+short is a ``DataError`` (a wrong path or an unfinished download, not a gap). A shard that exists but cannot be read as a tar
 file stays a ``DataError`` naming it: a corrupt file is not a gap (delete it to have it skipped as missing, or
 download it again).
 """
@@ -50,8 +53,9 @@ IMAGE_EXTS = ("jpg", "jpeg", "png", "webp")
 MAGIC = (b"\xff\xd8\xff", b"\x89PNG", b"RIFF")
 END_MARKERS = {b"\xff\xd8": b"\xff\xd9", b"\x89PNG": b"IEND"}   # JPEG end of image, PNG's last chunk
 TAIL = 1024                       # an end marker may be followed by a little padding: looked for in the last KiB
-INDEX_VERSION = 2                 # 2: truncated images are left out of the index
-MAX_MISSING = 0.05                # the largest fraction of the shards looked at that may be missing (skipped)
+INDEX_VERSION = 3                 # 2: truncated images are left out of the index; 3: cut shards are counted
+MAX_MISSING = 0.05                # the largest fraction of the shards looked at that may be missing or cut short
+END_OF_ARCHIVE = bytes(1024)      # tar's end: two 512-byte blocks of zeros after the last member
 BROKEN = ("missing_image", "unreadable_image", "truncated_image", "missing_caption", "empty_caption")
 KEPT = 20                         # names of broken samples and missing shards kept in a report
 
@@ -71,13 +75,16 @@ class ShardReport:
     broken_keys: list = field(default_factory=list)       # the first few, to look at
     missing_shards: int = 0                               # named but not there: skipped
     missing_shard_names: list = field(default_factory=list)   # the first few
+    cut_shards: int = 0                                   # read, but ending without tar's end-of-archive blocks
+    cut_shard_names: list = field(default_factory=list)   # the first few
 
     def add(self, other: "ShardReport") -> "ShardReport":
         for f in fields(self):                                # the counters; the request and the names are not summed
-            if f.name not in ("requested", "broken_keys", "missing_shard_names"):
+            if f.name not in ("requested", "broken_keys", "missing_shard_names", "cut_shard_names"):
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
         self.broken_keys = (self.broken_keys + other.broken_keys)[:KEPT]
         self.missing_shard_names = (self.missing_shard_names + other.missing_shard_names)[:KEPT]
+        self.cut_shard_names = (self.cut_shard_names + other.cut_shard_names)[:KEPT]
         return self
 
     def count(self, problem: str, key: str) -> None:
@@ -146,7 +153,7 @@ def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
     members: dict[str, dict] = {}
     try:
         with tarfile.open(shard, "r:") as tar, open(shard, "rb") as raw:
-            for info in tar:
+            for info in tar:                      # ends at the end-of-archive blocks, or silently at a cut header
                 if not info.isfile():
                     continue
                 key, _, ext = Path(info.name).name.partition(".")
@@ -156,10 +163,14 @@ def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
                     entry["image"] = (info.offset_data, info.size, *_head_and_whole(raw, info.offset_data, info.size))
                 elif ext == "txt":
                     entry["caption"] = tar.extractfile(info).read().decode("utf-8", errors="replace").strip()
+            raw.seek(tar.offset)                  # where the member headers stopped
+            whole = raw.read(len(END_OF_ARCHIVE)) == END_OF_ARCHIVE
     except (tarfile.TarError, OSError, EOFError) as err:
         raise DataError(f"cannot read shard {shard}: {err}; the file is not a (complete) tar archive: download it "
                         f"again, or delete it to have it skipped as a missing shard") from None
     samples, report = [], ShardReport(shards=1, samples=len(members))
+    if not whole:
+        report.cut_shards, report.cut_shard_names = 1, [str(shard)]
     for key, entry in members.items():
         problem = None
         if "image" not in entry:
@@ -232,12 +243,24 @@ def load_shards(spec: str, progress=None) -> tuple[list[PairRecord], ShardReport
 
 
 def _check_missing(spec: str, total: ShardReport) -> None:
-    """A DataError past MAX_MISSING of the shards looked at, else a DataWarning for each missing shard."""
+    """A DataError past MAX_MISSING of the shards looked at missing or cut short, else a DataWarning for each."""
     looked, names = total.shards + total.missing_shards, total.missing_shard_names
     if total.missing_shards > MAX_MISSING * looked:
         raise DataError(f"{total.missing_shards} of {looked} shards of {spec!r} are missing (e.g. "
                         f"{', '.join(names[:3])}), more than MAX_MISSING = {MAX_MISSING:.0%} of those looked at: check "
                         f"the path, or finish the download (or leave the missing shards out of the list)")
+    gaps, cut = total.missing_shards + total.cut_shards, total.cut_shard_names
+    if gaps > MAX_MISSING * looked:
+        raise DataError(f"{total.cut_shards} of {looked} shards of {spec!r} are cut short (e.g. {', '.join(cut[:3])}: "
+                        f"no end-of-archive blocks){f' and {total.missing_shards} missing' * bool(total.missing_shards)}"
+                        f", more than MAX_MISSING = {MAX_MISSING:.0%} of those looked at: download them again")
+    for name in cut:
+        warnings.warn(f"shard cut short: {name} ends without tar's end-of-archive blocks; its whole samples are "
+                      f"kept, those after the cut are lost: download it again ({total.cut_shards} of {looked} shards "
+                      f"of {spec!r} cut short)", DataWarning, stacklevel=3)
+    if total.cut_shards > len(cut):
+        warnings.warn(f"… and {total.cut_shards - len(cut)} more shards of {spec!r} cut short", DataWarning,
+                      stacklevel=3)
     for name in names:
         warnings.warn(f"shard not found: {name}; skipped ({total.missing_shards} of {looked} shards of {spec!r} "
                       f"missing, at most {MAX_MISSING:.0%} allowed)", DataWarning, stacklevel=3)
