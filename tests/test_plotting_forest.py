@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 
-from thesis_lib.study.reporting import plotting  # noqa: E402
+from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
+from thesis_lib.study.reporting import gamma, plotting  # noqa: E402
 from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest  # noqa: E402
 from thesis_lib.study.reporting.headline import draw as headline  # noqa: E402
 from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
@@ -397,10 +398,9 @@ def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
 def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis():
     """The thesis's mean γ is signed: it is drawn, with its std, on the signed (linear) axis beside ours, never on
     the |γ| axis; its max beside our max |γ|."""
-    from thesis_lib.study.reference import LAYERSCALE
     rng = np.random.default_rng(5)
     gammas = {s: rng.normal(0, 1e-2, 96) for s in range(3)}
-    fig = plotting.gamma_histogram(gammas)
+    fig = gamma.histogram(gammas, LAYERSCALE["init"])
     signed, magnitude = fig.axes
     assert signed.get_xscale() == "linear" and magnitude.get_xscale() == "log"
     pooled = np.concatenate(list(gammas.values()))
@@ -414,6 +414,32 @@ def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis(
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(label.startswith("thesis: mean γ ± std") for label in labels)
     assert any(label.startswith("thesis: max γ") for label in labels)
+    plt.close(fig)
+
+
+def test_gamma_per_channel_is_a_sorted_profile_of_points_in_a_hue_per_seed():
+    """The channels have no order: each seed's γ is drawn sorted (x its rank), as points, never a line across
+    channels; the seeds' hues differ, and the variant is named."""
+    rng = np.random.default_rng(7)
+    gammas = {s: rng.normal(0, 1e-2, 96) for s in range(4)}
+    fig = gamma.per_channel(gammas, 1e-5, "the TTE'")
+    (ax,) = fig.axes
+    seeds = [line for line in ax.lines if line.get_label().startswith("seed")]
+    assert len(seeds) == 4 and all(line.get_linestyle() == "None" for line in seeds)
+    for line, g in zip(seeds, gammas.values()):
+        assert np.allclose(line.get_ydata(), np.sort(g)) and np.all(np.diff(line.get_ydata()) >= 0)
+    assert len({tuple(np.round(line.get_color(), 3)) for line in seeds}) == 4
+    assert "the TTE'" in ax.get_title()
+    plt.close(fig)
+
+
+def test_gamma_evolution_names_its_variant_and_explains_the_dotted_line():
+    curves = pd.DataFrame([{"seed": s, "step": t, "gamma_mean": 1e-5, "gamma_std": 0.001 * t, "gamma_abs_max": 0.002 * t}
+                           for s in range(3) for t in (25, 50, 75)])
+    fig = gamma.evolution(curves, 1e-5, "the TTE'")
+    assert "the TTE'" in fig.get_suptitle()
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[:3] == ["seed 0", "seed 1", "seed 2"] and "initialisation" in labels[-1]
     plt.close(fig)
 
 

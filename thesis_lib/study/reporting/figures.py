@@ -29,8 +29,8 @@ from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
 from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
-from thesis_lib.variants import VARIANT_SPECS
-from . import dose, forest, headline, mechanisms, plotting, tables
+from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS
+from . import dose, forest, gamma, headline, mechanisms, plotting, tables
 from .. import grids, reference, runs
 from ..statistics import sequential
 
@@ -172,6 +172,12 @@ def _gammas(params, variants) -> dict:
     if not out:
         raise _missing(f"the final LayerScale γ (layerscale.npy) of {variant}", params)
     return out
+
+
+def _init(params, variants) -> float:
+    """γ's initial value in the one variant of ``variants`` (its config's)."""
+    (variant,) = variants
+    return get_config(params.preset, variant).model.tte.gamma_init
 
 
 def _claim_results(params, variants) -> pd.DataFrame:
@@ -339,10 +345,11 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(_bars, Reads(grids.TABLE2)),
     "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
-    "04_gamma_histogram": Figure(lambda p, v: plotting.gamma_histogram(_gammas(p, v)), Reads((grids.TTE_AFTER_LS,))),
-    "04_gamma_per_channel": Figure(lambda p, v: plotting.gamma_per_channel(_gammas(p, v)),
+    "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
                                    Reads((grids.TTE_AFTER_LS,))),
-    "04_gamma_evolution": Figure(lambda p, v: plotting.gamma_evolution(_curves(p, v)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
+                                 Reads((grids.TTE_AFTER_LS,))),
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
     "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),

@@ -16,7 +16,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
-from ..reference import LAYERSCALE
 from ..statistics.stats import mean_ci
 from .tables import runs_of
 
@@ -197,69 +196,6 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
     handles, _ = axes[0][0].get_legend_handles_labels()
     handles.append(Patch(color="0.5", alpha=0.3, lw=0, label="band: min to max over seeds"))
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), frameon=False)
-    return fig
-
-
-def gamma_histogram(gammas: dict):
-    """The learned TTE LayerScale γ per channel and seed beside the thesis's statistics of the signed γ
-    (``reference.LAYERSCALE``: mean, std, max), each compared with the same quantity of ours. Left: γ on a linear
-    axis, the thesis's mean ± std and ours (seeds pooled) as bars above the histograms. Right: |γ| on a log axis
-    (the channels span decades), with γ's initial value, the thesis's max γ and our max |γ|."""
-    thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
-    edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
-    seed_inks = sns.color_palette("crest", len(gammas))           # no seed in the thesis's (or our) ink
-    for ink, (seed, g) in zip(seed_inks, gammas.items()):
-        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.5, color=ink, label=f"seed {seed}")
-    top = a.get_ylim()[1]
-    for k, (mean, std, ink, name) in enumerate(
-            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({_sci(thesis['mean'])} ± "
-              f"{_sci(thesis['std'])})"),
-             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({_sci(pooled.mean())} ± "
-              f"{_sci(pooled.std())}, seeds pooled)"))):
-        a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
-    a.set_ylim(0, top * 1.3)
-    a.axvline(0, color="0.6", lw=0.8, zorder=0)
-    a.set_xlabel("γ_d, signed (TTE LayerScale, per channel; linear)")
-    a.set_ylabel("channels")
-    magnitude = np.abs(pooled)
-    low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
-    bins = np.logspace(np.log10(min(low, LAYERSCALE["init"]) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])),
-                       40)
-    for ink, g in zip(seed_inks, gammas.values()):
-        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.5, color=ink)
-    b.set_xscale("log")
-    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
-    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
-    b.axvline(LAYERSCALE["init"], color="gray", ls=":", label=f"γ's initial value {_sci(LAYERSCALE['init'])}")
-    b.set_xlabel("|γ_d| (log scale)")
-    handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
-    fig.legend(handles, labels, loc="outside lower center", ncol=math.ceil(len(handles) / 2), fontsize=8,
-               frameon=False)                                     # two lines: thesis and ours one above the other
-    return fig
-
-
-def gamma_per_channel(gammas: dict):
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    for seed, g in gammas.items():
-        ax.plot(g, lw=0.8, label=f"seed {seed}")
-    ax.axhline(LAYERSCALE["init"], color="gray", ls=":", label="init 1e-5")
-    ax.set_xlabel("channel d")
-    ax.set_ylabel("γ_d")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def gamma_evolution(curves: pd.DataFrame):
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.3))
-    for ax, col, title in zip(axes, ("gamma_mean", "gamma_std", "gamma_abs_max"), ("mean γ", "std γ", "max |γ|")):
-        for seed, sub in curves.groupby("seed"):
-            ax.plot(sub.step, sub[col], label=f"seed {seed}")
-        ax.axhline(LAYERSCALE["init"] if col != "gamma_std" else 0, color="gray", ls=":")
-        ax.set_title(title)
-        ax.set_xlabel("step")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
     return fig
 
 

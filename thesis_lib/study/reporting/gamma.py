@@ -1,0 +1,102 @@
+"""Notebook 04's figures of the learned TTE LayerScale γ (one value per channel): its distribution per seed beside the
+thesis's statistics (``histogram``), its sorted profile over the channels (``per_channel``: the channels have no
+order, so they are drawn by rank) and its statistics along training (``evolution``). One hue per seed, distinct from
+one another and from the thesis's ink and ours (``SEED_INKS``)."""
+from __future__ import annotations
+
+import math
+
+import matplotlib.colors as mcolors
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+
+from ..reference import LAYERSCALE
+from .plotting import INK, THESIS_INK, _sci
+
+# Paul Tol's "bright" hues without its red (the thesis's ink is a red), the blue's neighbour cyan last
+SEED_INKS = tuple(map(mcolors.to_rgb, ("#4477AA", "#228833", "#AA3377", "#CCBB44", "#66CCEE", "#BBBBBB")))
+INIT_INK = "0.45"
+
+
+def seed_ink(k: int):
+    """The k-th seed's hue (cycled past the six)."""
+    return SEED_INKS[k % len(SEED_INKS)]
+
+
+def histogram(gammas: dict, init: float):
+    """The learned γ per channel and seed beside the thesis's statistics of the signed γ (``reference.LAYERSCALE``:
+    mean, std, max), each compared with the same quantity of ours. Left: γ on a linear axis, the thesis's mean ± std
+    and ours (seeds pooled) as bars above the histograms. Right: |γ| on a log axis (the channels span decades), with
+    γ's initial value ``init``, the thesis's max γ and our max |γ|."""
+    thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
+    edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
+    for k, (seed, g) in enumerate(gammas.items()):
+        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.6, color=seed_ink(k), label=f"seed {seed}")
+    top = a.get_ylim()[1]
+    for k, (mean, std, ink, name) in enumerate(
+            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({_sci(thesis['mean'])} ± "
+              f"{_sci(thesis['std'])})"),
+             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({_sci(pooled.mean())} ± "
+              f"{_sci(pooled.std())}, seeds pooled)"))):
+        a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
+    a.set_ylim(0, top * 1.3)
+    a.axvline(0, color="0.6", lw=0.8, zorder=0)
+    a.set_xlabel("γ_d, signed (one value per channel; linear)")
+    a.set_ylabel("channels")
+    magnitude = np.abs(pooled)
+    low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
+    bins = np.logspace(np.log10(min(low, init) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])), 40)
+    for k, g in enumerate(gammas.values()):
+        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.6, color=seed_ink(k))
+    b.set_xscale("log")
+    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
+    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
+    b.axvline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value {_sci(init)}")
+    b.set_xlabel("|γ_d| (log scale)")
+    handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
+    order = [*range(len(gammas)), len(handles) - 1,                       # the seeds and γ's initial value, then
+             *range(len(gammas), len(handles) - 1)]                       # thesis and ours, one above the other
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
+               ncol=max(math.ceil(len(handles) / 2), len(gammas) + 1), fontsize=8, frameon=False)
+    return fig
+
+
+def per_channel(gammas: dict, init: float, variant: str):
+    """γ_d of every channel after training, per seed, as a sorted profile: the channels have no order of their own,
+    so each seed's values are drawn from the smallest to the largest (x: the channel's rank), as points. Seeds that
+    learned the same spread of γ draw the same profile."""
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    for k, (seed, g) in enumerate(gammas.items()):
+        ax.plot(np.arange(1, len(g) + 1), np.sort(g), "o", ms=3.2, color=seed_ink(k), label=f"seed {seed}")
+    ax.axhline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value ({_sci(init)}, every channel)")
+    n = len(next(iter(gammas.values())))
+    ax.set_xlim(0, n + 1)
+    ax.set_xlabel(f"channel, ranked by its γ_d (1 = smallest of the {n})")
+    ax.set_ylabel("γ_d after training (linear)")
+    ax.set_title(f"γ of {variant} per channel, sorted", fontsize=11)
+    ax.legend(fontsize=8, loc="upper left", frameon=False)
+    return fig
+
+
+STATISTICS = {"gamma_mean": "mean γ", "gamma_std": "std γ", "gamma_abs_max": "max |γ|"}
+
+
+def evolution(curves: pd.DataFrame, init: float, variant: str):
+    """γ's mean, std and max |γ| over the channels at each logged step, one line per seed, beside each statistic's
+    value at initialisation (every channel at ``init``: mean and max ``init``, std 0)."""
+    fig, axes = plt.subplots(1, len(STATISTICS), figsize=(12, 3.9), layout="constrained")
+    for ax, (col, title) in zip(axes, STATISTICS.items()):
+        for k, (seed, sub) in enumerate(curves.groupby("seed")):
+            ax.plot(sub.step, sub[col], color=seed_ink(k), lw=1.6, label=f"seed {seed}")
+        ax.axhline(0 if col == "gamma_std" else init, color=INIT_INK, ls=":", lw=1.5)
+        ax.set_title(title)
+        ax.set_xlabel("training step")
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles.append(Line2D([], [], color=INIT_INK, ls=":", lw=1.5))
+    labels.append(f"at initialisation (every γ_d = {_sci(init)}: std 0)")
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.suptitle(f"γ of {variant} along training, per seed", fontsize=11)
+    return fig
