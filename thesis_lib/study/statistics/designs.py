@@ -192,7 +192,8 @@ def design_jobs(params, design: FixedDesign, block: int | None = None) -> list[d
     block_params = dataclasses.replace(params, seeds=tuple(seeds), output_dir=str(store(params, design)),
                                        extra=tuple(sorted({**dict(params.extra),
                                                            **design.overrides_for(params.preset)}.items())))
-    return grid_jobs(block_params, [v for v in design.variants if v not in design.shared])
+    jobs = grid_jobs(block_params, [v for v in design.variants if v not in design.shared])
+    return sorted(jobs, key=lambda j: seeds.index(j["seed"]))     # seed by seed: a block cut short leaves whole pairs
 
 
 def run_design(params, design: FixedDesign, block: int | None = None) -> list[dict]:
