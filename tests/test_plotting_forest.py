@@ -653,3 +653,19 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
     assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(headline_rows.CLAIMS) + len(designs)
     assert all(r["seeds"] == 20 for r in designs if "fresh seeds" in r["note"])
     plt.close(fig)
+
+
+def test_patch_grid_says_the_presets_numbers():
+    """The demo's 32-px image and 8-px patches, as its config has them (not a 64-px image scaled for show)."""
+    from thesis_lib.config import get_config
+    from thesis_lib.study import runs
+    from thesis_lib.study.reporting import figures
+    img = get_config("demo").model.image
+    fig = figures.fig_patch_grid(runs.study_params("demo", need_data=False))
+    image, flat = fig.axes[:2]
+    n = img.img_size // img.patch_size
+    assert image.get_title().startswith(f"{img.img_size} × {img.img_size} image (demo preset): {n} × {n} patches of "
+                                        f"{img.patch_size} × {img.patch_size} px")
+    assert f"= {img.in_chans * img.patch_size ** 2} values" in flat.get_xlabel()
+    assert image.images[0].get_array().shape[:2] == (img.img_size, img.img_size)
+    plt.close(fig)

@@ -111,17 +111,12 @@ def _curves(params, variants) -> pd.DataFrame:
     return pd.concat(frames.values())
 
 
-def _notation_image(params) -> np.ndarray:
-    img = get_config(params.preset).model.image
-    size = 224 if params.preset == "thesis" else max(img.img_size, 64)
-    rng = np.random.default_rng(7)
-    return np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), size, rng))
-
-
 def fig_patch_grid(params, variants=()):
+    """An image of the preset's size cut into the preset's patches (its config's numbers, nothing rescaled)."""
     img = get_config(params.preset).model.image
-    image = _notation_image(params)
-    return plotting.patch_grid(image, img.patch_size * image.shape[0] // img.img_size)
+    rng = np.random.default_rng(7)
+    image = np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), img.img_size, rng))
+    return plotting.patch_grid(image, img.patch_size, params.preset)
 
 
 def fig_positional_similarity(params, variants=()):

@@ -56,23 +56,26 @@ def save(fig, folder: Path, name: str) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------ notation chapter
 
-def patch_grid(image: np.ndarray, patch: int, n_show: int = 6):
-    """The image cut into its grid of P × P patches, and the first patches flattened into C·P² vectors."""
-    H = image.shape[0]
-    n_show = min(n_show, H // patch)
+def patch_grid(image: np.ndarray, patch: int, preset: str, n_show: int = 6):
+    """The image cut into its grid of P × P patches, and the first patches flattened into C·P² vectors; every
+    number in the labels is the image's and ``patch``'s (the preset's config)."""
+    H, W, C = image.shape
+    n_show = min(n_show, W // patch)
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
-    a.imshow(image)
+    a.imshow(image, interpolation="nearest")
     for k in range(0, H + 1, patch):
         a.axhline(k - 0.5, color="white", lw=0.8)
+    for k in range(0, W + 1, patch):
         a.axvline(k - 0.5, color="white", lw=0.8)
-    a.set_title(f"{H}×{H} image, {H // patch}×{H // patch} patches of {patch}×{patch}")
+    a.set_title(f"{H} × {W} image ({preset} preset): {H // patch} × {W // patch} patches of {patch} × {patch} px",
+                fontsize=10)
     a.axis("off")
     flat = [image[:patch, i * patch:(i + 1) * patch].transpose(2, 0, 1).reshape(-1) for i in range(n_show)]
     im = b.imshow(np.stack(flat), aspect="auto", cmap="gray", interpolation="nearest")
     fig.colorbar(im, ax=b, label="pixel value", pad=0.02)
     b.set_yticks(range(n_show), [f"patch {i + 1}" for i in range(n_show)])
-    b.set_xlabel(f"flattened patch: C·P² = {flat[0].size} values (R, G, B planes)")
-    b.set_title("first patches of the top row, flattened")
+    b.set_xlabel(f"flattened patch: C·P² = {C}·{patch}² = {flat[0].size} values (R, G, B planes)")
+    b.set_title(f"the top row's {n_show} patches, flattened", fontsize=10)
     b.grid(False)
     fig.tight_layout()
     return fig
