@@ -1,0 +1,37 @@
+"""The notebooks' generated conclusions (thesis_lib/study/reporting/conclusion.py), from the committed demo results."""
+import pytest
+
+from thesis_lib.study import grids, runs
+from thesis_lib.study.reporting import conclusion, table2, tables
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return tables.results_frame(runs.study_params("demo", need_data=False), grids.CLAIMED)
+
+
+def test_table2_says_its_verdicts_are_built_in_only_when_they_are(frame):
+    said = conclusion.table2(frame, 600)
+    share = tables.runs_of(frame, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
+    assert f"{share:.3f} %" in said and "could hardly have come out otherwise" in said
+    moved = frame.copy()                                    # a TTE' that gains two points: no longer built in
+    moved.loc[moved.variant.eq(grids.TTE_AFTER_LS), "coco_mean"] += 2.0
+    assert "could hardly" not in conclusion.table2(moved, 600)
+
+
+def test_table1_names_the_layernorm_only_where_the_2x2_shows_it(frame):
+    said = conclusion.table1(frame, 600)
+    assert "places the drop on the skipped input LayerNorm" in said
+    same = frame.copy()                                     # without the LayerNorm's drop
+    for noln, ln in ((grids.NOLN, grids.BASELINE), (grids.TTE_BEFORE_NOLN, grids.TTE_BEFORE)):
+        base = same[same.variant.eq(ln)].set_index("seed")["coco_mean"]
+        rows = same.variant.eq(noln)
+        same.loc[rows, "coco_mean"] = same.loc[rows, "seed"].map(base).to_numpy() + 0.001
+    assert "places the drop" not in conclusion.table1(same, 600)
+
+
+def test_layerscale_reads_the_budget_arm(frame):
+    params = runs.study_params("demo", need_data=False)
+    budget = table2.budget_rows(params)
+    said = conclusion.layerscale(frame, budget)
+    assert f"on {budget.iloc[-2].seeds} fresh seeds" in said and budget.iloc[-1].verdict in said

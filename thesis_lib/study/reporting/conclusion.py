@@ -1,0 +1,98 @@
+"""Each notebook's last cell, in sentences generated from its numbers: what it asked, what it found and in which
+regime (steps, seeds, the TTE's share of the shared block's input), and what that does and does not show. The
+verdict lines (``verdicts.conclusions``) stay above it as the record; this is the reading."""
+from __future__ import annotations
+
+import pandas as pd
+
+from thesis_lib.metrics import PRIMARY, label
+from .. import grids, reference
+from ..statistics.stats import fmt
+from . import tables
+
+
+def _rows(df: pd.DataFrame, family: str) -> list[dict]:
+    return [r for r in tables._claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]
+
+
+def _said(r: dict) -> str:
+    t, digits = r["test"], tables._digits(r["margin"])
+    return (f"\"{r['claim'].text}\" is {r['words']} ({fmt(t.mean, t.half95, digits)} {label(PRIMARY)} points "
+            f"against ±{r['margin']:.{digits}f}, {t.n} seeds)")
+
+
+def _share(df: pd.DataFrame, variant: str) -> float | None:
+    runs = tables.runs_of(df, variant)
+    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and "tte_ratio_image" in runs else None
+
+
+def table1(df: pd.DataFrame, steps: int) -> str:
+    """Notebook 02: Table 1, the thesis code's path and the 2 × 2."""
+    rows = {r["claim"].text: r for r in _rows(df, reference.TABLE1)}
+    if not rows:
+        return "No Table 1 claim has runs of both arms yet."
+    first = rows.get(reference.CLAIMS[0].text)
+    out = [f"This notebook asked whether a TTE added before the encoders hurts (Table 1) and why the thesis saw a "
+           f"drop. At {steps:,} steps: " + "; ".join(_said(r) for r in rows.values()) + "."]
+    ln = rows.get("2 × 2 main effect of skipping the input LayerNorm")
+    tte = rows.get("2 × 2 main effect of the TTE before")
+    ln_big = bool(ln) and ln["verdict"] in ("reproduced", "contradicted")
+    if ln and tte:
+        out.append(("The 2 × 2 places the drop on the skipped input LayerNorm, not on the TTE vector itself"
+                    if ln_big and tte["verdict"] not in ("reproduced", "contradicted") else
+                    "The 2 × 2 does not separate the two causes at these seeds") + ".")
+    if first and first["verdict"] == "undecided":
+        out.append("The TTE's own effect stays undecided: its interval still holds an effect of the thesis's size, "
+                   "so this does not show the TTE is harmless"
+                   + (" — only that its effect, if any, is small beside the LayerNorm's" if ln and tte and ln_big
+                      else "") + ". The long schedule's 2 × 2 (docs/results.md) asks whether this holds when the "
+                   "model trains as long as the thesis's.")
+    return " ".join(out)
+
+
+def table2(df: pd.DataFrame, steps: int) -> str:
+    """Notebook 03 (the main job): Table 2 at the preset's budget, and why its verdicts are built in there."""
+    rows = _rows(df, reference.TABLE2)
+    if not rows:
+        return "No Table 2 claim has runs of both arms yet."
+    share = _share(df, grids.TTE_AFTER_LS)
+    out = [f"This notebook asked whether a TTE added after the encoders, scaled by LayerScale from 1e-5, helps "
+           f"(Table 2), and whether the trained model uses it. At {steps:,} steps: "
+           + "; ".join(_said(r) for r in rows) + "."]
+    if share is not None:
+        nothing = all(r["verdict"] == "equivalent" for r in rows)
+        out.append(f"At this budget the TTE reaches {share:.3f} % of the shared block's input"
+                   + (": a vector that small can hardly move a metric whatever it encodes, so these verdicts could "
+                      "hardly have come out otherwise. They show that the TTE' does nothing measurable when trained "
+                      "this briefly; they do not show what it does when it can grow." if nothing and share < 0.1
+                      else ".")
+                   + f" Notebook 04 gives it the thesis's learning-rate budget, "
+                   f"and the long schedule trains the whole model to the thesis's summed learning rate "
+                   f"(docs/results.md, \"The thesis beside us\").")
+    return " ".join(out)
+
+
+def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
+    """Notebook 04: what γ learned, the dose-response, and Table 2 at the thesis's budget for the TTE."""
+    out = ["This notebook asked what the LayerScale weights learn and whether the model uses its TTE, at doses from "
+           "γ = 1e-5 to 1 and at the thesis's learning-rate budget for the TTE."]
+    doses = [(v, _share(df, v)) for v in grids.DOSE if _share(df, v) is not None]
+    if len(doses) >= 2:
+        (lo_v, lo), (hi_v, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
+        out.append(f"Across the doses the TTE's share of the shared block's input runs from {lo:.3f} % to "
+                   f"{hi:.2f} % ({hi / lo:.0f} ×).")
+    dose_rows = _rows(df, reference.DOSE)
+    if dose_rows:
+        out.append("At 600 steps: " + "; ".join(_said(r) for r in dose_rows) + ".")
+    if budget is not None and len(budget) >= 2:
+        helps, used = budget.iloc[-2], budget.iloc[-1]
+        reading = {("equivalent", "trivial"): ": where the TTE can grow, removing it costs a little, and adding it "
+                                              "gains nothing as large as the thesis's effect",
+                   ("equivalent", "equivalent"): ": where the TTE can grow, neither adding nor removing it changes "
+                                                 "anything as large as the thesis's effect"}
+        out.append(f"With the thesis's budget for the TTE, on {helps.seeds} fresh seeds, \"helps\" is "
+                   f"{helps.verdict} ({helps['difference (95 % CI)']} points) and \"is used\" is {used.verdict} "
+                   f"({used['difference (95 % CI)']}){reading.get((helps.verdict, used.verdict), '')}.")
+    out.append("What this does not show: how a 768-wide model trained on 3.3 M real pairs uses its TTE; the long "
+               "schedule's confirmation (docs/results.md) is the nearest this demo comes.")
+    return " ".join(out)
