@@ -275,7 +275,7 @@ def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
                          f"true difference is 0).")
     parts = []
     if lines:
-        parts.append("Where this scale disagrees with the thesis:\n\n" + "\n".join(lines))
+        parts.append("Where this scale disagrees with the thesis, in direction or in size:\n\n" + "\n".join(lines))
     if open_:
         parts.append("Not decided at this scale:\n\n" + "\n".join(open_))
     if moot:
