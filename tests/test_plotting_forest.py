@@ -62,15 +62,10 @@ def _legend_labels(fig) -> list[str]:
     return [" ".join(t.get_text().split()) for t in legend.get_texts()]
 
 
-def _panel(fig, metric, tier="full"):
-    """The panel of ``metric`` showing every row at one scale (``full``) or the zoomed one below it (``zoom``)."""
-    (ax,) = [ax for ax in fig.axes if ax.get_gid() == f"{metric}|{tier}"]
+def _panel(fig, metric, group=None):
+    """The panel of ``metric`` (of its ``group``'s rows, where the frame has groups)."""
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == (metric if group is None else f"{metric}|{group}")]
     return ax
-
-
-def _verdict_panel(fig, metric):
-    """The panel that carries the metric's verdicts: the zoomed one where the figure has two tiers."""
-    return _panel(fig, metric, "zoom") if any(ax.get_gid().endswith("|zoom") for ax in fig.axes) else _panel(fig, metric)
 
 
 def _intervals(ax, gid) -> list[tuple[float, float, float]]:
@@ -91,11 +86,16 @@ def _data_points(ax) -> np.ndarray:
     return np.concatenate(pts)
 
 
-def test_one_column_of_panels_per_metric_one_or_two_tiers(drawn):
+def test_one_panel_per_metric_and_every_row_drawn_once(drawn):
+    """No zoomed second tier repeating the rows (a reader saw the same rows twice): one panel per metric, one mean
+    per row."""
     frame, fig = drawn
-    assert [ax.get_gid() for ax in fig.axes] == [f"{m}|full" for m in METRICS] + [f"{m}|zoom" for m in METRICS]
+    assert [ax.get_gid() for ax in fig.axes] == METRICS
     assert [_panel(fig, m).get_title() for m in METRICS] == METRICS
     assert all(ax.collections and ax.lines for ax in fig.axes)
+    for metric, rows in frame.groupby("metric"):
+        means = [line for line in _panel(fig, metric).lines if line.get_marker() == "o"]
+        assert len(means) == len(rows)
 
 
 def test_every_axis_is_linear_and_a_drawn_length_is_the_numbers_size(drawn):
@@ -116,7 +116,7 @@ def test_the_bars_are_the_tables_half_widths(drawn):
     """Thin: the 95 % interval; thick: the 90 % one the equivalence test reads, only where a row has a margin."""
     frame, fig = drawn
     for metric, rows in frame.groupby("metric"):
-        for ax in (_panel(fig, metric), _panel(fig, metric, "zoom")):
+        for ax in (_panel(fig, metric),):
             for gid, column, where in (("ci95", "half95", rows.half95.notna()),
                                        ("ci_eq", "half90", rows.half90.notna() & (rows.margin > 0))):
                 expected = sorted((COMPARISONS.index(r.comparison), r["mean"] - r[column], r["mean"] + r[column])
@@ -133,8 +133,8 @@ def test_a_row_may_bring_its_own_equivalence_interval_and_level():
     ax = _panel(fig, frame.loc[0, "metric"])
     (y, lo, hi), *_ = _intervals(ax, "ci_eq")
     assert y == 0 and hi - lo == pytest.approx(frame.loc[0, "half95"])
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(label.startswith("97.1 % CI") for label in labels) and any(label.startswith("90 % CI") for label in labels)
+    (thick,) = [label for label in _legend_labels(fig) if label.startswith("thick bar")]
+    assert "90 %" in thick and "97.1 %" in thick                      # one entry names both levels
     plt.close(fig)
 
 
@@ -146,24 +146,6 @@ def test_x_limits_symmetric_and_contain_everything(drawn):
         values = [v for _, r in rows.iterrows() for v in (*r.diffs, r["mean"] - r.half95, r["mean"] + r.half95,
                                                            r.margin, -r.margin, r.thesis) if np.isfinite(v)]
         assert lo < min(values) and max(values) < hi, metric
-
-
-def test_the_zoom_shows_the_small_rows_whole_and_marks_the_large_one():
-    frame = synthetic_frame()
-    fig = forest(frame)
-    rows = frame[frame.metric.eq("COCO retrieval")]
-    zoom = _panel(fig, "COCO retrieval", "zoom")
-    lo, hi = zoom.get_xlim()
-    assert lo == pytest.approx(-hi) and hi < _panel(fig, "COCO retrieval").get_xlim()[1] / 6
-    for _, r in rows.iterrows():
-        inside = [r["mean"] - r.half95, r["mean"] + r.half95, *r.diffs, r.margin, -r.margin, r.thesis]
-        beyond = [line for line in zoom.lines if line.get_gid() == "off_scale"
-                  and line.get_ydata()[0] == COMPARISONS.index(r.comparison)]
-        if COMPARISONS.index(r.comparison) < 2:
-            assert lo < min(inside) and max(inside) < hi and not beyond
-        else:                                                         # the LayerNorm row: a triangle at the edge
-            assert r["mean"] < lo and len(beyond) == 1 and beyond[0].get_xdata()[0] == pytest.approx(0.975 * lo)
-    plt.close(fig)
 
 
 def test_every_seed_mean_and_thesis_value_is_drawn(drawn):
@@ -195,8 +177,9 @@ def test_one_figure_legend_outside_every_panel_naming_every_line(drawn):
     labels = _legend_labels(fig)
     names = [label.split(": ", 1)[0] for label in labels]
     assert [n for n in names if n in {name for name, _ in LEGEND.values()}] == [
-        LEGEND[k][0] for k in ("mean", "ci95", "seeds", "band", "thesis", "zoom", "off_scale", "verdict")]
-    assert any(label.startswith("90 % CI (thick bar): the equivalence interval") for label in labels)
+        LEGEND[k][0] for k in ("mean", "ci95", "seeds", "band", "thesis", "verdict")]
+    assert any(label.startswith("thick bar: the interval read for equivalence, 90 %") for label in labels)
+    assert len(labels) == 7 and max(map(len, labels)) < 280                    # short: what is drawn, no more
     renderer = fig.canvas.get_renderer()
     box = legend.get_window_extent(renderer)
     for ax in fig.axes:
@@ -209,7 +192,7 @@ def test_one_verdict_per_row_covering_no_data(drawn):
     renderer = fig.canvas.get_renderer()
     assert sum(t.get_gid() == "verdict" for ax in fig.axes for t in ax.texts) == len(frame)
     for metric, rows in frame.groupby("metric"):
-        ax = _verdict_panel(fig, metric)
+        ax = _panel(fig, metric)
         texts = [t for t in ax.texts if t.get_gid() == "verdict"]
         assert sorted(t.get_text() for t in texts) == sorted(rows.verdict)
         points = _data_points(ax)
@@ -474,37 +457,47 @@ def test_every_forest_legend_entry_says_what_it_is(drawn):
 
 
 def test_an_equivalence_level_of_its_own_is_explained_in_the_legend():
-    """Table 1's sequential claim: its 92.08 % interval, explained as its look's TOST level; the others' 90 %."""
+    """Table 1's sequential claim: its 92.08 % interval, named with its look in the thick bar's one entry."""
     frame = synthetic_frame()
     frame["half_eq"], frame["eq_level"] = frame["half90"], "90 %"
     frame.loc[0, ["half_eq", "eq_level"]] = [0.9 * frame.loc[0, "half95"], "92.08 %"]
-    fig = forest(frame, eq_notes={"92.08 %": "the sequential claim's equivalence interval at its last look"})
-    labels = _legend_labels(fig)
-    (seq,) = [label for label in labels if label.startswith("92.08 % CI")]
-    (other,) = [label for label in labels if label.startswith("90 % CI")]
-    assert "sequential claim's equivalence interval at its last look" in seq and "every other row" in other
+    fig = forest(frame, eq_notes={"92.08 %": "the sequential claim at its last look, 24 seeds"})
+    (thick,) = [label for label in _legend_labels(fig) if label.startswith("thick bar")]
+    assert thick.startswith("thick bar: the interval read for equivalence, 90 % (the sequential claim at its last "
+                            "look, 24 seeds: 92.08 %)")
     _explained(fig)
     plt.close(fig)
 
 
-def test_groups_draw_their_rows_together_under_a_heading_with_the_seeds_in_each_label():
+def test_the_verdict_entry_explains_only_the_words_drawn():
+    frame = synthetic_frame()
+    frame["margin"], frame["verdict"] = math.nan, "undecided"
+    fig = forest(frame)
+    (entry,) = [label for label in _legend_labels(fig) if label.startswith(LEGEND["verdict"][0])]
+    assert "undecided: not significant" in entry                          # no band: "neither" would name one
+    assert not any(w in entry for w in ("equivalent", "reproduced", "confirmed", "band", "parentheses"))
+    assert not any(label.startswith(LEGEND["band"][0]) for label in _legend_labels(fig))
+    plt.close(fig)
+
+
+def test_groups_get_panels_of_their_own_each_scaled_to_its_rows():
+    """Table 1: the claim's small interval is not shrunk by the 2 × 2's large rows, nor drawn twice: each group its
+    panel (titled with its heading), its x-range its own rows', every row once."""
     frame = synthetic_frame()
     frame = frame[frame.metric.eq(METRICS[0])].copy()
-    frame["group"] = ["THE CLAIM", "THE 2 × 2", "THE CLAIM"]               # the claim's rows are not adjacent
+    frame["group"] = ["THE CLAIM", "THE CLAIM", "THE 2 × 2"]
     fig = forest(frame, title="grouped")
     fig.canvas.draw()
-    headings = [t for ax in fig.axes for t in ax.texts if t.get_gid() == "heading"]
-    assert sorted({t.get_text() for t in headings}) == ["THE 2 × 2", "THE CLAIM"]
-    assert len(headings) == 2 * len(fig.axes)                         # every panel, both tiers
-    ax = _panel(fig, METRICS[0])
-    ys = dict(zip([t.get_text().split("\n")[0] for t in ax.get_yticklabels()], ax.get_yticks()))
-    claim = sorted(y for c, y in ys.items() if c.startswith(("TTE before", "a long")))
-    assert claim[1] - claim[0] == 1                                      # the group's rows are adjacent
-    assert all(t.get_text().endswith("seeds)") or t.get_text().endswith("seed)") for t in ax.get_yticklabels())
-    # each heading lies above its group's rows: THE CLAIM's above both of its rows, THE 2 × 2's between them and its
-    tops = sorted(t.get_position()[1] for t in ax.texts if t.get_gid() == "heading")
-    other = ys["TTE after − baseline"]
-    assert tops[0] < claim[0] and claim[1] < tops[1] < other
+    claim, two = _panel(fig, METRICS[0], "THE CLAIM"), _panel(fig, METRICS[0], "THE 2 × 2")
+    assert [ax.get_title(loc="left") for ax in (claim, two)] == ["THE CLAIM", "THE 2 × 2"]
+    assert [t.get_text().split("\n")[0] for t in claim.get_yticklabels()] == COMPARISONS[:2]
+    assert [t.get_text().split("\n")[0] for t in two.get_yticklabels()][0].startswith("a long comparison")
+    for ax, rows in ((claim, frame.iloc[:2]), (two, frame.iloc[2:])):
+        lo, hi = ax.get_xlim()
+        reach = max(abs(v) for _, r in rows.iterrows() for v in (*r.diffs, r["mean"] - r.half95,
+                                                                  r["mean"] + r.half95, r.margin, r.thesis))
+        assert lo == pytest.approx(-hi) and reach < hi < 1.2 * reach          # scaled to its own rows
+        assert all(t.get_text().endswith("seeds)") or t.get_text().endswith("seed)") for t in ax.get_yticklabels())
     _explained(fig)
     plt.close(fig)
 
@@ -528,7 +521,7 @@ def test_dose_response_has_one_x_position_per_dose_on_a_log_axis():
     frame = synthetic_doses()
     fig = dose_response(frame, primary=METRICS[0], notes={1e-5: "(Table 2's claim)"})
     fig.canvas.draw()
-    assert [ax.get_gid() for ax in fig.axes] == METRICS                 # the primary first, then the secondary
+    assert [ax.get_gid() for ax in fig.axes] == METRICS[:1]            # the primary only: its table has the others
     for ax in fig.axes:
         rows = frame[frame.metric.eq(ax.get_gid())]
         assert ax.get_xscale() == "log" and ax.get_yscale() == "linear"
@@ -540,8 +533,9 @@ def test_dose_response_has_one_x_position_per_dose_on_a_log_axis():
         bars = sorted((np.asarray(s)[0, 0], *sorted(np.asarray(s)[:, 1])) for c in ax.collections
                       if isinstance(c, LineCollection) and c.get_gid() == "ci95" for s in c.get_segments())
         assert np.allclose(bars, sorted(zip(rows.dose, rows["mean"] - rows.half95, rows["mean"] + rows.half95)))
-        verdicts = [t.get_text().split("\n")[0] for t in ax.texts if t.get_gid() == "verdict"]
-        assert sorted(verdicts) == sorted(rows.verdict)
+        verdicts = [t for t in ax.texts if t.get_gid() == "verdict"]
+        assert sorted(t.get_text().split("\n")[0] for t in verdicts) == sorted(rows.verdict)
+        assert all(t.get_rotation() == 0 for t in verdicts)
         assert [line for line in ax.lines if line.get_gid() == "thesis"]
         assert [c for c in ax.collections if c.get_gid() == "band"]
         ylo, yhi = ax.get_ylim()

@@ -184,16 +184,14 @@ def _claim_results(params, variants) -> pd.DataFrame:
 
 
 def _eq_notes(frame: pd.DataFrame) -> dict:
-    """{equivalence level: what it is, in words} of the rows decided sequentially (``sequential.DESIGNS``): their
-    TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the legend's other level is 90 %."""
+    """{equivalence level: whose it is, in a few words} of the rows decided sequentially (``sequential.DESIGNS``):
+    their TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the other rows' level is 90 %."""
     notes = {}
     for _, r in frame.iterrows():
         design = sequential.DESIGNS.get(r["comparison"])
         if design is not None and r.get("eq_level") and r["eq_level"] != forest.EQ_LEVEL:
             n = len(r["diffs"])
-            notes[r["eq_level"]] = (f"the equivalence interval of the sequential claim at its "
-                                    f"{'last ' if n >= design.looks[-1] else ''}look ({n} seeds), at the TOST level "
-                                    f"its α-spending leaves there")
+            notes[r["eq_level"]] = f"the sequential claim at its {'last ' if n >= design.looks[-1] else ''}look, {n} seeds"
     return notes
 
 
@@ -267,8 +265,7 @@ def fig_dose_response(params, variants):
              if claim.family != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
                                 title=f"Notebook 04: γ's initial value as a dose, each arm − the baseline "
-                                      f"({_seed_range(frame)}; {label(PRIMARY)} decides, the small panels are "
-                                      f"secondary)")
+                                      f"({_seed_range(frame)}; the secondary metrics: the notebook's table)")
 
 
 def fig_headline(params, variants):
