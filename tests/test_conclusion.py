@@ -35,3 +35,21 @@ def test_layerscale_reads_the_budget_arm(frame):
     budget = table2.budget_rows(params)
     said = conclusion.layerscale(frame, budget)
     assert f"on {budget.iloc[-2].seeds} fresh seeds" in said and budget.iloc[-1].verdict in said
+
+
+def test_the_ablation_note_names_a_removal_that_raises_a_metric():
+    params = runs.study_params("demo", need_data=False)
+    df = tables.results_frame(params, grids.CLAIMED + grids.TTE_USED)
+    t = tables.paired_test(df, (grids.TTE_AFTER, "removed"), (grids.TTE_AFTER, "none"), "imagenet_top1")
+    said = conclusion.ablation_note(df)
+    assert (t.mean - t.half95 > 0) == ("raises ImageNet top-1" in said)
+    assert "raises" not in conclusion.ablation_note(df, variants=(grids.TTE_AFTER_LS,))
+
+
+def test_the_rerank_note_follows_the_verdicts():
+    import pandas as pd
+    table = pd.DataFrame({"re-ranked − dual encoder (95 % CI)": ["-1.16 ± 0.28", "0.10 ± 0.50"], "seeds": [3, 3],
+                          "verdict": ["worse", "undecided"]}, index=pd.Index(["joint", "switch"], name="variant"))
+    said = conclusion.rerank_note(table)
+    assert "worse for joint (-1.16 ± 0.28 points, 3 seeds)" in said and "switch" not in said
+    assert conclusion.rerank_note(table.assign(verdict="undecided")).startswith("Re-ranking changes no run")

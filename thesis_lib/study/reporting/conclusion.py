@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from thesis_lib.metrics import PRIMARY, label
+from thesis_lib.metrics import CLAIMED, PRIMARY, label
+from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from ..statistics.stats import fmt
 from . import tables
@@ -96,3 +97,37 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
     out.append("What this does not show: how a 768-wide model trained on 3.3 M real pairs uses its TTE; the long "
                "schedule's confirmation (docs/results.md) is the nearest this demo comes.")
     return " ".join(out)
+
+
+def ablation_note(df: pd.DataFrame, variants=grids.TTE_USED, metrics=CLAIMED) -> str:
+    """Where removing a trained model's TTE at evaluation *raises* a metric with a 95 % interval above 0: the opposite
+    of what "is used" expects, said with its size (notebook 04, under the ablation table)."""
+    found = []
+    for v in [v for v in variants if v in set(df.variant)]:
+        for m in metrics:
+            t = tables.paired_test(df, (v, "removed"), (v, "none"), m)
+            if t.n >= 2 and t.mean - t.half95 > 0:
+                found.append(f"removing it from {VARIANT_LABELS[v]} raises {label(m)} by {fmt(t.mean, t.half95)} "
+                             f"points ({t.n} seeds)")
+    if not found:
+        return "Removing the TTE at evaluation raises no metric of any variant beyond its 95 % interval."
+    return ("Against what \"is used\" expects, " + "; ".join(found) + ": there the type vector costs the metric "
+            "rather than carrying it. The model never trained without it, so the gain says only that the vector shifts "
+            "what that metric compares; it is no evidence that the model relies on the vector.")
+
+
+def rerank_note(rerank: pd.DataFrame) -> str:
+    """Notebook 05: what re-ranking by a fusion head did to its own run's retrieval, in words, from ``rerank_gain``."""
+    col = next(c for c in rerank.columns if c.endswith("(95 % CI)"))
+    worse = [(v, r) for v, r in rerank.iterrows() if r.verdict == "worse"]
+    better = [(v, r) for v, r in rerank.iterrows() if r.verdict == "better"]
+    out = []
+    if worse:
+        out.append("Re-ranking makes retrieval worse for " + "; ".join(f"{v} ({r[col]} points, {r.seeds} seeds)"
+                                                                       for v, r in worse)
+                   + ": re-ordering the dual encoder's top candidates by the head's pair score moves true matches "
+                     "down more often than up, so at this scale the head scores a pair less well than the dual "
+                     "encoder ranks it.")
+    if better:
+        out.append("Re-ranking improves retrieval for " + "; ".join(f"{v} ({r[col]} points)" for v, r in better) + ".")
+    return " ".join(out) or "Re-ranking changes no run's retrieval significantly."
