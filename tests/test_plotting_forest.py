@@ -663,3 +663,27 @@ def test_patch_grid_says_the_presets_numbers():
     assert f"= {img.in_chans * img.patch_size ** 2} values" in flat.get_xlabel()
     assert image.images[0].get_array().shape[:2] == (img.img_size, img.img_size)
     plt.close(fig)
+
+
+def test_table2_bars_draw_each_seeds_paired_difference_from_zero():
+    """03_table2_bars: the two arms' levels look the same, so each seed's difference is drawn (a stem from 0, its
+    length the difference) with their mean and 95 % interval; the control's level stays in the title."""
+    from thesis_lib.study.reporting import per_seed
+    rng = np.random.default_rng(8)
+    base = {s: 17 + rng.normal(0, 0.5) for s in range(4)}
+    delta = {s: rng.normal(0, 0.01) for s in range(4)}
+    df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": base[s] + (delta[s] if v == "tte_after_ls" else 0)}
+                       for v in ("baseline", "tte_after_ls") for s in range(4)])
+    fig = per_seed.draw(df, ("baseline", "tte_after_ls"), metrics=("coco_mean",))
+    (ax,) = fig.axes
+    stems = [line for line in ax.lines if line.get_gid() == "stem"]
+    assert np.allclose([line.get_ydata() for line in stems], [(0, delta[s]) for s in range(4)])
+    lo, hi = ax.get_ylim()
+    assert ax.get_yscale() == "linear" and lo == pytest.approx(-hi) and max(map(abs, delta.values())) < hi < 1
+    mean, half = mean_ci(list(delta.values()))
+    (bar,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert sorted(np.asarray(bar.get_segments()[0])[:, 1]) == pytest.approx([mean - half, mean + half])
+    assert f"mean {np.mean(list(base.values())):.1f}" in ax.get_title()
+    assert len(fig.legends[0].get_texts()) == 3
+    _legends_clear_of_axes(fig)
+    plt.close(fig)

@@ -30,7 +30,7 @@ from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS
-from . import dose, forest, gamma, headline, mechanisms, plotting, tables
+from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting, tables
 from .. import grids, reference, runs
 from ..statistics import sequential
 
@@ -150,20 +150,12 @@ def fig_loss_curves(params, variants):
     return plotting.loss_curves(_curves(params, variants))
 
 
-def gammas(params, variant: str = grids.TTE_AFTER_LS) -> dict:
-    """seed -> the final LayerScale γ of ``variant`` (``seed<N>/layerscale.npy``), for the seeds that have one."""
-    out = {}
-    for seed in params.seeds:
-        path = RunPaths(params.results_root, params.preset, variant, seed).layerscale
-        if path.exists():
-            out[seed] = np.load(path)
-    return out
-
-
 def _gammas(params, variants) -> dict:
-    """``gammas`` of the one variant of ``variants``; ``MissingResultsError`` when no seed has one."""
+    """seed -> the final LayerScale γ (``seed<N>/layerscale.npy``) of the one variant of ``variants``, for the seeds
+    that have one; ``MissingResultsError`` when none has."""
     (variant,) = variants
-    out = gammas(params, variant)
+    paths = {seed: RunPaths(params.results_root, params.preset, variant, seed).layerscale for seed in params.seeds}
+    out = {seed: np.load(path) for seed, path in paths.items() if path.exists()}
     if not out:
         raise _missing(f"the final LayerScale γ (layerscale.npy) of {variant}", params)
     return out
@@ -335,7 +327,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "02_table1_forest": Figure(fig_table1_forest, Reads(grids.TABLE1)),
     "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
-    "03_table2_bars": Figure(_bars, Reads(grids.TABLE2)),
+    "03_table2_bars": Figure(lambda p, v: per_seed.draw(_results(p, v), v), Reads(grids.TABLE2)),   # (control, TTE')
     "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
     "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)), Reads((grids.TTE_AFTER_LS,))),
     "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
