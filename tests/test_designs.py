@@ -156,3 +156,13 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
     page = table2.markdown(params)
     assert "confirmed on fresh seeds" in page and "pending (2 of 20 seeds)" not in page     # smoke: n is 2
     assert "Held-out" in table2.overfit_sentence(params) and table2.sentence(params).startswith("At budgets")
+
+
+def test_the_committed_pilot_reproduces_the_baseline_the_margin_came_from():
+    """The pilot (seed 0, 6,000 steps), retrained after its designs: its baseline's COCO retrieval within make
+    verify's cross-machine tolerance (one between-seed SD of the long record) of PILOT_BASELINE_COCO."""
+    found = designs.pilot_baseline_coco(runs.study_params("demo"))
+    assert found is not None, "the pilot's runs belong under results/_designs/thesis-lr-sum-pilot/ (make long)"
+    value, tolerance = found
+    assert 0.3 < tolerance < 1.0                                  # one SD of the record's COCO, not a blanket
+    assert abs(value - designs.PILOT_BASELINE_COCO) <= tolerance
