@@ -13,12 +13,14 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 
 from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
 from thesis_lib.study.reporting import gamma, plotting  # noqa: E402
 from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest  # noqa: E402
 from thesis_lib.study.reporting.headline import draw as headline  # noqa: E402
 from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
+from thesis_lib.variants import VARIANT_SHORT  # noqa: E402
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
                "skipped − baseline"]
@@ -266,10 +268,36 @@ def test_tte_contribution_bars_are_linear_from_zero_with_a_zoom_on_the_small_one
     means = sorted(x for v in ("tte_after", "tte_after_ls") for k in ("image", "text")
                    for x in [mean_ci(df[df.variant.eq(v)][f"tte_ratio_{k}"])[0]])
     for ax in (full, zoom):
-        assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
-        assert np.allclose(sorted(p.get_height() for p in ax.patches), means)
-    assert full.get_ylim()[1] > max(means) and zoom.get_ylim()[1] < max(means) / 6
+        assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
+        assert np.allclose(sorted(p.get_width() for p in ax.patches), means)
+    assert full.get_xlim()[1] > max(means) and zoom.get_xlim()[1] < max(means) / 6
     assert len([line for line in zoom.lines if line.get_gid() == "off_scale"]) == 2     # tte_after, both modalities
+    assert [t.get_text() for t in full.get_yticklabels()] == ["TTE after", "TTE after + LS"]   # named on the axis
+    plt.close(fig)
+
+
+def test_tte_contribution_names_each_line_at_its_end_even_where_two_coincide():
+    """Six variants, two pairs of coinciding curves: no legend of colours, each line named at its end, no name over
+    another."""
+    variants = ["tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1",
+                "tte_after_ls_budget", "tte_after"]
+    share = dict(zip(variants, (4.8e-4, 4.7e-4, 2.7e-3, 2.5e-2, 2.2e-2, 2.5e-2)))
+    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r, "tte_ratio_text": r / 2}
+                       for v, r in share.items() for s in range(3)])
+    curves = pd.DataFrame([{"variant": v, "seed": s, "step": t, "tte_ratio_image": r * t / 600,
+                            "tte_ratio_text": r * t / 1200} for v, r in share.items() for s in range(3)
+                           for t in range(25, 625, 25)])
+    fig = plotting.tte_contribution(df, curves, order=variants)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    along = fig.axes[-1]
+    names = [t for t in along.texts if t.get_gid() == "line_label"]
+    assert sorted(t.get_text() for t in names) == sorted(VARIANT_SHORT[v] for v in variants)
+    boxes = [Text.get_window_extent(t, renderer) for t in names]                   # the names, not their leaders
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert not any(VARIANT_SHORT[v] in label for v in variants for label in labels)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [VARIANT_SHORT[v] for v in variants]
     plt.close(fig)
 
 
@@ -368,7 +396,12 @@ def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
                        for v in variants for s in range(4)])
     fig = plotting.tte_ablation(df, variants, ABLATION_METRICS)
     assert [ax.get_title() for ax in fig.axes] == list(ABLATION_METRICS.values())
-    assert all(len(ax.patches) == 2 * len(variants) for ax in fig.axes)
+    for ax in fig.axes:                               # points, not bars: a change of 0 is still seen
+        assert not ax.patches
+        assert {line.get_gid() for line in ax.lines if line.get_gid()} == {
+            f"{v}|{mode}" for v in variants for mode in ("removed", "swapped")}
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len(labels) == 3 and not any(VARIANT_SHORT[v] in label for v in variants for label in labels)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     label = fig.axes[0].yaxis.label.get_window_extent(renderer)
@@ -686,4 +719,21 @@ def test_table2_bars_draw_each_seeds_paired_difference_from_zero():
     assert f"mean {np.mean(list(base.values())):.1f}" in ax.get_title()
     assert len(fig.legends[0].get_texts()) == 3
     _legends_clear_of_axes(fig)
+    plt.close(fig)
+
+
+def test_long_schedule_keeps_both_arms_visible_and_gives_their_difference():
+    """The two arms coincide: the first wide and pale, the second thin and dashed on top (the baseline's line was
+    hidden under the other), their paired difference at the last snapshot in the title, computed."""
+    held = pd.DataFrame([{"variant": v, "seed": s, "step": t, "coco_mean": 30 + t / 1000 + s - 0.1 * (v != "baseline")}
+                         for v in ("baseline", "tte_after_ls") for s in range(3) for t in (1500, 3000)])
+    train = pd.DataFrame([{"variant": v, "seed": s, "step": t, "loss": 6 / t} for v in ("baseline", "tte_after_ls")
+                          for s in range(3) for t in range(10, 3010, 100)])
+    fig = plotting.long_schedule(held, train, "coco_mean", "COCO retrieval", 17.0)
+    left, right = fig.axes
+    for ax in (left, right):
+        base, tte = [line for line in ax.lines if line.get_linestyle() != ":"][:2]
+        assert base.get_linewidth() > 2 * tte.get_linewidth() and tte.get_linestyle() == "--"
+        assert tte.get_zorder() > base.get_zorder()
+    assert "at step 3,000: −0.10 points (paired, 3 seeds)" in left.get_title()
     plt.close(fig)

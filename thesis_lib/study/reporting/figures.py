@@ -279,7 +279,7 @@ def fig_dual_encoder_forest(params, variants):
 def fig_tte_contribution(params, variants):
     df = _results(params, variants)
     return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants
-                                                    if v in set(df.variant)]))
+                                                    if v in set(df.variant)]), order=variants)
 
 
 def fig_tte_ablation(params, variants):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
+import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -206,90 +207,131 @@ def _sci(x: float) -> str:
     return f"{x:.1e}".replace("e-0", "e-").replace("e+00", "")
 
 
-def _share_bars(ax, df: pd.DataFrame, variants, top: float | None = None):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality (x) and variant: mean ± 95 % CI over seeds (dots: seeds), linear from 0,
-    each bar labelled with its mean. ``top``: the axis' top; a bar above it is cut there and marked by a triangle."""
-    width, highest = 0.8 / max(len(variants), 1), 0.0
-    for j, v in enumerate(variants):
-        for i, modality in enumerate(("image", "text")):
+MODALITY_INK = {"image": "#33638D", "text": "#9DC3E6"}       # one ink per modality, no variant's colour
+
+
+def _share_bars(ax, df: pd.DataFrame, variants, right: float | None = None):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per variant (a row, named on the axis) and modality (image dark, text light): mean ± 95 %
+    CI over seeds (dots: seeds), linear from 0, each bar labelled with its mean. ``right``: the axis' end; a bar
+    beyond it is cut there and marked by a triangle."""
+    highest = 0.0
+    for i, v in enumerate(variants):
+        for k, modality in enumerate(MODALITY_INK):
             values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
             mean, half = mean_ci(values)
             highest = max(highest, np.nan_to_num(mean + np.nan_to_num(half)), *values)
-            x = i + (j - (len(variants) - 1) / 2) * width
-            ax.bar(x, mean, width, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3,
-                   label=VARIANT_LABELS[v] if i == 0 else None)
-            ax.scatter(np.full(len(values), x), values, color="black", s=6, zorder=3)
-            if top is not None and mean > top:
-                ax.plot(x, 0.96 * top, "^", color=INK, ms=7, zorder=4, gid="off_scale")
+            y = i + (k - 0.5) * 0.4
+            ax.barh(y, mean, 0.38, xerr=0 if np.isnan(half) else half, color=MODALITY_INK[modality], capsize=2,
+                    error_kw=dict(lw=1, ecolor=INK), gid=f"{v}|{modality}")
+            ax.scatter(values, np.full(len(values), y), color="black", s=6, zorder=3)
+            if right is not None and mean > right:
+                ax.plot(0.97 * right, y, ">", color=INK, ms=7, zorder=4, gid="off_scale")
             else:
-                ax.annotate(_sci(mean), (x, mean + np.nan_to_num(half)), xytext=(0, 3), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=7, rotation=90)
-    ax.set_xticks([0, 1], ["image", "text"])
-    ax.set_xlabel("modality")
-    ax.set_ylim(0, top or 1.25 * highest or None)                  # room for the labels above the bars
+                ax.annotate(_sci(mean), (mean + np.nan_to_num(half), y), xytext=(3, 0), textcoords="offset points",
+                            ha="left", va="center", fontsize=7.5)
+    ax.set_yticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants])
+    ax.set_ylim(len(variants) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlim(0, right or 1.3 * highest or None)                 # room for the labels beside the bars
 
 
-def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per modality and variant, the share of the shared block's input that is TTE. After
+def _end_labels(ax, ends: dict, inks: dict) -> None:
+    """Each line named at its right end, outside the axes, the names spread so that none covers another (a thin
+    leader from the line's end to its name): the lines need no legend, and two that coincide keep both names."""
+    lo, hi = (np.log10(y) for y in ax.get_ylim())
+    order = sorted(ends, key=lambda v: ends[v][1])
+    gap, placed = 0.05 * (hi - lo), [np.log10(ends[v][1]) for v in order]
+    for i in range(1, len(placed)):                                  # upwards: each at least a gap above the last
+        placed[i] = max(placed[i], placed[i - 1] + gap)
+    placed[-1] = min(placed[-1], hi - 0.02 * (hi - lo))
+    for i in range(len(placed) - 2, -1, -1):                         # downwards: the top one inside the axis
+        placed[i] = min(placed[i], placed[i + 1] - gap)
+    right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
+    for v, at in zip(order, placed):
+        ax.annotate(VARIANT_SHORT[v], ends[v], xytext=(1.03, 10 ** at), textcoords=right, va="center",
+                    fontsize=8, color=INK, arrowprops=dict(arrowstyle="-", color=inks[v], lw=0.8),
+                    annotation_clip=False, gid="line_label")
+
+
+def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order=()):
+    """‖γ ⊙ t_type‖ / ‖H_L‖ per variant and modality, the share of the shared block's input that is TTE. After
     training: mean ± 95 % CI over seeds (the interval of every table; dots: seeds) as bars on a linear axis from 0, so
-    that a bar's length is the share; where the bars differ more than ZOOM ×, a second panel zooms (linear) on the
-    small ones. With ``curves``: along training on the same test items, mean over seeds (image solid, text dashed),
-    on a log axis (positions, not lengths)."""
-    variants = list(dict.fromkeys(df.variant))
-    ends = [m + np.nan_to_num(h) for v in variants for k in ("image", "text")
+    that a bar's length is the share, one row per variant (named on the axis), image and text in two inks; where the
+    bars differ more than ZOOM ×, a second panel zooms (linear) on the small ones. With ``curves``: the image tokens'
+    share along training on the same test items, mean over seeds, on a log axis (positions, not lengths), each line
+    named at its end. ``order``: the variants' order (the others after them)."""
+    variants = sorted(dict.fromkeys(df.variant), key=lambda v: list(order).index(v) if v in order else len(order))
+    ends = [m + np.nan_to_num(h) for v in variants for k in MODALITY_INK
             for m, h in [mean_ci(runs_of(df, v)[f"tte_ratio_{k}"].dropna())]]
     top = ends and zoom_edge(ends)
-    panels = 1 + bool(top) + (curves is not None and len(curves) > 0)
-    fig, axes = plt.subplots(1, panels, figsize=(4.8 * panels + 0.6, 4.6), squeeze=False, layout="constrained")
+    along = curves is not None and len(curves) > 0
+    widths = [1.0] * (1 + bool(top)) + [1.15] * along
+    fig, axes = plt.subplots(1, len(widths), figsize=(4.3 * sum(widths) + 2.4, 0.55 * len(variants) + 3.2),
+                             squeeze=False, layout="constrained", gridspec_kw={"width_ratios": widths})
     _share_bars(axes[0][0], df, variants)
-    axes[0][0].set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (per token)")
-    axes[0][0].set_title("after training (linear from 0)")
+    axes[0][0].set_title("after training (linear from 0)", fontsize=10)
     if top:
-        _share_bars(axes[0][1], df, variants, top=1.3 * top)
-        axes[0][1].set_title(f"the same, zoomed to 0-{_sci(1.3 * top)} (linear)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
+        _share_bars(axes[0][1], df, variants, right=1.3 * top)
+        axes[0][1].set_yticklabels([])
+        axes[0][1].set_title(f"the same, zoomed to 0-{_sci(1.3 * top)} (linear)", fontsize=10)
+    for ax in axes[0][:1 + bool(top)]:
+        ax.set_xlabel("‖γ ⊙ t_type‖ / ‖H_L‖ per token")
+    handles = [Patch(color=ink, label=f"{k} tokens: mean over the seeds, 95 % interval; dots: the seeds")
+               if k == "image" else Patch(color=ink, label=f"{'caption' if k == 'text' else k} tokens")
+               for k, ink in MODALITY_INK.items()]
     if top:
-        handles.append(Line2D([], [], color=INK, marker="^", ls="none", ms=7))
-        labels.append("bar beyond the zoom (see the left panel)")
-    if panels > 1 + bool(top):
+        handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=7,
+                              label="bar beyond the zoom (drawn whole on the left)"))
+    if along:
         ax = axes[0][-1]
-        for k, (v, sub) in enumerate(curves.groupby("variant", sort=False)):
-            mean = sub.groupby("step")[["tte_ratio_image", "tte_ratio_text"]].mean()
-            style = dict(color=COLOURS[v], marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=6)
-            ax.plot(mean.index, mean.tte_ratio_image, lw=1.8, **style)     # hollow markers of their own: lines that
-            ax.plot(mean.index, mean.tte_ratio_text, lw=1.2, ls="--", **style)  # coincide stay visible
+        last = {}
+        for k, v in enumerate(v for v in variants if v in set(curves.variant)):
+            mean = curves[curves.variant.eq(v)].groupby("step")["tte_ratio_image"].mean()
+            ax.plot(mean.index, mean.values, color=COLOURS[v], lw=1.6, ls="-" if k % 2 == 0 else "--",
+                    marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=5, gid=v)   # lines that coincide
+            last[v] = (mean.index[-1], mean.values[-1])                                     # stay visible
         ax.set_yscale("log")
-        ax.set_ylabel("‖γ ⊙ t_type‖ / ‖H_L‖ (log scale)")
+        ax.set_ylabel("image tokens' share (log scale)")
         ax.set_xlabel("training step")
-        ax.set_title("along training (image —, text – –; log scale)", fontsize=10)
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+        ax.set_title("image tokens along training (log scale)", fontsize=10)
+        _end_labels(ax, last, COLOURS)
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     return fig
 
 
+ABLATION = {"removed": ("o", INK, "TTE removed"), "swapped": ("D", "#AA3377", "the two type vectors swapped")}
+
+
 def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
-    """Is the TTE used? Each trained model evaluated with its TTE removed (plain bars) and with the type vectors
-    swapped (hatched): the change of each metric against the model as trained, mean ± 95 % CI over seeds (dots:
-    seeds), one panel per metric, one group of two bars per variant."""
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.9 * len(metrics), 3.9), squeeze=False, layout="constrained")
-    modes = {"removed": None, "swapped": "//"}
+    """Is the TTE used? Each trained model evaluated with its TTE removed (a filled circle) and with the type vectors
+    swapped (a diamond): the change of each metric against the model as trained, mean with its 95 % interval over
+    seeds (dots: seeds), one panel per metric, the variants named on the axis. Points, not bars: a change of 0.001
+    is a point at 0, not an invisible bar, and no colour stands for a variant."""
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.9 * len(metrics), 4.1), squeeze=False, layout="constrained")
     for ax, (m, label) in zip(axes[0], metrics.items()):
         for i, v in enumerate(variants):
             sub = runs_of(df, v)
-            for k, (mode, hatch) in enumerate(modes.items()):
+            for k, (mode, (marker, ink, _)) in enumerate(ABLATION.items()):
                 if f"{mode}:{m}" not in sub:
                     continue
                 d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
                 mean, half = mean_ci(d)
-                x = i + (k - 0.5) * 0.4
-                ax.bar(x, mean, 0.38, yerr=0 if np.isnan(half) else half, color=COLOURS[v], capsize=3, hatch=hatch,
-                       edgecolor="white", gid=f"{v}|{mode}")
-                ax.scatter(np.full(len(d), x), d, color="black", s=8, zorder=3)
-        ax.axhline(0, color="gray", lw=0.8)
+                x = i + (k - 0.5) * 0.36
+                ax.errorbar(x, mean, yerr=None if np.isnan(half) else half, fmt=marker, ms=6.5, color=ink,
+                            mfc=ink if mode == "removed" else "white", mew=1.6, elinewidth=1.4, capsize=3, zorder=4,
+                            gid=f"{v}|{mode}")
+                ax.scatter(np.full(len(d), x + 0.1), d, color=SEED_INK, s=8, lw=0, zorder=3)
+        ax.axhline(0, color=INK, lw=0.9, zorder=2)
+        ax.set_xlim(-0.6, len(variants) - 0.4)
         ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=20, ha="right")
+        ax.grid(axis="x", visible=False)
         ax.set_title(label)
-    axes[0][0].set_ylabel("Δ vs. the model as trained (points)")
-    fig.legend(handles=[Patch(facecolor="0.55", edgecolor="white", hatch=h, label=f"TTE {mode} at evaluation")
-                        for mode, h in modes.items()], loc="outside lower center", ncol=2, frameon=False)
+    axes[0][0].set_ylabel("change vs. the model as trained (points)")
+    handles = [Line2D([], [], marker=marker, color=ink, mfc=ink if mode == "removed" else "white", mew=1.6, ms=6.5,
+                      label=f"{what} at evaluation (mean change, 95 % interval)")
+               for mode, (marker, ink, what) in ABLATION.items()]
+    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label="dots: the seeds"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
     return fig
 
 
@@ -322,21 +364,32 @@ def switch_choices(df: pd.DataFrame):
 
 
 def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metric_label: str, short_baseline: float):
-    """The long schedule (notebook 04): left, a held-out score at each kept snapshot, each seed thin, the mean over
-    seeds thick, the 600-step baseline's mean dotted; right, the training loss per logged step (mean over seeds, band
-    min to max). A held-out score falling while the training loss still falls is overfitting."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.6), layout="constrained")
-    for v, g in heldout.groupby("variant", sort=False):
-        for _, s in g.groupby("seed"):
-            left.plot(s.step, s[metric], color=COLOURS[v], lw=0.7, alpha=0.45)
-        mean = g.groupby("step")[metric].mean()
-        left.plot(mean.index, mean.values, color=COLOURS[v], lw=2, marker="o", label=VARIANT_SHORT[v])
+    """The long schedule (notebook 04): left, a held-out score at each kept snapshot, mean over seeds, with the
+    600-step baseline's mean dotted; right, the training loss per logged step, mean over seeds. The arms coincide, so
+    the first is drawn wide and pale and the second thin and dashed on top: both stay visible, and the left title
+    gives their paired difference at the last snapshot. A held-out score falling while the training loss still falls
+    is overfitting."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
+    variants = list(dict.fromkeys(heldout.variant))
+    styles = [dict(lw=4.5, alpha=0.45, marker="o", ms=9), dict(lw=1.6, ls="--", marker="s", ms=5, mfc="white")]
+    for k, v in enumerate(variants):
+        style = {**styles[min(k, 1)], "color": COLOURS[v], "zorder": 3 + k}
+        mean = heldout[heldout.variant.eq(v)].groupby("step")[metric].mean()
+        left.plot(mean.index, mean.values, label=VARIANT_SHORT[v], **style)
+        loss = train[train.variant.eq(v)].groupby("step")["loss"].mean()
+        right.plot(loss.index, loss.values, **{**style, "marker": None})
     left.axhline(short_baseline, color=INK, ls=":", lw=1.2, label="baseline after the demo's 600 steps")
-    left.set(xlabel="step", ylabel=f"held-out {metric_label}", title="held-out score along the schedule")
-    for v, g in train.groupby("variant", sort=False):
-        loss = g.groupby("step")["loss"]
-        right.plot(loss.mean().index, loss.mean().values, color=COLOURS[v], lw=1.4, label=VARIANT_SHORT[v])
-        right.fill_between(loss.mean().index, loss.min().values, loss.max().values, color=COLOURS[v], alpha=0.15, lw=0)
-    right.set(xlabel="step", ylabel="training loss (KD + ITC)", title="training loss (band: min to max over seeds)")
-    left.legend(frameon=False, fontsize=9)
+    title = "held-out score along the schedule"
+    if len(variants) == 2:
+        paired = heldout.pivot_table(index=["seed", "step"], columns="variant", values=metric).dropna()
+        step = paired.index.get_level_values("step").max()
+        last = paired.xs(step, level="step")
+        d = f"{(last[variants[1]] - last[variants[0]]).mean():+.2f}".replace("-", "−")
+        title += (f"\n{VARIANT_SHORT[variants[1]]} − {VARIANT_SHORT[variants[0]]} at step {step:,}: {d} points "
+                  f"(paired, {len(last)} seeds)")
+    left.set(xlabel="step", ylabel=f"held-out {metric_label} (mean over seeds)")
+    left.set_title(title, fontsize=10)
+    right.set(xlabel="step", ylabel="training loss (KD + ITC)")
+    right.set_title("training loss (mean over seeds)", fontsize=10)
+    fig.legend(*left.get_legend_handles_labels(), loc="outside lower center", ncol=3, frameon=False, fontsize=9)
     return fig
