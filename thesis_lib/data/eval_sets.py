@@ -13,6 +13,7 @@ from torch.utils.data import DataLoader, Dataset
 from ..cache import write_atomic
 from ..config import ExperimentConfig
 from . import datasets as ds
+from .lifetime import loader_worker_init
 from .roots import data_root, pair_records
 from .tokenizer import CaptionTokenizer, tokenize
 from .transforms import ImageView, eval_transform, normalise_uint8
@@ -37,7 +38,8 @@ def image_batches(images, view: ImageView, batch_size: int, num_workers: int = 0
             yield normalise_uint8(images[i:i + batch_size], view.mean, view.std)
         return
     t = eval_transform(view.size, view.mean, view.std)
-    yield from DataLoader(_ImageFiles(images, t), batch_size=batch_size, num_workers=num_workers)
+    yield from DataLoader(_ImageFiles(images, t), batch_size=batch_size, num_workers=num_workers,
+                          worker_init_fn=loader_worker_init())            # the workers end with this process
 
 
 # ----------------------------------------------------------------------------------------------- evaluation sets

@@ -16,6 +16,7 @@ from ..config import DataConfig, ExperimentConfig
 from ..errors import DataError, DataWarning
 from .decode import decode
 from .eval_sets import decoded, image_batches
+from .lifetime import loader_worker_init
 from .roots import data_root, pair_records
 from .throughput import DataPathRate, measure_data_path, steps_to_measure
 from .tokenizer import CaptionTokenizer, tokenize, trim
@@ -121,7 +122,8 @@ class TrainPairs:
         workers = self.data.num_workers
         stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
         loader = DataLoader(stream, batch_size=self.batch_size, generator=torch.Generator(),   # see _TeacherViews
-                            num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available())
+                            num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available(),
+                            worker_init_fn=loader_worker_init())           # the workers end with this process
         for images, teacher_images, tokens, pairs, replaced in loader:
             self.replaced_samples += int(replaced.sum())
             image_idx = self.pair_image[pairs]
@@ -153,7 +155,8 @@ class TrainPairs:
         if self.images is not None:
             return image_batches(self.images[start:stop], view, batch_size, self.data.num_workers)
         return DataLoader(_TeacherViews(self.image_files[start:stop], view), batch_size=batch_size,
-                          num_workers=self.data.num_workers, generator=torch.Generator())
+                          num_workers=self.data.num_workers, generator=torch.Generator(),
+                          worker_init_fn=loader_worker_init())
 
 
 class _TeacherViews(Dataset):

@@ -144,10 +144,14 @@ def _write_flickr(cfg: WorldConfig, out: Path) -> None:
 
 def write_world(cfg: WorldConfig, out: Path) -> None:
     """Four independent parts, each from its own random stream (so the bytes do not depend on the order or the
-    number of processes that write them), written by up to two processes."""
+    number of processes that write them), written by up to two processes, which end with this one whatever ends it
+    (``data/lifetime.py``: a worker left behind would hold the world's lock)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from .lifetime import die_with_parent
     parts = [_write_coco, _write_corpora, _write_flickr, _write_zero_shot]
-    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool, \
+    with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1), initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as pool, \
             tqdm(total=len(parts), desc="generating the embedded world", unit="part", disable=not show_progress()) as bar:
         for done in as_completed([pool.submit(part, cfg, out) for part in parts]):
             done.result()

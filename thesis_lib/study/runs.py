@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from thesis_lib.config import PRESETS, get_config
+from thesis_lib.data.lifetime import die_with_parent
 from thesis_lib.errors import ConfigError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
@@ -165,6 +166,13 @@ def _quiet_one_thread() -> None:
     multiprocessing.set_start_method(None, force=True)     # the platform's default again
 
 
+def _worker_started(parent: int) -> None:
+    """A grid worker's initializer: it ends as soon as the process that started it is gone, whatever ended that one
+    (``data/lifetime.py``: else, blocked on its pipe, it stays forever), then runs as ``_quiet_one_thread`` says."""
+    die_with_parent(parent)
+    _quiet_one_thread()
+
+
 def run_many(jobs: list[dict]) -> list[dict]:
     """``run_experiment(**job)`` for every job, in order. A job whose finished result of the same config is on disk
     returns it here, with nothing prepared and no worker started. On CPU the others train in worker processes on one
@@ -208,7 +216,7 @@ def _trained(jobs: list[dict], todo: list[int], workers: int):
                 yield i, _timed_run(jobs[i])
         return
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_quiet_one_thread) as pool:
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_started, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(_timed_run, jobs[i]): i for i in todo}
         for done in as_completed(futures):
             yield futures[done], done.result()

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from thesis_lib.data.lifetime import watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
@@ -58,8 +59,8 @@ class Torchrun:
     def run(self, out: Path, log: Path, *extra: str) -> dict:
         """Train (or continue, with ``--resume`` in ``extra``) to the end; the result."""
         with open(log, "a") as f:
-            done = subprocess.run(self.command(out, *extra), cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
-                                  env=_env())
+            done = subprocess.run(watched(self.command(out, *extra)), cwd=ROOT, stdout=f,
+                                  stderr=subprocess.STDOUT, env=_env())
         if done.returncode:
             raise SystemExit(f"rehearsal: torchrun failed (exit {done.returncode}); log {log}\n{_tail(log)}")
         return json.loads(self.paths(out).result.read_text())
@@ -118,7 +119,7 @@ def kill_after(job: Torchrun, out: Path, step: int, log: Path, timeout_s: float 
     SystemExit if the run ended (or failed) first."""
     metrics = job.paths(out).metrics
     with open(log, "w") as f:
-        proc = subprocess.Popen(job.command(out), cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=_env())
+        proc = subprocess.Popen(watched(job.command(out)), cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=_env())
     deadline = time.monotonic() + timeout_s
     try:
         while proc.poll() is None and last_step(metrics) < step and time.monotonic() < deadline:

@@ -7,7 +7,8 @@
   ``SLURM_STEP_NUM_TASKS``, ``SLURM_JOB_ID``, ``SLURM_STEP_NODELIST``), no torchrun;
 * the pilot (``study/full_scale/pilot.py``) for a few steps.
 
-Each trains with the recipe's own teacher view (augmented, the thesis preset's) unless ``sets`` says otherwise.
+Each trains with the recipe's own teacher view (augmented, the thesis preset's) unless ``sets`` says otherwise, and
+runs under ``data/lifetime.py``'s watcher: nothing it starts outlives the rehearsal.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from thesis_lib.data.lifetime import watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
@@ -56,8 +58,8 @@ def lane(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs: Path) 
     """Lane 0 of the 8-GPU script, holding ``spec`` alone, run by bash; its result and the script's first lines."""
     script = recipe.commands("8gpu", cores_per_gpu=CORES_PER_GPU, jobs=[spec], device=device)
     (logs / "train.bash").write_text(script)
-    done = subprocess.run(["bash", str((logs / "train.bash").resolve())], cwd=logs, capture_output=True, text=True,
-                          env=_env(data, ckpt, Path(spec["out_dir"]), mix))
+    done = subprocess.run(watched(["bash", str((logs / "train.bash").resolve())]), cwd=logs, capture_output=True,
+                          text=True, env=_env(data, ckpt, Path(spec["out_dir"]), mix))
     _check(done, "the 8-GPU script's lane", logs / "train.bash.log")
     lane_log = logs / "lane0.log"
     if "Traceback" in lane_log.read_text():
@@ -87,8 +89,8 @@ def srun_launch(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs:
         task_env = {**env, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank), "SLURM_STEP_NUM_TASKS": "2",
                     "SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_STEP_NODELIST": "localhost",
                     "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-        tasks.append(subprocess.Popen(cmd, cwd=ROOT, env=task_env, stdout=open(logs / f"srun-task{rank}.log", "w"),
-                                      stderr=subprocess.STDOUT))
+        tasks.append(subprocess.Popen(watched(cmd), cwd=ROOT, env=task_env,
+                                      stdout=open(logs / f"srun-task{rank}.log", "w"), stderr=subprocess.STDOUT))
     codes = [t.wait(timeout=900) for t in tasks]
     if any(codes):
         raise SystemExit(f"rehearsal: the srun-style launch failed (exit {codes}); logs {logs}/srun-task*.log\n"
@@ -102,6 +104,6 @@ def pilot(data: Path, ckpt: Path, out: Path, mix: str, sets: dict, device: str, 
     cmd = [sys.executable, "-m", "thesis_lib.study.full_scale.pilot", "--gpus", "1", "--steps", "2", "--device", device,
            "--cores-per-gpu", str(CORES_PER_GPU)] + [a for k, v in sets.items() if k not in own
                                                       for a in ("--set", f"{k}={v}")]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=_env(data, ckpt, out, mix))
+    done = subprocess.run(watched(cmd), cwd=ROOT, capture_output=True, text=True, env=_env(data, ckpt, out, mix))
     _check(done, "the pilot", logs / "pilot.log")
     return done.stdout.strip()

@@ -9,7 +9,8 @@ result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` p
 of 512, with the DataLoader workers the recipe gives them (``recipe.workers``), and ends with the run's evaluation,
 like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over the whole run (training and
 evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
-``--set`` run it in miniature (tests/test_pilot.py).
+``--set`` run it in miniature (tests/test_pilot.py). The run is started under ``data/lifetime.py``'s watcher: killed,
+the pilot takes torchrun and its processes with it.
 
 Its arguments and folders are checked before anything starts (argparse's one-line error, exit 2): ``--gpus`` divides
 the global batch of 512, ``--steps`` and ``--cores-per-gpu`` are at least 1, DATA, CKPT, OUT and MIX are set, DATA
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH
+from thesis_lib.data.lifetime import watched
 from thesis_lib.data.shards import split_limit
 
 from . import recipe
@@ -148,7 +150,7 @@ def main(argv=None) -> int:
     gpu = Utilisation()
     gpu.start()
     start = time.perf_counter()
-    status = subprocess.run(cmd).returncode
+    status = subprocess.run(watched(cmd)).returncode          # the run ends with the pilot, whatever ends it
     utilisation, wall = gpu.stop(), time.perf_counter() - start
     if status:
         print(f"pilot: the training run failed (exit {status})", file=sys.stderr)

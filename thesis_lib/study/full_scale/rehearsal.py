@@ -24,7 +24,8 @@ and runs, in order:
 2 processes always: gloo on the CPU, or NCCL where the host has 2 GPUs; on a one-GPU host (NCCL needs one GPU per
 process) the torchrun stages run on its CPU with gloo and the notebooks on the GPU, and the log says so. Each stage
 is timed and the run ends with a summary of what was checked; any failure stops it with the stage's output and a
-non-zero exit.
+non-zero exit. Every command it launches runs under ``data/lifetime.py``'s watcher: killed, the rehearsal takes
+them (torchrun, its processes, bash's) with it.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ import sys
 import time
 from pathlib import Path
 
+from thesis_lib.data.lifetime import watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
@@ -89,7 +91,7 @@ def _cuda_count() -> int:
 
 
 def _run(cmd: list[str], log: Path, env: dict | None = None) -> None:
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    done = subprocess.run(watched(cmd), cwd=ROOT, capture_output=True, text=True, env={**os.environ, **(env or {})})
     log.write_text(done.stdout + done.stderr)
     if done.returncode:
         tail = (done.stdout + done.stderr)[-3000:]
