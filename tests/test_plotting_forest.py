@@ -16,7 +16,7 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from matplotlib.text import Text  # noqa: E402
 
 from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
-from thesis_lib.study.reporting import gamma, plotting  # noqa: E402
+from thesis_lib.study.reporting import gamma, mechanisms, plotting  # noqa: E402
 from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest  # noqa: E402
 from thesis_lib.study.reporting.headline import draw as headline  # noqa: E402
 from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
@@ -306,7 +306,7 @@ def test_switch_choices_legends_cover_no_bar():
             for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
                                   ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
             for layer in (1, 2) for o, f in zip(options, (0.4, 0.3, 0.2, 0.1))]
-    fig = plotting.switch_choices(pd.DataFrame(rows))
+    fig = mechanisms.draw_switch_choices(pd.DataFrame(rows))
     _legends_clear_of_axes(fig)
     plt.close(fig)
 
@@ -464,10 +464,27 @@ def test_switch_choices_give_each_option_of_either_kind_its_own_colour():
             for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
                                   ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
             for o in options]
-    fig = plotting.switch_choices(pd.DataFrame(rows))
+    fig = mechanisms.draw_switch_choices(pd.DataFrame(rows))
     colours = {t.get_text(): tuple(np.round(h.get_facecolor(), 3)) for ax in fig.axes
                for h, t in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts())}
     assert len(colours) == 8 and len(set(colours.values())) == 8
+    assert "image from layer 1, text from the head's input" in colours                      # "(l-1, l-2)" in words
+    assert "self-cross (image → image, text → image)" in colours
+    assert not any("(l-" in name for name in colours)
+    plt.close(fig)
+
+
+def test_fusion_bars_name_the_heads_and_what_each_metric_measures():
+    from thesis_lib.study import grids
+    rng = np.random.default_rng(9)
+    df = pd.DataFrame([{"variant": v, "seed": s, **{m: 50 + rng.normal(0, 2) for m in grids.FUSION_METRICS}}
+                       for v in ("fusion_joint", "switch_sib") for s in range(3)])
+    fig = plotting.results_bars(df, ["fusion_joint", "switch_sib"], {m: mechanisms.fusion_title(m)
+                                                                     for m in grids.FUSION_METRICS},
+                                ticks=mechanisms.FUSION_TICKS)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks == [mechanisms.FUSION_TICKS[v] for v in ("fusion_joint", "switch_sib")] and "SIB" not in " ".join(ticks)
+    assert all("\n" in ax.get_title() for ax in fig.axes)                       # each metric explained
     plt.close(fig)
 
 

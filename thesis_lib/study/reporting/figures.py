@@ -135,15 +135,15 @@ def fig_pre_vs_post_ln(params, variants=()):
     return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
 
 
-def _bars(params, variants, metrics=TABLE):
+def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
     """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has), with
     the chance level of each metric whose chance does not depend on the test set's size (the pairwise ITM's). Only
     the seeds every drawn variant has are drawn, so that the bars compare the same seeds (as notebook 05's tables)."""
     df = _results(params, variants)
     df = df[df.seed.isin(set.intersection(*(set(g.seed) for _, g in df.groupby("variant"))))]
-    labels, present = {m: label(m) for m in metrics}, set(df.variant)
+    labels, present = {m: titles(m) for m in metrics}, set(df.variant)
     chance = {m: c for m in metrics if (c := METRICS[m].chance()) is not None}
-    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None)
+    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None, ticks)
 
 
 def fig_loss_curves(params, variants):
@@ -178,13 +178,9 @@ def _claim_results(params, variants) -> pd.DataFrame:
 def _eq_notes(frame: pd.DataFrame) -> dict:
     """{equivalence level: whose it is, in a few words} of the rows decided sequentially (``sequential.DESIGNS``):
     their TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the other rows' level is 90 %."""
-    notes = {}
-    for _, r in frame.iterrows():
-        design = sequential.DESIGNS.get(r["comparison"])
-        if design is not None and r.get("eq_level") and r["eq_level"] != forest.EQ_LEVEL:
-            n = len(r["diffs"])
-            notes[r["eq_level"]] = f"the sequential claim at its {'last ' if n >= design.looks[-1] else ''}look, {n} seeds"
-    return notes
+    return {r["eq_level"]: f"the sequential claim at its {'last ' if len(r['diffs']) >= d.looks[-1] else ''}look, "
+                           f"{len(r['diffs'])} seeds" for _, r in frame.iterrows()
+            if (d := sequential.DESIGNS.get(r["comparison"])) and r.get("eq_level") not in (None, "", forest.EQ_LEVEL)}
 
 
 def _forest(params, variants, family: str):
@@ -212,14 +208,10 @@ def fig_table1_forest(params, variants):
     if not len(frame):
         raise _missing(f"results of both arms of a {reference.TABLE1} claim, at the same seeds, among "
                        f"{', '.join(variants)}", params)
-    def group(comparison):
-        design = sequential.DESIGNS.get(comparison)
-        if design is not None:
-            return (f"THE CLAIM: TTE before vs baseline, decided sequentially\n(seeds added in blocks of "
-                    f"{design.looks[0]}, up to {design.looks[-1]})")
-        return "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, the " \
-               "thesis code's Table 1)"
-    frame["group"] = frame["comparison"].map(group)
+    frame["group"] = [f"THE CLAIM: TTE before vs baseline, decided sequentially\n(seeds added in blocks of "
+                      f"{d.looks[0]}, up to {d.looks[-1]})" if (d := sequential.DESIGNS.get(c)) else
+                      "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, "
+                      "the thesis code's Table 1)" for c in frame["comparison"]]
     return forest.forest(frame, title=f"Table 1, {label(PRIMARY)} (primary metric; ImageNet and Flickr: notebook "
                                       f"02's tables)", primary=None, eq_notes=_eq_notes(frame))
 
@@ -290,7 +282,7 @@ def fig_switch_choices(params, variants):
     choices = mechanisms.switch_choices(params, variants)
     if not len(choices):
         raise _missing(f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(variants)}", params)
-    return plotting.switch_choices(choices)
+    return mechanisms.draw_switch_choices(choices)
 
 
 def fig_long_schedule(params, variants):
@@ -342,7 +334,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=HEADLINE_METRICS), Reads(grids.DUAL)),
     # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS), Reads(any_of=grids.FUSION)),
+    "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS, titles=mechanisms.fusion_title,
+                                     ticks=mechanisms.FUSION_TICKS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
     "headline": Figure(fig_headline, Reads(headline.READS)),     # the README's: every chapter claim, thesis = 1
 }

@@ -126,11 +126,12 @@ def pre_vs_post_ln(scales: dict):
 
 # ------------------------------------------------------------------------------------------ results
 
-def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None = None):
+def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None = None, ticks: dict | None = None):
     """The levels: per variant its mean over seeds with the 95 % CI (a marker, not a bar: a bar's length from an axis
     that does not start at 0 is not the value), the seeds as dots beside it, one panel per metric. Each panel's
     y-axis spans only its seeds and intervals, so it does NOT start at 0: a secondary view, the forest shows the
-    differences. ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis)."""
+    differences. ``chance``: {metric: what a random scorer gets}, drawn as a line (and kept inside the axis).
+    ``ticks``: {variant: its name on the axis, upright} (default: its short name, slanted)."""
     chance = chance or {}
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8 + 0.3 * bool(chance)), squeeze=False,
                              layout="constrained")
@@ -151,7 +152,8 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
             pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
             ax.set_ylim(ends.min() - pad, ends.max() + pad)
         ax.set_xlim(-0.6, len(variants) - 0.4)
-        ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=25, ha="right")
+        ax.set_xticks(range(len(variants)), [(ticks or VARIANT_SHORT)[v] for v in variants],
+                      **(dict(fontsize=9) if ticks else dict(rotation=25, ha="right")))
         ax.set_title(label)
     cut = any(not ax.get_ylim()[0] <= 0 <= ax.get_ylim()[1] for ax in axes[0])      # some panel leaves out 0
     axes[0][0].set_ylabel("percent" + (", axis does not start at 0" if cut else "")
@@ -332,34 +334,6 @@ def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
                for mode, (marker, ink, what) in ABLATION.items()]
     handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label="dots: the seeds"))
     fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=9, frameon=False)
-    return fig
-
-
-# ------------------------------------------------------------------------------------ notebook 05 (mechanisms)
-
-_DEEP = sns.color_palette("deep")
-SWITCH_INKS = {"modes": _DEEP[:4], "inputs": [_DEEP[k] for k in (4, 5, 6, 8)]}   # no colour means two things
-
-
-def switch_choices(df: pd.DataFrame):
-    """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
-    (right) is selected (hard selection on the evaluation pairs), mean over seeds, one row per variant."""
-    kinds = [k for k in ("modes", "inputs") if k in set(df.kind)] if len(df) else []
-    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(7.0 * max(len(kinds), 1), 3.2), squeeze=False,
-                             layout="constrained")
-    for ax, kind in zip(axes[0], kinds):
-        sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
-        sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
-        left = np.zeros(len(sub))
-        labels = [f"{VARIANT_SHORT[v]} · layer {layer}" for v, layer in sub.index]
-        for j, option in enumerate(sub.columns):
-            ax.barh(labels, sub[option].values, left=left, color=SWITCH_INKS[kind][j % 4], label=option)
-            left += sub[option].values
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("fraction of evaluation pairs (hard selection)")
-        ax.set_title("Switch-Attention: interaction mode" if kind == "modes" else "Switch-Input: (image, text) from")
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        ax.invert_yaxis()
     return fig
 
 
