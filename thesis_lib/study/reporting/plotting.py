@@ -286,16 +286,17 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
                               label="bar beyond the zoom (drawn whole on the left)"))
     if along:
         ax = axes[0][-1]
-        last = {}
-        for k, v in enumerate(v for v in variants if v in set(curves.variant)):
+        last, drawn = {}, []
+        for v in (v for v in variants if v in set(curves.variant)):
             mean = curves[curves.variant.eq(v)].groupby("step")["tte_ratio_image"].mean()
-            ax.plot(mean.index, mean.values, color=COLOURS[v], lw=1.6, ls="-" if k % 2 == 0 else "--",
-                    marker="osD^v"[k % 5], markevery=(k, 5), mfc="none", ms=5, gid=v)   # lines that coincide
-            last[v] = (mean.index[-1], mean.values[-1])                                     # stay visible
+            on = any(np.abs(np.log(mean / other).dropna()).max() < np.log(1.25) for other in drawn)  # on another?
+            ax.plot(mean.index, mean.values, color=COLOURS[v], lw=1.4 if on else 2.4, ls="--" if on else "-", gid=v)
+            drawn.append(mean)
+            last[v] = (mean.index[-1], mean.values[-1])
         ax.set_yscale("log")
         ax.set_ylabel("image tokens' share (log scale)")
         ax.set_xlabel("training step")
-        ax.set_title("image tokens along training (log scale)", fontsize=10)
+        ax.set_title("image tokens along training (log scale;\na dashed line lies on a solid one)", fontsize=10)
         _end_labels(ax, last, COLOURS)
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     return fig
