@@ -321,7 +321,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(lambda p, v: per_seed.draw(_results(p, v), v), Reads(grids.TABLE2)),   # (control, TTE')
     "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
-    "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)),
+                                 Reads((grids.TTE_AFTER_LS,))),
     "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
                                    Reads((grids.TTE_AFTER_LS,))),
     "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]]),

@@ -142,7 +142,8 @@ FUSION_TICKS = {"fusion_joint": "joint attention\n(VLMo)", "switch": "Switch-Att
                 "switch_sib": "Switch-Attention\n+ Switch-Input"}           # 05_fusion_bars: the heads, in words
 FUSION_TITLES = {"flickr_itm_acc_random": "true caption above\nan unrelated one",
                  "flickr_itm_acc": "true caption above the dual\nencoder's closest wrong one",
-                 "flickr_mean": "the dual encoder alone", "flickr_rerank_mean": "its top candidates\nre-scored by the ITM head"}
+                 "flickr_mean": "the dual encoder alone",
+                 "flickr_rerank_mean": "its top candidates\nre-scored by the ITM head"}
 MODE_WORDS = {"self-self": "image → image, text → text", "self-cross": "image → image, text → image",
               "cross-self": "image → text, text → text", "joint": "both → both"}    # Switch-BERT Table 1, X = image
 _DEEP = sns.color_palette("deep")
@@ -180,7 +181,8 @@ def draw_switch_choices(df: pd.DataFrame):
         sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
         sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
         left = np.zeros(len(sub))
-        rows = [f"{VARIANT_SHORT[v]} · layer {layer}" if len(variants) > 1 else f"layer {layer}" for v, layer in sub.index]
+        rows = [f"{VARIANT_SHORT[v]} · layer {layer}" if len(variants) > 1 else f"layer {layer}"
+                for v, layer in sub.index]
         layers = [layer for _, layer in sub.index]
         for j, option in enumerate(sub.columns):
             name = (f"{option} ({MODE_WORDS[option]})" if option in MODE_WORDS else option) if kind == "modes" \

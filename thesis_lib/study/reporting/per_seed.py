@@ -47,8 +47,8 @@ def draw(df: pd.DataFrame, variants, metrics=TABLE):
         ax.set_xlabel("seed")
         ax.grid(axis="x", visible=False)
         base = runs_of(df, control).set_index("seed")[m].reindex(seeds)
-        ax.set_title(f"{label(m)}{' (primary)' if m == PRIMARY else ''}\n{VARIANT_SHORT[control]}: mean {base.mean():.1f}, "
-                     f"seeds {base.min():.1f} to {base.max():.1f}", fontsize=10)
+        ax.set_title(f"{label(m)}{' (primary)' if m == PRIMARY else ''}\n{VARIANT_SHORT[control]}: mean "
+                     f"{base.mean():.1f}, seeds {base.min():.1f} to {base.max():.1f}", fontsize=10)
         ax.set_gid(m)
     axes[0][0].set_ylabel(f"{VARIANT_SHORT[variant]} − {VARIANT_SHORT[control]} (points)")
     whisker = Line2D([], [], color=INK, lw=1.4, marker="o", ms=8, mfc="white", mec=INK, mew=1.6)

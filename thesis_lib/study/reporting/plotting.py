@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT, VARIANTS
+from thesis_lib.variants import VARIANT_SHORT, VARIANTS
 from ..statistics.stats import mean_ci
 from .tables import runs_of
 
