@@ -17,7 +17,8 @@ from . import table2, tables
 from ..statistics.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
-    "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale",
+    "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
+                  "to the thesis's baseline, times ours)",
     "trivial": "inside that margin, and yet significantly different from zero: real, but smaller than the thesis's",
     "undecided": "neither inside the margin nor significant: more seeds would decide it",
     "reproduced": "significant in the thesis's direction (\"in direction, N ×\": at N times its size)",
@@ -124,13 +125,14 @@ def markdown(params) -> str | None:
              f"({noln['words']}) and the TTE by {fmt(tte22['test'].mean, tte22['test'].half95, 3)} "
              f"({tte22['words']}).")
     first += " " + attribution(noln, tte22, before)
-    second = "2. **A TTE after the encoders, scaled by LayerScale, helps (Table 2).** "
+    second = "2. **A TTE after the encoders, scaled by LayerScale (the TTE'), helps (Table 2).** "
     third = "3. **The TTE is used, a little (the LayerScale weights).** "
     if not long.empty:
         record = table2.long_rows(params, long)
         used_long, helps_long = record.iloc[0], record.loc[designs.LONG_HELPS.text]
         pending = _confirmation(params)
-        second += (f"Trained as long as the thesis (every parameter to its summed learning rate, {steps} steps), on "
+        second += (f"Trained as long as the thesis (every parameter to the thesis's summed learning rate, the "
+                   f"learning rate added up over all steps: {steps} steps instead of 600), on "
                    f"{helps_long.seeds} seeds: {helps_long['difference (95 % CI)']} COCO points against "
                    f"{helps_long['smallest effect of interest']}, **undecided** (reported descriptively: no n was "
                    f"planned for it); {pending}. ")
@@ -138,8 +140,9 @@ def markdown(params) -> str | None:
                   f"({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
                   f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}; {pending}. ")
     second += (f"At 600 steps the TTE is {share:.3f} % of the shared block's input, {budget_share / share:.0f} × less "
-               f"than with the thesis's learning-rate budget for the TTE: too small a dose to test the claim, so its "
-               f"verdict there, {_said(helps)}, is no disagreement.")
+               f"than with the thesis's learning-rate budget for the TTE (its vectors and γ alone given the thesis's "
+               f"summed learning rate within the 600 steps): too small a dose (how much TTE reaches the shared "
+               f"block) to test the claim, so its verdict there, {_said(helps)}, is no disagreement.")
     if budget is not None:
         b = budget.iloc[-2]
         second += (f" With that budget ({budget_share:.1f} % of the input), on fresh seeds: **{b.verdict}** "
