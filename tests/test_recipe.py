@@ -101,8 +101,8 @@ def notebook_parameters(path: Path) -> dict:
 
 
 SBATCH = argparse.ArgumentParser(prog="sbatch", add_help=False, exit_on_error=False)
-for _flag in ("--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-task", "--cpus-per-task", "--time",
-              "--wrap", "--output", "--partition", "--account", "--mem"):
+for _flag in ("--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--cpus-per-task", "--time",
+              "--wrap", "--output", "--partition", "--account", "--mem"):      # no --gpus-per-task: see below
     SBATCH.add_argument(_flag)
 
 
@@ -403,6 +403,39 @@ def test_the_generated_commands_size_the_workers_and_name_what_slurm_needs():
     for layout in recipe.LAYOUTS:                                 # the index, once, before any run reads it
         head = recipe.commands(layout).splitlines()[:3]
         assert head[2].startswith('python -m thesis_lib.data.shard_index "$MIX"')
+
+
+def sbatch_lines(tmp_path: Path) -> list[tuple[str, argparse.Namespace]]:
+    """Every sbatch command of the guide's bash blocks and of each layout's generated script, parsed."""
+    script = "\n".join(bash_blocks(GUIDE.read_text()))
+    argvs = [argv for _, argv in recorded(script, tmp_path)]
+    for layout in recipe.LAYOUTS:
+        argvs += [argv for _, argv in recorded(recipe.commands(layout), tmp_path, {"PARTITION": "p", "ACCOUNT": "a"})]
+    lines = [shlex.join(argv) for argv in argvs if argv[0] == "sbatch"]
+    asked_per_task = [line for line in lines if "--gpus-per-task" in line]
+    assert not asked_per_task, asked_per_task
+    return [(line, SBATCH.parse_args(shlex.split(line)[1:])) for line in lines]
+
+
+def test_every_sbatch_line_asks_for_its_gpus_per_node_never_per_task(tmp_path):
+    """--gpus-per-task=1 confines each task to its own GPU on many clusters, and NCCL then has no NVLink between the
+    ranks (NVIDIA/nccl#1066, NVIDIA/pyxis#73): the GPUs are asked per node, as many as the job's tasks on a node
+    (one per GPU, each taking the GPU of its local rank); a job of one task that starts its own processes (the
+    pilot, the 8-GPU lanes) asks for all it drives."""
+    assert not any("--gpus-per-task" in recipe.commands(layout) for layout in recipe.LAYOUTS)
+    lines = sbatch_lines(tmp_path)
+    assert sum("thesis_lib.training.run" in s.wrap for _, s in lines) >= len(recipe.planned_jobs()) + 2
+    for shown, s in lines:
+        assert s.gpus_per_node, f"no --gpus-per-node: {shown}"
+        wrap = shlex.split(s.wrap)
+        if wrap[0] == "srun":                                        # one task per GPU
+            per_node = int(s.ntasks_per_node or int(s.ntasks) // int(s.nodes or 1))
+            assert int(s.gpus_per_node) == per_node, shown
+        elif "thesis_lib.study.full_scale.pilot" in wrap:
+            assert int(s.gpus_per_node) == int(wrap[wrap.index("--gpus") + 1]), shown
+    slurm = [line for line in recipe.commands("slurm").splitlines() if line.startswith("sbatch")]
+    assert all(f"--nodes=1 --ntasks={recipe.SLURM_GPUS} --gpus-per-node={recipe.SLURM_GPUS} " in line
+               for line in slurm)
 
 
 def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():

@@ -241,15 +241,22 @@ def cli_args(job: dict, processes: int, quote=lambda v: f'"{v}"', cores_per_gpu:
 
 MEM_PER_GPU_GB = 64     # SLURM --mem per job: 2 processes, each its model, batch and workers' decode buffers
 SLURM_HOURS = 12        # --time: 2.5 h per run at the GPU's goal; the data path may take several times that
+SLURM_GPUS = 2          # GPUs (and tasks) of one run's SLURM job, on one node
 
 
 def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
-    """One SLURM job of ``job`` on 2 GPUs: partition and account from $PARTITION / $ACCOUNT, the log under
-    $OUT/slurm/; srun is given --cpus-per-task itself (SLURM 22.05+ no longer passes sbatch's on to srun)."""
+    """One SLURM job of ``job`` on 2 GPUs of one node: partition and account from $PARTITION / $ACCOUNT, the log under
+    $OUT/slurm/; srun is given --cpus-per-task itself (SLURM 22.05+ no longer passes sbatch's on to srun). The GPUs
+    are asked per node (--gpus-per-node), not per task: where each task is confined to its own GPU
+    (--gpus-per-task=1 on a cluster that binds GPUs to tasks), NCCL cannot reach the other rank's GPU over NVLink
+    (NVIDIA/nccl#1066, NVIDIA/pyxis#73); every task sees the node's GPUs and takes its own by its local rank
+    (``training.distributed.gpu_index``)."""
     return (f"sbatch --job-name=tte-{job['variant']}-{job['seed']} --partition=\"$PARTITION\" --account=\"$ACCOUNT\" "
-            f"--nodes=1 --ntasks=2 --gpus-per-task=1 --cpus-per-task={cores_per_gpu} --mem={2 * MEM_PER_GPU_GB}G "
+            f"--nodes=1 --ntasks={SLURM_GPUS} --gpus-per-node={SLURM_GPUS} --cpus-per-task={cores_per_gpu} "
+            f"--mem={SLURM_GPUS * MEM_PER_GPU_GB}G "
             f"--time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x-%j.out\" --wrap \"srun --kill-on-bad-exit=1 "
-            f"--cpus-per-task={cores_per_gpu} python " + " ".join(cli_args(job, 2, lambda v: f"'{v}'", cores_per_gpu, device))
+            f"--cpus-per-task={cores_per_gpu} python " + " ".join(cli_args(job, SLURM_GPUS, lambda v: f"'{v}'", cores_per_gpu,
+                                                                          device))
             + '"')
 
 
