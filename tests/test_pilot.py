@@ -77,3 +77,31 @@ def test_bad_arguments_or_a_missing_data_folder_stop_the_pilot_before_anything_s
     with pytest.raises(SystemExit) as stop:
         pilot.main(["--device", "cpu"])
     assert stop.value.code == 2 and "set CKPT first" in capsys.readouterr().err
+
+
+def test_the_pilots_cores_per_gpu_default_from_slurm_with_the_warning(monkeypatch, capsys):
+    """Without --cores-per-gpu the pilot's task's CPUs are shared by its GPUs (SLURM_CPUS_PER_TASK=28, --gpus 2: 14
+    per GPU, 12 workers each), with the warning that SLURM's CPUs are often hyperthreads."""
+    for name in ("SLURM_CPUS_ON_NODE", "SLURM_GPUS_ON_NODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "28")
+    import torch
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(pilot, "problems", lambda gpus, device: [])
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def command(gpus, steps, device, preset, cores_per_gpu, sets):
+        seen.append(cores_per_gpu)
+        raise Stop
+    monkeypatch.setattr(pilot, "command", command)
+    with pytest.raises(Stop):
+        pilot.main(["--gpus", "2", "--device", "cpu"])
+    assert seen == [14]
+    err = capsys.readouterr().err
+    assert "pilot: --cores-per-gpu 14, from SLURM_CPUS_PER_TASK=28 / 2 GPUs" in err and "hyperthreads" in err
+    with pytest.raises(Stop):
+        pilot.main(["--gpus", "2", "--device", "cpu", "--cores-per-gpu", "5"])
+    assert seen == [14, 5] and capsys.readouterr().err == ""

@@ -438,6 +438,51 @@ def test_every_sbatch_line_asks_for_its_gpus_per_node_never_per_task(tmp_path):
                for line in slurm)
 
 
+SLURM_VARIABLES = ("SLURM_CPUS_ON_NODE", "SLURM_GPUS_ON_NODE", "SLURM_CPUS_PER_TASK")
+
+
+@pytest.fixture
+def no_slurm(monkeypatch):
+    for name in SLURM_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("env, task_gpus, cores, source", [
+    ({}, None, recipe.CORES_PER_GPU, ""),                                      # a login node: no GPU, no SLURM
+    ({"SLURM_CPUS_ON_NODE": "28", "SLURM_GPUS_ON_NODE": "2", "SLURM_CPUS_PER_TASK": "14"}, None, 14,
+     "SLURM_CPUS_ON_NODE=28 / 2 (SLURM_GPUS_ON_NODE)"),                         # the recipe's job: a task per GPU
+    ({"SLURM_CPUS_ON_NODE": "112", "SLURM_GPUS_ON_NODE": "8", "SLURM_CPUS_PER_TASK": "112"}, None, 14,
+     "SLURM_CPUS_ON_NODE=112 / 8 (SLURM_GPUS_ON_NODE)"),                        # one task for all 8 GPUs (the lanes)
+    ({"SLURM_CPUS_PER_TASK": "10"}, None, 10, "SLURM_CPUS_PER_TASK=10"),
+    ({"SLURM_CPUS_PER_TASK": "28"}, 2, 14, "SLURM_CPUS_PER_TASK=28 / 2 GPUs"),  # the pilot's task, 2 GPUs
+])
+def test_cores_per_gpu_default_from_slurms_variables(no_slurm, env, task_gpus, cores, source):
+    for name, value in env.items():
+        no_slurm.setenv(name, value)
+    assert recipe.cores_per_gpu(task_gpus) == (cores, source)
+
+
+def test_cores_per_gpu_default_from_the_hosts_cpus_and_gpus_and_its_warning(no_slurm, capsys):
+    no_slurm.setattr(torch.cuda, "device_count", lambda: 4)
+    no_slurm.setattr(recipe.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert recipe.cores_per_gpu() == (16, "this host's 64 CPUs / 4 GPUs")
+    said = recipe.cores_warning(28, "SLURM_CPUS_PER_TASK=28", threads=2)
+    assert "hyperthreads, not physical cores (here 2 threads per core: 28 CPUs are about 14 physical cores)" in said
+    assert "decode rate is per physical core" in said and "threads per core" not in recipe.cores_warning(8, "x", 1)
+    no_slurm.setenv("SLURM_CPUS_ON_NODE", "20")
+    no_slurm.setenv("SLURM_GPUS_ON_NODE", "2")
+    assert recipe.main(["commands", "--layout", "slurm"]) == 0
+    out, err = capsys.readouterr()
+    assert "--cores-per-gpu 10: " in out.splitlines()[0] and "--cpus-per-task=10 " in out and "data.num_workers=8" in out
+    assert err.startswith("recipe: --cores-per-gpu 10, from SLURM_CPUS_ON_NODE=20 / 2 (SLURM_GPUS_ON_NODE). Warning")
+    assert "hyperthreads, not physical cores" in err
+    assert recipe.main(["days", "--cores-per-gpu", "14"]) == 0                # given: no warning, the reference days
+    out, err = capsys.readouterr()
+    assert err == "" and out.strip() == recipe.days_table(14)
+
+
 def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():
     assert recipe.mix("/d") == "coco,wds:/d/cc3m/shards.txt@1516133,wds:/d/cc12m/shards.txt@1181988"
     assert sum(n for _, n, _, _ in recipe.MIXTURE) == 3_264_868

@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.pilot", description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=recipe.positive_int, default=2, help="processes (one per GPU); 2: the recipe's split")
     p.add_argument("--steps", type=recipe.positive_int, default=300)
-    p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=recipe.CORES_PER_GPU)
+    p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=None, help=recipe.CORES_HELP)
     p.add_argument("--device", default="cuda")
     p.add_argument("--preset", default="thesis")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -145,6 +145,7 @@ def main(argv=None) -> int:
     found = problems(args.gpus, args.device)
     if found:
         p.error("; ".join(found))
+    args.cores_per_gpu = recipe.resolve_cores(args.cores_per_gpu, args.gpus, "pilot")
     cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
     print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
     gpu = Utilisation()

@@ -22,6 +22,8 @@ import argparse
 import dataclasses
 import functools
 import math
+import os
+import sys
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, get_config
@@ -40,8 +42,76 @@ LANES, FIRST_PORT = 4, 29500          # 8gpu: four runs side by side, 2 GPUs eac
 # (benchmarks/data_pipeline.py SHAPES), and the shard list the data download writes
 MIXTURE = (("coco", 566_747, "coco", ""), ("cc3m", 1_516_133, "shard512", "cc3m/shards.txt"),
            ("cc12m", 1_181_988, "shard512", "cc12m/shards.txt"))
-CORES_PER_GPU = 14           # an 8-GPU H100 node with 112 cores (DGX H100: 2 × 56); --cores-per-gpu for yours
+CORES_PER_GPU = 14           # an 8-GPU H100 node with 112 physical cores (DGX H100: 2 × 56; 224 with hyperthreads)
+#                              the reference node of the planning; --cores-per-gpu's default reads yours (cores_per_gpu)
 DECODER = "pil"              # data.decoder of the recipe (the default)
+
+
+def _count(env, name: str) -> int | None:
+    try:
+        value = int(str(env.get(name, "")).split("(")[0])
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def threads_per_core() -> int | None:
+    """Hardware threads per physical core of this machine (2 where hyperthreading is on), from Linux's CPU topology;
+    None where it cannot be read."""
+    try:
+        cpu = min(os.sched_getaffinity(0))
+        text = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list").read_text().strip()
+    except (AttributeError, OSError, ValueError):
+        return None
+    n = 0
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        n += int(high or low) - int(low) + 1
+    return n or None
+
+
+def cores_per_gpu(task_gpus: int | None = None, env=None) -> tuple[int, str]:
+    """``--cores-per-gpu``'s default where none is given, and where it came from ("" for the reference node's).
+
+    The job's CPUs on this node over its GPUs on this node (SLURM_CPUS_ON_NODE / SLURM_GPUS_ON_NODE: right whether a
+    job runs one task per GPU, as the recipe's sbatch lines do, or one task for all its GPUs, as the pilot and the
+    8-GPU lanes do); else SLURM_CPUS_PER_TASK over the GPUs the task drives (``task_gpus``, default 1); else the CPUs
+    this process may use over the node's GPUs (torch's count, or ``task_gpus``); else, with no GPU in sight (a login
+    node), ``CORES_PER_GPU``. SLURM's CPUs, like ``os.cpu_count()``'s, are often hyperthreads, two to a physical
+    core, while the data path's decode rate is per physical core: ``cores_warning`` says so."""
+    env = os.environ if env is None else env
+    node_gpus, counted = _count(env, "SLURM_GPUS_ON_NODE"), "SLURM_GPUS_ON_NODE"
+    if node_gpus is None:
+        counted = "GPUs torch sees"
+        try:
+            import torch
+            node_gpus = torch.cuda.device_count() or None
+        except Exception:                                            # noqa: BLE001 - no torch, no driver: no count
+            node_gpus = None
+    node_cpus, task_cpus = _count(env, "SLURM_CPUS_ON_NODE"), _count(env, "SLURM_CPUS_PER_TASK")
+    if node_cpus and node_gpus:
+        return max(1, node_cpus // node_gpus), f"SLURM_CPUS_ON_NODE={node_cpus} / {node_gpus} ({counted})"
+    if task_cpus:
+        gpus = task_gpus or 1
+        return max(1, task_cpus // gpus), f"SLURM_CPUS_PER_TASK={task_cpus}" + (f" / {gpus} GPUs" if gpus > 1 else "")
+    gpus = node_gpus or task_gpus
+    if gpus:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except AttributeError:
+            cpus = os.cpu_count() or 1
+        return max(1, cpus // gpus), f"this host's {cpus} CPUs / {gpus} GPU{'s' * (gpus > 1)}"
+    return CORES_PER_GPU, ""
+
+
+def cores_warning(cores: int, source: str, threads: int | None = None) -> str:
+    """The warning printed with a ``--cores-per-gpu`` read from SLURM or the host (``cores_per_gpu``)."""
+    threads = threads_per_core() if threads is None else threads
+    here = (f" (here {threads} threads per core: {cores} CPUs are about {max(1, cores // threads)} physical cores)"
+            if threads and threads > 1 else "")
+    return (f"--cores-per-gpu {cores}, from {source}. Warning: SLURM's CPUs (and os.cpu_count()'s) are often "
+            f"hyperthreads, not physical cores{here}, and the data path's decode rate is per physical core: the recipe's "
+            f"days assume physical cores; give --cores-per-gpu the physical cores per GPU to plan with them.")
 
 
 def mix(data: str = "$DATA") -> str:
@@ -315,9 +385,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--table1-seeds", type=positive_int, default=None,
                    help="train notebook 02's sequential looks up to this many seeds (default: the first look, 4)")
     for sp in (t, d, c):
-        sp.add_argument("--cores-per-gpu", type=positive_int, default=CORES_PER_GPU,
-                        help=f"CPU cores of the node per GPU (default {CORES_PER_GPU}: 112 cores, 8 GPUs)")
+        sp.add_argument("--cores-per-gpu", type=positive_int, default=None, help=CORES_HELP)
     return p
+
+
+CORES_HELP = (f"CPU cores of the node per GPU (default: SLURM_CPUS_ON_NODE / SLURM_GPUS_ON_NODE, else "
+              f"SLURM_CPUS_PER_TASK, else this host's CPUs / its GPUs, else {CORES_PER_GPU}: 112 cores for 8 GPUs; "
+              "SLURM's CPUs are often hyperthreads: give physical cores)")
+
+
+def resolve_cores(given: int | None, task_gpus: int | None = None, who: str = "recipe") -> int:
+    """``--cores-per-gpu`` as given, else its default (``cores_per_gpu``), with its warning on stderr."""
+    if given is not None:
+        return given
+    cores, source = cores_per_gpu(task_gpus)
+    if source:
+        print(f"{who}: {cores_warning(cores, source)}", file=sys.stderr)
+    return cores
 
 
 def main(argv=None) -> int:
@@ -327,6 +411,8 @@ def main(argv=None) -> int:
     if getattr(args, "table1_seeds", None) is not None and args.table1_seeds < first:
         parser.error(f"argument --table1-seeds: {args.table1_seeds} is fewer than the sequential design's first look "
                      f"({first} seeds), which notebook 02 always reads")
+    if args.what != "mix":
+        args.cores_per_gpu = resolve_cores(args.cores_per_gpu)
     if args.what == "mix":
         print(mix(args.data))
     elif args.what == "table":
