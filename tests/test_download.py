@@ -9,6 +9,7 @@ import threading
 import zipfile
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 import pytest
 import torch
@@ -171,6 +172,23 @@ def _coco_mirror(mirror, tmp_path, drop: str = ""):
     return flickr
 
 
+SPLITS = {"dataset_coco.json": {"train+restval": 5, "val": 1, "test": 4},    # the fixtures' Karpathy JSONs
+          "dataset_flickr30k.json": {"train": 2, "val": 0, "test": 3}}
+TINY = replace(dd.SOURCES["coco"], expected={"train2014": 3, "val2014": 7, **SPLITS}, sizes={})
+
+
+def test_the_karpathy_json_counts_are_karpathys():
+    """The split counts checked are Karpathy's: COCO 113,287 train + restval (82,783 + 30,504), 5,000 val, 5,000 test
+    (123,287 = the 82,783 + 40,504 images of the two zips); Flickr30K 29,000 / 1,014 / 1,000 (31,014 of its 31,783)."""
+    coco, flickr = dd.KARPATHY_SPLITS["dataset_coco.json"], dd.KARPATHY_SPLITS["dataset_flickr30k.json"]
+    assert coco == {"train+restval": 113_287, "val": 5_000, "test": 5_000}
+    assert sum(coco.values()) == dd.SOURCES["coco"].expected["train2014"] + dd.SOURCES["coco"].expected["val2014"]
+    assert flickr == {"train": 29_000, "val": 1_014, "test": 1_000}
+    assert sum(flickr.values()) < dd.SOURCES["flickr30k"].expected["flickr30k-images"]
+    for what in ("coco", "flickr30k"):
+        assert all(dd.SOURCES[what].expected[name] == dd.KARPATHY_SPLITS[name] for name in dd.KARPATHY_JSON)
+
+
 def test_coco_lands_in_the_layout_the_loaders_read_and_is_counted(mirror, tmp_path, capsys):
     _coco_mirror(mirror, tmp_path)
     data = tmp_path / "data"
@@ -180,7 +198,10 @@ def test_coco_lands_in_the_layout_the_loaders_read_and_is_counted(mirror, tmp_pa
     assert (data / "flickr30k" / "dataset_flickr30k.json").is_file()
     assert dd.coco(data, tiny)["val2014"] == 7                            # again: nothing to do, same counts
     assert dd.main(["coco", str(data)]) == 2                              # the real counts: an error naming them
-    assert "holds 3 JPEGs after extracting train2014.zip, expected 82,783" in capsys.readouterr().err
+    assert ("dataset_coco.json: it holds train+restval 5, val 1, test 4 images, Karpathy's dataset_coco.json "
+            "train+restval 113,287, val 5,000, test 5,000") in capsys.readouterr().err     # the splits, before the zips
+    with pytest.raises(DataError, match="holds 3 JPEGs after extracting train2014.zip, expected 82,783"):
+        dd.coco(data, replace(tiny, expected={**SPLITS, "train2014": 82_783, "val2014": 7}))
     with pytest.raises(DataError, match=r"train2014.zip needs about 2,000,000.0 GB free under .*; [\d,.]+ GB are"):
         dd.coco(tmp_path / "elsewhere", replace(tiny, sizes={"train2014.zip": 10 ** 15}))
 
@@ -294,3 +315,156 @@ def test_a_shard_cut_at_a_members_header_is_skipped_and_counted_as_failed(mirror
     assert (summary["shards"], summary["failed"], summary["tried"], summary["pairs"]) == (2, 1, 3, 8)
     assert (data / "cc3m" / "shards.txt").read_text().split() == ["cc3m-train-0000.tar", "cc3m-train-0002.tar"]
     assert not (data / "cc3m" / "cc3m-train-0001.tar").exists()
+
+
+# ------------------------------------------------------------------- a dead link: the order, --source, second sources
+
+def _fetched(monkeypatch) -> list[str]:
+    """The file names download.py fetches, in order (the real fetch still runs)."""
+    names, real = [], dd.fetch
+
+    def spy(url, dest, *args, **kwargs):
+        names.append(Path(dest).name)
+        return real(url, dest, *args, **kwargs)
+    monkeypatch.setattr(dd, "fetch", spy)
+    return names
+
+
+def test_the_karpathy_splits_are_fetched_before_the_coco_zips(mirror, tmp_path, monkeypatch):
+    """The small files first: Karpathy's zip before the 20 GB of COCO's, so that its dead link stops the command
+    before any image archive was fetched."""
+    _coco_mirror(mirror, tmp_path)
+    fetched = _fetched(monkeypatch)
+    assert dd.coco(tmp_path / "data", TINY)["dataset_coco.json"] == 10
+    assert fetched == ["caption_datasets.zip", "train2014.zip", "val2014.zip"]
+    (mirror / "caption_datasets.zip").unlink()                              # the dead link, and no second source
+    fetched.clear()
+    with pytest.raises(DownloadError, match=r"caption_datasets.zip: no link gave it \(.*not found \(404\).*--source "
+                                            r"caption_datasets.zip=PATH_OR_URL"):
+        dd.coco(tmp_path / "other", TINY)
+    assert fetched == ["caption_datasets.zip", "karpathy_coco.json", "dataset_flickr30k.json"]      # no COCO zip
+    assert not (tmp_path / "other" / "downloads" / "train2014.zip").exists()
+
+
+def _served_mirror(server, tmp_path):
+    """The 127.0.0.1 server: /mirror/ holds every file of the tiny COCO but caption_datasets.zip, /elsewhere/ that."""
+    root, base = server
+    (root / "mirror").mkdir()
+    (root / "elsewhere").mkdir()
+    _coco_mirror(root / "mirror", tmp_path)
+    (root / "mirror" / "caption_datasets.zip").rename(root / "elsewhere" / "caption_datasets.zip")
+    return root, base
+
+
+def test_one_file_the_mirror_lacks_is_read_from_its_own_source(server, tmp_path, monkeypatch, capsys):
+    """THESIS_MIRROR (served over HTTP) lacks Karpathy's zip: the download fails naming it and the way out; with
+    --source for that file alone (a URL the mirror does not redirect, or a local file) it lands, checked by its
+    split counts; a file of other counts given that way is refused with them."""
+    root, base = _served_mirror(server, tmp_path)
+    monkeypatch.setenv("THESIS_MIRROR", f"{base}/mirror/")
+    with pytest.raises(DownloadError, match=rf"{base}/mirror/caption_datasets.zip\): HTTP 404.*--source"):
+        dd.coco(tmp_path / "a", TINY)
+    fetched = _fetched(monkeypatch)
+    url = f"{base}/elsewhere/caption_datasets.zip"
+    assert dd.coco(tmp_path / "a", TINY, {"caption_datasets.zip": url}) == \
+        {"train2014": 3, "val2014": 7, "dataset_coco.json": 10}
+    assert fetched == ["caption_datasets.zip", "train2014.zip", "val2014.zip"]
+    assert (tmp_path / "a" / "downloads" / "caption_datasets.zip").read_bytes() == \
+        (root / "elsewhere" / "caption_datasets.zip").read_bytes()
+    assert (tmp_path / "a" / "flickr30k" / "dataset_flickr30k.json").is_file()
+    local = root / "elsewhere" / "caption_datasets.zip"                    # a local file: read where it lies
+    assert dd.coco(tmp_path / "b", TINY, {"caption_datasets.zip": str(local)})["dataset_coco.json"] == 10
+    assert not (tmp_path / "b" / "downloads" / "caption_datasets.zip").exists()
+    wrong = tmp_path / "wrong.json"                                         # Flickr30K's file given as COCO's
+    wrong.write_bytes((tmp_path / "src" / "flickr30k" / "dataset_flickr30k.json").read_bytes())
+    with pytest.raises(DataError, match=r"--source dataset_coco.json=.*wrong.json: it holds train\+restval 2, val 0, "
+                                        r"test 3 images, Karpathy's dataset_coco.json train\+restval 5, val 1, test 4"):
+        dd.coco(tmp_path / "c", TINY, {"dataset_coco.json": str(wrong), "caption_datasets.zip": url})
+    assert wrong.is_file()                                                  # yours: never deleted
+    monkeypatch.setattr(dd, "SOURCES", {**dd.SOURCES, "coco": TINY})       # the command line, the same
+    assert dd.main(["coco", str(tmp_path / "d"), "--source", f"caption_datasets.zip={url}"]) == 0
+    assert "coco: train2014 3, val2014 7, dataset_coco.json 10 (all as expected)" in capsys.readouterr().out
+
+
+def test_a_file_placed_in_downloads_is_used_and_checked(mirror, tmp_path, monkeypatch):
+    """Every file placed in DATA/downloads/ by hand is read from there, nothing fetched (the mirror is empty); a
+    placed split file of other counts stops the command naming it, and is kept."""
+    (tmp_path / "files").mkdir()
+    _coco_mirror(tmp_path / "files", tmp_path)
+    data = tmp_path / "data"
+    (data / "downloads").mkdir(parents=True)
+    for p in (tmp_path / "files").iterdir():
+        p.rename(data / "downloads" / p.name)
+    fetched = _fetched(monkeypatch)
+    assert dd.coco(data, TINY) == {"train2014": 3, "val2014": 7, "dataset_coco.json": 10}
+    assert fetched == []
+    other = tmp_path / "other"
+    (other / "downloads").mkdir(parents=True)
+    placed = other / "downloads" / "dataset_coco.json"
+    placed.write_bytes((tmp_path / "src" / "flickr30k" / "dataset_flickr30k.json").read_bytes())
+    with pytest.raises(DataError, match=r"downloads/dataset_coco.json \(already in .*: it holds train\+restval 2"):
+        dd.coco(other, TINY)
+    assert placed.is_file() and fetched == []
+    placed.write_bytes((tmp_path / "src" / "coco" / "dataset_coco.json").read_bytes())   # the right ones: used as is
+    (other / "downloads" / "dataset_flickr30k.json").write_bytes(
+        (tmp_path / "src" / "flickr30k" / "dataset_flickr30k.json").read_bytes())
+    with pytest.raises(DownloadError, match="train2014.zip: no link gave it"):           # (the zips are not there)
+        dd.coco(other, TINY)
+    assert (other / "coco" / "dataset_coco.json").read_bytes() == placed.read_bytes()
+
+
+def test_the_second_sources_of_the_splits_and_of_flickr30k(mirror, tmp_path):
+    """Karpathy's zip gone: each JSON from its second source (its file name on the hub, read here from the mirror),
+    checked by its split counts — one of other counts is deleted and named; Flickr30K's images without --archive from
+    the hub's flickr30k-images.zip, counted like the request form's archive."""
+    flickr = _coco_mirror(mirror, tmp_path)
+    (mirror / "caption_datasets.zip").unlink()
+    assert [dd.file_name(u) for u in dd.links(TINY, "dataset_coco.json")] == ["karpathy_coco.json"]
+    (mirror / "karpathy_coco.json").write_bytes((tmp_path / "src" / "coco" / "dataset_coco.json").read_bytes())
+    (mirror / "dataset_flickr30k.json").write_bytes((flickr / "dataset_flickr30k.json").read_bytes())
+    data = tmp_path / "data"
+    assert dd.karpathy(data, TINY) == {"dataset_coco.json": SPLITS["dataset_coco.json"],
+                                       "dataset_flickr30k.json": SPLITS["dataset_flickr30k.json"]}
+    assert (data / "coco" / "dataset_coco.json").read_bytes() == (mirror / "karpathy_coco.json").read_bytes()
+    _zip(mirror / "flickr30k-images.zip", {f"flickr30k-images/{p.name}": p.read_bytes()
+                                           for p in (flickr / "flickr30k-images").iterdir()})
+    tiny = replace(dd.SOURCES["flickr30k"], expected={"flickr30k-images": 5, **SPLITS})
+    assert dd.flickr30k(data, None, tiny) == {"flickr30k-images": 5, "dataset_flickr30k.json": 5}
+    assert (data / "downloads" / "flickr30k-images.zip").is_file()
+    (mirror / "karpathy_coco.json").write_bytes((flickr / "dataset_flickr30k.json").read_bytes())   # not COCO's
+    with pytest.raises(DownloadError, match=r"karpathy_coco.json \(from https://huggingface.co/datasets/openflamingo/"
+                                            r".*: it holds train\+restval 2, val 0, test 3 images"):
+        dd.karpathy(tmp_path / "again", TINY)
+    assert not (tmp_path / "again" / "downloads" / "karpathy_coco.json").exists()      # fetched and wrong: deleted
+
+
+def test_source_names_a_file_of_the_set_and_a_local_shard(mirror, tmp_path, capsys):
+    for argv, said in [(["coco", "d", "--source", "train2015.zip=/x"], "--source train2015.zip: coco reads no file "
+                                                                        "of that name (its files: caption_datasets.zip"),
+                       (["coco", "d", "--source", "train2014.zip"], "--source train2014.zip: give NAME=PATH_OR_URL"),
+                       (["cc3m", "d", "--pairs", "4", "--source", "cc3m-train-9999.tar=/x"],
+                        "(its files: cc3m-train-0000.tar, cc3m-train-0001.tar, cc3m-train-0002.tar, …, "
+                        "cc3m-train-0575.tar)"),
+                       (["flickr30k", "d", "--archive", "a.zip", "--source", "flickr30k-images.zip=b.zip"],
+                        "--archive and --source flickr30k-images.zip name the same file")]:
+        with pytest.raises(SystemExit) as stop:
+            dd.main(argv)
+        assert stop.value.code == 2 and said in capsys.readouterr().err.splitlines()[-1], argv
+    _shards(mirror, "cc3m", [0, 2])                                         # 0001 only elsewhere, on this disk
+    (tmp_path / "elsewhere").mkdir()
+    _shards(tmp_path / "elsewhere", "cc3m", [1])
+    data, tiny = tmp_path / "data", replace(dd.SOURCES["cc3m"], expected={"first": 0, "last": 2})
+    given = {"cc3m-train-0001.tar": str(tmp_path / "elsewhere" / "cc3m-train-0001.tar")}
+    summary = dd.download_shards(data, "cc3m", 12, tiny, given=given)
+    assert (summary["shards"], summary["failed"], summary["pairs"]) == (3, 0, 12)
+    assert (data / "cc3m" / "cc3m-train-0001.tar").read_bytes() == Path(given["cc3m-train-0001.tar"]).read_bytes()
+
+
+def test_fetch_reads_a_local_file_or_a_url_past_the_mirror(mirror, server, tmp_path):
+    root, base = server
+    (root / "f.bin").write_bytes(b"served")
+    (tmp_path / "local.bin").write_bytes(b"local")
+    assert fetch(str(tmp_path / "local.bin"), tmp_path / "a.bin", mirror=False)[0] == 5
+    assert fetch(f"{base}/f.bin", tmp_path / "b.bin", mirror=False)[0] == 6          # the mirror has no f.bin
+    with pytest.raises(DownloadError, match=r"nowhere.bin: not found \(404\): no such file"):
+        fetch(str(tmp_path / "nowhere.bin"), tmp_path / "c.bin", mirror=False)

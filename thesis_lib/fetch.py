@@ -8,7 +8,8 @@ seconds, unless ``THESIS_PROGRESS=0``.
 
 ``THESIS_MIRROR`` (a local folder, or an ``http(s)://`` / ``file://`` URL base): when set, every URL is fetched from
 ``$THESIS_MIRROR/<the URL's file name>`` instead (the last component of its path, without the query string), for a
-lab's own mirror and for the tests. Every failure is a ``DownloadError`` naming the URL and, for HTTP, the status
+lab's own mirror and for the tests. ``fetch(..., mirror=False)`` reads the URL itself, or a local file when it is a
+path (a file named for one download, ``--source`` of ``python -m thesis_lib.data.download``). Every failure is a ``DownloadError`` naming the URL and, for HTTP, the status
 (with Azure's error code where the server sends one, e.g. ``409 PublicAccessNotPermitted``).
 """
 from __future__ import annotations
@@ -67,8 +68,10 @@ def file_sha256(path: Path) -> str:
 def _open(url: str, src: str, timeout: float):
     """The stream to read and its length in bytes (None when the server does not say)."""
     where = url if src == url else f"{url} (from the mirror: {src})"
-    if "://" not in src:                                              # a local mirror folder
-        path = Path(src)
+    if "://" not in src:                                              # a local mirror folder, or a local file
+        path = Path(src).expanduser()
+        if not path.is_file() and src == url:
+            raise DownloadError(f"{url}: not found (404): no such file")
         if not path.is_file():
             raise DownloadError(f"{where}: not found (404): the mirror {os.environ.get(MIRROR)} has no "
                                 f"{path.name}; put the file there or unset {MIRROR}")
@@ -90,12 +93,14 @@ def _progress(name: str, done: int, total: int | None, seconds: float) -> str:
     return f"  {name}: {done / 1e6:,.1f}{of} MB, {done / 1e6 / max(seconds, 1e-9):,.1f} MB/s"
 
 
-def fetch(url: str, dest: str | os.PathLike, every: float = EVERY_S, timeout: float = TIMEOUT_S) -> tuple[int, str]:
-    """Download ``url`` to ``dest`` (see the module's docstring); returns the file's size and SHA-256."""
+def fetch(url: str, dest: str | os.PathLike, every: float = EVERY_S, timeout: float = TIMEOUT_S,
+          mirror: bool = True) -> tuple[int, str]:
+    """Download ``url`` to ``dest`` (see the module's docstring); returns the file's size and SHA-256. ``mirror``:
+    ``THESIS_MIRROR`` applies (else ``url`` itself is read: a URL, or a local file's path)."""
     dest = Path(dest)
     if dest.is_file():
         return dest.stat().st_size, file_sha256(dest)
-    src = source(url)
+    src = source(url) if mirror else url
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     h, done = hashlib.sha256(), 0

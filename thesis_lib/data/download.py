@@ -1,18 +1,27 @@
 """Download the real data sets into one data root, in the layout ``data/roots.py`` reads, and count what landed.
 
-    python -m thesis_lib.data.download coco DATA                  # COCO 2014 images + Karpathy's splits
+    python -m thesis_lib.data.download coco DATA                  # Karpathy's splits, then the COCO 2014 images
     python -m thesis_lib.data.download flickr30k DATA --archive flickr30k-images.tar.gz
     python -m thesis_lib.data.download imagenet DATA --archive ILSVRC2012_img_val.tar
     python -m thesis_lib.data.download cc3m DATA --pairs 2000000  # webdataset shards until N usable pairs
     python -m thesis_lib.data.download cc12m DATA --pairs 8000000
+    python -m thesis_lib.data.download coco DATA --source caption_datasets.zip=/elsewhere/caption_datasets.zip
 
-``SOURCES`` declares each set once: its URLs, its folder under DATA, the counts it must reach, the archive sizes.
+``SOURCES`` declares each set once: its files and their links (tried in order), its folder under DATA, the counts it
+must reach, the archive sizes.
 
-* ``coco``: ``train2014.zip`` and ``val2014.zip`` (images.cocodataset.org) → ``coco/images/{train2014,val2014}/``;
-  Karpathy's ``caption_datasets.zip`` → ``coco/dataset_coco.json`` and ``flickr30k/dataset_flickr30k.json``. The
-  folders must hold 82,783 and 40,504 JPEGs, and every image the JSON names must be there.
-* ``flickr30k --archive``: the images archive of the Flickr30K request form (no public URL) →
-  ``flickr30k/flickr30k-images/`` (31,783 JPEGs, each one named by ``dataset_flickr30k.json``).
+* ``coco``: Karpathy's splits first (small: a dead link shows before the 20 GB of images), then ``train2014.zip`` and
+  ``val2014.zip`` (images.cocodataset.org) → ``coco/images/{train2014,val2014}/``. The splits come from Karpathy's
+  ``caption_datasets.zip`` (cs.stanford.edu, reported 404 since 2023-09: ruotianluo/ImageCaptioning.pytorch issue
+  184) → ``coco/dataset_coco.json`` and ``flickr30k/dataset_flickr30k.json``; when it cannot be had, each JSON from
+  its second source (``KARPATHY_SECOND``: copies on the Hugging Face hub, candidates never fetched from the machines
+  this was written on; their content is what decides). Each JSON must hold Karpathy's images per split
+  (``KARPATHY_SPLITS``: COCO 113,287 train + restval, 5,000 val, 5,000 test; Flickr30K 29,000 / 1,014 / 1,000), the
+  image folders 82,783 and 40,504 JPEGs, and every image the JSON names must be there.
+* ``flickr30k [--archive F]``: the images archive of the Flickr30K request form (whose links were reported 404 in
+  2025-11: iSEE-Laboratory/LLMDet issue 70), or without ``--archive`` the copy on the Hugging Face hub
+  (``nlphuji/flickr30k``'s ``flickr30k-images.zip``, a candidate, not fetched here) → ``flickr30k/flickr30k-images/``
+  (31,783 JPEGs, each one named by ``dataset_flickr30k.json``).
 * ``imagenet --archive``: ``ILSVRC2012_img_val.tar`` (image-net.org, after login) → ``imagenet/val/<wnid>/*.JPEG``,
   sorted by the mapping of soumith/imagenetloader.torch's ``valprep.sh``, which is parsed here (its ``mkdir -p
   <wnid>`` and ``mv <file> <wnid>/`` lines), never executed; 1,000 folders of 50 images.
@@ -24,15 +33,21 @@
   only when more than 5 % of the shards tried failed. ``shards.txt`` lists the landed shards, one file name a line,
   for ``data.train_sets=wds:DATA/cc3m/shards.txt@N``.
 
-Archives are kept in ``DATA/downloads/`` (delete them once the counts pass); a file already in place with the
-archive member's size is not written again, and an archive or shard already downloaded is not fetched again.
-``THESIS_MIRROR`` reads every URL from a mirror folder instead (``thesis_lib/fetch.py``).
+Where each file comes from (``obtain``), the first that exists deciding: ``--source NAME=PATH_OR_URL`` (a local file
+is read where it lies, a URL is fetched into ``DATA/downloads/``, past ``THESIS_MIRROR``); the file already in
+``DATA/downloads/NAME`` (placed there by hand, or by an earlier run); then the file's links in order. Every file is
+checked as it would be from its first link (the split counts, the JPEG counts, valprep.sh's lines, a shard's index):
+a fetched file that fails is deleted and the next link tried; a given or placed one that fails stops the command
+with the reason (it is never deleted). Archives are kept in ``DATA/downloads/`` (delete them once the counts pass); a
+file already in place with the archive member's size is not written again. ``THESIS_MIRROR`` reads every link from a
+mirror folder instead (``thesis_lib/fetch.py``).
 """
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import os
 import re
 import shutil
 import sys
@@ -44,13 +59,26 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ..cache import write_text_atomic
-from ..errors import DataError, ThesisError
+from ..errors import DataError, DownloadError, ThesisError
 from ..fetch import CHUNK, EVERY_S, fetch, file_name, say
 from .shards import index_shard
 
 COCO = "http://images.cocodataset.org/zips/"
 KARPATHY = "https://cs.stanford.edu/people/karpathy/deepimagesent/caption_datasets.zip"
+KARPATHY_ZIP = "caption_datasets.zip"
 KARPATHY_JSON = {"dataset_coco.json": "coco", "dataset_flickr30k.json": "flickr30k"}   # member -> folder
+# Karpathy's split files: the images of each split (train + restval counted together), each image once
+KARPATHY_SPLITS = {"dataset_coco.json": {"train+restval": 113_287, "val": 5_000, "test": 5_000},
+                   "dataset_flickr30k.json": {"train": 29_000, "val": 1_014, "test": 1_000}}
+# Second sources, tried when caption_datasets.zip cannot be had: candidates named from the hub's listings (the
+# openflamingo evaluation benchmark's copies, 144 MB and 111 MB), never fetched from the machines this was written on
+# (they reach package registries only): their split counts decide whether they are Karpathy's files.
+FLAMINGO = "https://huggingface.co/datasets/openflamingo/eval_benchmark/resolve/main/"
+KARPATHY_SECOND = {"dataset_coco.json": (FLAMINGO + "mscoco_karpathy/karpathy_coco.json",),
+                   "dataset_flickr30k.json": (FLAMINGO + "flickr30k/dataset_flickr30k.json",)}
+# Flickr30K's images on the hub (4.39 GB; a candidate, not fetched here): counted like the request form's archive
+FLICKR30K_HUB = "https://huggingface.co/datasets/nlphuji/flickr30k/resolve/main/flickr30k-images.zip"
+COCO_ZIPS = ("train2014", "val2014")
 VALPREP = "https://raw.githubusercontent.com/soumith/imagenetloader.torch/master/valprep.sh"
 HF = "https://huggingface.co/datasets/pixparse/"
 MAX_FAILED = 0.05          # the share of the shards tried that may fail
@@ -60,20 +88,26 @@ MIN_TRIED = 20             # shards tried before a failure rate above MAX_FAILED
 @dataclass(frozen=True)
 class Source:
     folder: str                                                 # under DATA
-    urls: dict[str, str]                                        # file -> URL ("shard": a template with {index})
-    expected: dict[str, int]                                    # what the check counts
+    urls: dict[str, str | tuple[str, ...]]                      # file -> its links, tried in order ("shard": a
+    #                                                             template with {index})
+    expected: dict[str, int | dict]                             # what the check counts (a Karpathy JSON: its splits;
+    #                                                             left out, as in the tests' tiny sets: not counted)
     sizes: dict[str, int] = field(default_factory=dict)         # archive -> bytes as served (a note if different)
     note: str = ""
 
 
+_SPLIT_FILES = {KARPATHY_ZIP: KARPATHY, **KARPATHY_SECOND}
+
 SOURCES = {
     "coco": Source("coco", {"train2014.zip": COCO + "train2014.zip", "val2014.zip": COCO + "val2014.zip",
-                            "caption_datasets.zip": KARPATHY},
-                   {"train2014": 82_783, "val2014": 40_504},
+                            **_SPLIT_FILES},
+                   {"train2014": 82_783, "val2014": 40_504, **KARPATHY_SPLITS},
                    {"train2014.zip": 13_510_573_713, "val2014.zip": 6_645_013_297}),
-    "flickr30k": Source("flickr30k", {"caption_datasets.zip": KARPATHY}, {"flickr30k-images": 31_783},
-                        note="no public URL: request the images at https://shannon.cs.illinois.edu/DenotationGraph/ "
-                             "and pass the archive you receive as --archive"),
+    "flickr30k": Source("flickr30k", {**_SPLIT_FILES, "flickr30k-images.zip": FLICKR30K_HUB},
+                        {"flickr30k-images": 31_783, **KARPATHY_SPLITS},
+                        note="the request form (https://shannon.cs.illinois.edu/DenotationGraph/) was reported to "
+                             "answer 404 in 2025-11: pass the archive you have as --archive, or leave --archive out to "
+                             "try the copy on the Hugging Face hub (nlphuji/flickr30k)"),
     "imagenet": Source("imagenet", {"valprep.sh": VALPREP}, {"classes": 1_000, "per_class": 50},
                        {"ILSVRC2012_img_val.tar": 6_744_924_160},
                        note="download ILSVRC2012_img_val.tar from https://image-net.org (after login) and pass it "
@@ -144,16 +178,87 @@ def extract(archive: Path, place) -> dict[str, int]:
     return done
 
 
-def _archive(root: Path, name: str, source: Source) -> Path:
-    """``DATA/downloads/<name>``, fetched unless it is there; a size other than the declared one is noted."""
-    path, declared = root / "downloads" / name, source.sizes.get(name)
-    if not path.is_file():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(path.parent).free
-        if declared and free < 2 * declared:
-            raise DataError(f"{name} needs about {2 * declared / 1e9:,.1f} GB free under {root} (the archive and its "
-                            f"images); {free / 1e9:,.1f} GB are")
-        fetch(source.urls[name], path)
+def links(source: Source, name: str) -> tuple[str, ...]:
+    """The links of one of ``source``'s files, in the order they are tried."""
+    found = source.urls.get(name, ())
+    return (found,) if isinstance(found, str) else tuple(found)
+
+
+def _room(path: Path, root: Path, declared: int | None) -> None:
+    free = shutil.disk_usage(path.parent).free
+    if declared and free < 2 * declared:
+        raise DataError(f"{path.name} needs about {2 * declared / 1e9:,.1f} GB free under {root} (the archive and its "
+                        f"images); {free / 1e9:,.1f} GB are")
+
+
+def _accepted(path: Path, check, said: str) -> Path:
+    """``path`` if ``check`` accepts it; a DataError naming ``said`` (where the file came from) if not."""
+    if check is not None:
+        try:
+            check(path)
+        except DataError as err:
+            raise DataError(f"{said}: {err}") from None
+    return path
+
+
+def obtain(root: Path, name: str, source: Source, given: dict | None = None, check=None) -> Path:
+    """Where the file ``name`` of ``source`` is read from (see the module's docstring), checked by ``check(path)``
+    (a ``DataError`` for a wrong file; None: the counts after extraction decide):
+
+    1. ``given[name]`` (``--source NAME=PATH_OR_URL``): a local file is read where it lies; a URL is fetched to
+       ``DATA/downloads/NAME``, ``THESIS_MIRROR`` left aside;
+    2. ``DATA/downloads/NAME``, placed there by hand or by an earlier run;
+    3. each link of the file in order (``THESIS_MIRROR`` applies), fetched to ``DATA/downloads/`` under the link's
+       file name, until one answers with a file ``check`` accepts; a fetched file it refuses is deleted.
+
+    A given or placed file ``check`` refuses is a ``DataError`` (never deleted: it is yours); no link left is a
+    ``DownloadError`` naming what each one answered."""
+    downloads, declared = root / "downloads", source.sizes.get(name)
+    downloads.mkdir(parents=True, exist_ok=True)
+    where = (given or {}).get(name)
+    if where and "://" not in where:
+        path = Path(where).expanduser()
+        if not path.is_file():
+            raise DataError(f"--source {name}={where}: no such file")
+        say(f"{name}: reading {path} (--source)")
+        return _accepted(path, check, f"--source {name}={where}")
+    if where:
+        dest = downloads / name
+        if not dest.is_file():
+            _room(dest, root, declared)
+            fetch(where, dest, mirror=False)
+        try:
+            return _accepted(dest, check, f"{dest} (from --source {name}={where})")
+        except DataError:
+            dest.unlink(missing_ok=True)
+            raise
+    placed = downloads / name
+    if placed.is_file():
+        say(f"{name}: using {placed}, already there")
+        return _note_size(_accepted(placed, check, f"{placed} (already in {downloads}: replace it, or delete it to "
+                                                   "fetch it)"), declared)
+    failures = []
+    for url in links(source, name):
+        dest = downloads / file_name(url)
+        if not dest.is_file():
+            _room(dest, root, declared)
+            try:
+                fetch(url, dest)
+            except DownloadError as err:
+                failures.append(str(err))
+                say(f"{name}: {err}" + ("; trying the next link" if url != links(source, name)[-1] else ""))
+                continue
+        try:
+            return _note_size(_accepted(dest, check, f"{dest} (from {url})"), declared)
+        except DataError as err:
+            failures.append(str(err))
+            dest.unlink(missing_ok=True)
+            say(f"{name}: {err}; deleted")
+    raise DownloadError(f"{name}: no link gave it ({' | '.join(failures) or 'no link declared'}); place the file in "
+                        f"{downloads}/ or pass --source {name}=PATH_OR_URL")
+
+
+def _note_size(path: Path, declared: int | None) -> Path:
     if declared and path.stat().st_size != declared:
         say(f"note: {path} has {path.stat().st_size:,} bytes, {declared:,} were declared; the counts decide")
     return path
@@ -179,41 +284,137 @@ def _all_named_exist(json_path: Path, image_root: Path) -> int:
     return len(named)
 
 
+def split_counts(path: Path, groups=None) -> dict[str, int]:
+    """The images of each split of a Karpathy JSON (``filepath/filename``, each once); ``groups`` (e.g.
+    ``("train+restval", "val", "test")``) counts the splits a group joins with ``+`` together. A ``DataError`` when
+    the file is not a Karpathy JSON."""
+    try:
+        images = json.loads(Path(path).read_bytes())["images"]
+        per_split: dict[str, set] = {}
+        for img in images:
+            per_split.setdefault(img["split"], set()).add(str(PurePosixPath(img.get("filepath", ""), img["filename"])))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise DataError(f"{Path(path).name} is not a Karpathy split file (a JSON whose 'images' each have a 'split' "
+                        f"and a 'filename'): {type(err).__name__} {err}") from None
+    if groups is None:
+        return {split: len(names) for split, names in sorted(per_split.items())}
+    return {group: len(set().union(*(per_split.get(s, set()) for s in group.split("+")))) for group in groups}
+
+
+def _said(counts: dict[str, int]) -> str:
+    return ", ".join(f"{group} {n:,}" for group, n in counts.items())
+
+
+def check_splits(path: Path, name: str, source: Source) -> dict[str, int]:
+    """A Karpathy JSON's images per split, checked against ``source.expected[name]`` (Karpathy's, ``KARPATHY_SPLITS``;
+    not counted where a test's ``Source`` leaves them out)."""
+    want = source.expected.get(name)
+    got = split_counts(path, tuple(want) if want else None)
+    if want and got != want:
+        raise DataError(f"it holds {_said(got)} images, Karpathy's {name} {_said(want)}: another split file")
+    return got
+
+
+def _install(src: Path, target: Path) -> None:
+    """``src`` copied to ``target`` atomically (a JSON from downloads/ or from --source)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    part = target.with_name(target.name + ".part")
+    shutil.copyfile(src, part)
+    os.replace(part, target)
+
+
+def _from_zip(names: dict[str, Path], source: Source):
+    """The check of a ``caption_datasets.zip``: it holds each JSON of ``names`` with Karpathy's split counts; each is
+    extracted beside its target as ``<target>.part`` on the way (moved into place once the zip is accepted)."""
+    def check(archive: Path) -> None:
+        parts = {name: target.with_name(target.name + ".part") for name, target in names.items()}
+        try:
+            extract(archive, lambda member: parts.get(_base(member)))
+            absent = [name for name, part in parts.items() if not part.is_file()]
+            if absent:
+                raise DataError(f"it holds no {', '.join(absent)}: not Karpathy's {KARPATHY_ZIP}")
+            for name, part in parts.items():
+                check_splits(part, name, source)
+        except DataError:
+            for part in parts.values():
+                part.unlink(missing_ok=True)
+            raise
+    return check
+
+
 # ------------------------------------------------------------------------------------------------------- the sets
 
-def karpathy(root: Path, source: Source) -> None:
-    """Karpathy's split files (``caption_datasets.zip``) into ``coco/`` and ``flickr30k/`` unless both are there."""
-    targets = {name: root / folder / name for name, folder in KARPATHY_JSON.items()}
-    if all(p.is_file() for p in targets.values()):
-        return
-    archive = _archive(root, "caption_datasets.zip", source)
-    extract(archive, lambda name: targets.get(_base(name)))
-    absent = [name for name, p in targets.items() if not p.is_file()]
-    if absent:
-        raise DataError(f"{archive} holds no {', '.join(absent)}; it is not Karpathy's caption_datasets.zip: "
-                        "delete it and run again")
+def karpathy(root: Path, source: Source = SOURCES["coco"], given: dict | None = None,
+             wanted: tuple[str, ...] = tuple(KARPATHY_JSON)) -> dict[str, dict[str, int]]:
+    """Karpathy's split files into ``coco/`` and ``flickr30k/`` (those of ``wanted`` not there yet), each checked by
+    its images per split; returns them. Each JSON given on its own (``--source dataset_coco.json=…``, or placed in
+    ``DATA/downloads/``) first, then ``caption_datasets.zip`` (``--source``, placed, or its link), then each JSON from
+    its second source (``KARPATHY_SECOND``). A JSON already in place is counted too: a wrong one is an error naming it."""
+    given, downloads = given or {}, root / "downloads"
+    targets = {name: root / KARPATHY_JSON[name] / name for name in wanted}
+    absent = [name for name, target in targets.items() if not target.is_file()]
+    alone = [name for name in absent if name in given or (downloads / name).is_file()]
+    for name in alone:
+        _install(obtain(root, name, source, given, lambda p, n=name: check_splits(p, n, source)), targets[name])
+    rest, failures = [name for name in absent if name not in alone], []
+    if rest:
+        try:
+            obtain(root, KARPATHY_ZIP, source, given, _from_zip({name: targets[name] for name in rest}, source))
+        except DownloadError as err:                          # no link answered (a given one's failure is final)
+            if KARPATHY_ZIP in given:
+                raise
+            failures.append(str(err))
+            say(f"{err}; trying the split files' second sources")
+        else:
+            for name in rest:
+                part = targets[name].with_name(targets[name].name + ".part")
+                os.replace(part, targets[name])
+            rest = []
+    for name in rest:
+        try:
+            _install(obtain(root, name, source, given, lambda p, n=name: check_splits(p, n, source)), targets[name])
+        except DownloadError as err:
+            failures.append(str(err))
+    missing = [name for name, target in targets.items() if not target.is_file()]
+    if missing:
+        raise DownloadError(f"Karpathy's {', '.join(missing)} could not be had: " + " || ".join(failures))
+    counts = {}
+    for name, target in targets.items():
+        try:
+            counts[name] = check_splits(target, name, source)
+        except DataError as err:
+            raise DataError(f"{target}: {err}; delete it and run again") from None
+    say("Karpathy's splits: " + "; ".join(f"{name} {_said(c)}" for name, c in counts.items()))
+    return counts
 
 
-def coco(root: Path, source: Source = SOURCES["coco"]) -> dict[str, int]:
+def coco(root: Path, source: Source = SOURCES["coco"], given: dict | None = None) -> dict[str, int]:
+    karpathy(root, source, given)                 # the small files first: a dead link shows before the 20 GB of zips
     images, counts = root / source.folder / "images", {}
-    for split, want in source.expected.items():
-        folder = images / split
+    for split in COCO_ZIPS:
+        folder, want = images / split, source.expected[split]
+        archive = None
         if count_images(folder) != want:
-            extract(_archive(root, f"{split}.zip", source), lambda n, f=folder: f / _base(n) if _is_jpeg(n) else None)
+            archive = obtain(root, f"{split}.zip", source, given)
+            extract(archive, lambda n, f=folder: f / _base(n) if _is_jpeg(n) else None)
         counts[split] = count_images(folder)
         if counts[split] != want:
             raise DataError(f"{folder} holds {counts[split]:,} JPEGs after extracting {split}.zip, expected "
-                            f"{want:,}: delete {root / 'downloads' / f'{split}.zip'} and run again")
-    karpathy(root, source)
+                            f"{want:,}: delete {archive} and run again (or give another with --source "
+                            f"{split}.zip=PATH_OR_URL)")
     return {**counts, "dataset_coco.json": _all_named_exist(root / source.folder / "dataset_coco.json", images)}
 
 
-def flickr30k(root: Path, archive: Path, source: Source = SOURCES["flickr30k"]) -> dict[str, int]:
+def flickr30k(root: Path, archive: Path | None = None, source: Source = SOURCES["flickr30k"],
+              given: dict | None = None) -> dict[str, int]:
+    """Flickr30K's images from ``archive`` (the request form's), else from ``flickr30k-images.zip`` (``--source``,
+    placed in ``DATA/downloads/``, or its link: the copy on the hub), after Karpathy's Flickr30K split file."""
     folder = root / source.folder / "flickr30k-images"
-    if not Path(archive).is_file():
+    if archive is not None and not Path(archive).is_file():
         raise DataError(f"archive not found: {archive}; {source.note}")
-    karpathy(root, source)
-    extract(Path(archive), lambda n: folder / _base(n) if _is_jpeg(n) else None)
+    karpathy(root, source, given, wanted=("dataset_flickr30k.json",))
+    archive = Path(archive) if archive is not None else obtain(root, "flickr30k-images.zip", source, given)
+    extract(archive, lambda n: folder / _base(n) if _is_jpeg(n) else None)
     n, want = count_images(folder), source.expected["flickr30k-images"]
     if n != want:
         raise DataError(f"{folder} holds {n:,} JPEGs, expected {want:,}: {archive} is incomplete or another archive")
@@ -244,11 +445,11 @@ def parse_valprep(text: str) -> dict[str, str]:
     return mapping
 
 
-def imagenet(root: Path, archive: Path, source: Source = SOURCES["imagenet"]) -> dict[str, int]:
+def imagenet(root: Path, archive: Path, source: Source = SOURCES["imagenet"], given: dict | None = None
+             ) -> dict[str, int]:
     if not Path(archive).is_file():
         raise DataError(f"archive not found: {archive}; {source.note}")
-    script = root / "downloads" / "valprep.sh"
-    fetch(source.urls["valprep.sh"], script)
+    script = obtain(root, "valprep.sh", source, given, lambda p: parse_valprep(p.read_text(errors="replace")))
     mapping = parse_valprep(script.read_text())
     val = root / source.folder / "val"
     done = extract(Path(archive), lambda n: val / mapping[_base(n)] / _base(n) if _base(n) in mapping else None)
@@ -262,10 +463,17 @@ def imagenet(root: Path, archive: Path, source: Source = SOURCES["imagenet"]) ->
     return {"classes": len(counts), "images": sum(counts.values())}
 
 
+def shard_names(source: Source) -> list[str]:
+    """The file names of every shard ``source`` may fetch, in order."""
+    return [file_name(source.urls["shard"].format(index=index))
+            for index in range(source.expected.get("first", 0), source.expected["last"] + 1)]
+
+
 def download_shards(root: Path, what: str, pairs: int, source: Source | None = None,
-                    max_failed: float = MAX_FAILED) -> dict:
+                    max_failed: float = MAX_FAILED, given: dict | None = None) -> dict:
     """The shards of ``what`` in order until their usable pairs reach ``pairs``; writes ``shards.txt`` (see the
-    module's docstring) and prints the summary. A ``DataError`` when too many shards failed or too few pairs landed."""
+    module's docstring) and prints the summary. A ``DataError`` when too many shards failed or too few pairs landed.
+    ``given``: shard file name -> a local file or URL to copy it from instead of its link."""
     source = source or SOURCES[what]
     folder = root / source.folder
     folder.mkdir(parents=True, exist_ok=True)
@@ -277,7 +485,8 @@ def download_shards(root: Path, what: str, pairs: int, source: Source | None = N
         dest, tried = folder / file_name(url), tried + 1
         try:
             if not dest.is_file():
-                fetch(url, dest)
+                where = (given or {}).get(dest.name)
+                fetch(where, dest, mirror=False) if where else fetch(url, dest)
             _, report = index_shard(dest)
             if report.cut_shards:                                 # cut at a member's header: reads as a tar
                 raise DataError("cut short: no end-of-archive blocks, the samples after the cut are lost")
@@ -304,23 +513,51 @@ def download_shards(root: Path, what: str, pairs: int, source: Source | None = N
     return summary
 
 
+def files_of(what: str, source: Source | None = None) -> list[str]:
+    """The file names ``--source`` may name for ``what``."""
+    source = source or SOURCES[what]
+    return shard_names(source) if "shard" in source.urls else sorted(source.urls)
+
+
+def _given(p: argparse.ArgumentParser, what: str, pairs: list[str]) -> dict[str, str]:
+    given, known = {}, files_of(what)
+    for pair in pairs:
+        name, sep, where = pair.partition("=")
+        if not sep or not name or not where:
+            p.error(f"--source {pair}: give NAME=PATH_OR_URL")
+        if name not in known:
+            shown = ", ".join(known[:3]) + (f", …, {known[-1]}" if len(known) > 3 else "")
+            p.error(f"--source {name}: {what} reads no file of that name (its files: {shown})")
+        given[name] = where
+    return given
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.data.download", description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=list(SOURCES), help="the data set")
     p.add_argument("data", type=Path, help="the data root (later passed as data_root)")
-    p.add_argument("--archive", type=Path, help="flickr30k, imagenet: the archive you downloaded")
+    p.add_argument("--archive", type=Path, help="imagenet: the archive you downloaded; flickr30k: the request form's "
+                                                "archive (left out: the copy on the Hugging Face hub)")
     p.add_argument("--pairs", type=int, help="cc3m, cc12m: stop once this many usable pairs landed")
+    p.add_argument("--source", dest="sources", action="append", default=[], metavar="NAME=PATH_OR_URL",
+                   help="read the file NAME (e.g. caption_datasets.zip, dataset_coco.json, train2014.zip, a shard's "
+                        "name) from a local file or another URL, checked like the original; repeatable")
     args = p.parse_args(argv)
-    if args.what in ("flickr30k", "imagenet") and not args.archive:
+    if args.what == "imagenet" and not args.archive:
         p.error(f"{args.what} needs --archive: {SOURCES[args.what].note}")
     if args.what in ("cc3m", "cc12m") and not (args.pairs and args.pairs > 0):
         p.error(f"{args.what} needs --pairs N (N > 0): the usable pairs to download")
+    given = _given(p, args.what, args.sources)
+    if args.what == "flickr30k" and args.archive and "flickr30k-images.zip" in given:
+        p.error("flickr30k: --archive and --source flickr30k-images.zip name the same file; give one")
     try:
+        source = SOURCES[args.what]
         if args.what in ("cc3m", "cc12m"):
-            download_shards(args.data, args.what, args.pairs)
+            download_shards(args.data, args.what, args.pairs, source, given=given)
             return 0
-        counts = (coco(args.data) if args.what == "coco" else
-                  flickr30k(args.data, args.archive) if args.what == "flickr30k" else imagenet(args.data, args.archive))
+        counts = (coco(args.data, source, given) if args.what == "coco" else
+                  flickr30k(args.data, args.archive, source, given) if args.what == "flickr30k" else
+                  imagenet(args.data, args.archive, source, given))
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
