@@ -105,3 +105,37 @@ def test_the_pilots_cores_per_gpu_default_from_slurm_with_the_warning(monkeypatc
     with pytest.raises(Stop):
         pilot.main(["--gpus", "2", "--device", "cpu", "--cores-per-gpu", "5"])
     assert seen == [14, 5] and capsys.readouterr().err == ""
+
+
+def test_the_report_sets_the_cold_read_rate_beside_what_the_gpus_need():
+    """The GPUs need the step's pace without its waits (1,000 pairs/s over 100 s of which 40 waited: 1,667); a
+    storage that reads fewer pairs/s cold is told to be staged, one that reads more is not."""
+    from thesis_lib.data.stage import ReadRate
+    result = {"train": {"steps": 300, "world_size": 2, "device": "cuda", "time_s": 100.0, "data_wait_s": 40.0,
+                        "pairs_per_s": 1000.0}}
+    assert pilot.need(result, 2)[0] == pytest.approx(1000 * 100 / 60)
+    slow = ReadRate(reads=2000, bytes=180_000_000, seconds=2.0, threads=24, files=300, cold=True)      # 1,000/s
+    text = pilot.report(result, 2, "80 %", 130.0, slow)
+    assert "storage: 2,000 random reads of the mixture's shards (300 shards, 24 threads, cold cache" in text
+    assert "the GPUs need 1,667 pairs/s (the step's pace without its waits for data); the storage reads 1,000 cold: " \
+           "below what the GPUs need: stage the shards to node-local disk" in text
+    assert 'python -m thesis_lib.data.stage "$MIX" --to /local/scratch' in text
+    fast = ReadRate(reads=2000, bytes=180_000_000, seconds=0.5, threads=24, files=300, cold=True)      # 4,000/s
+    assert "the storage keeps up" in pilot.report(result, 2, "80 %", 130.0, fast)
+    waited = {"train": {**result["train"], "data_wait_s": 100.0}}                    # nothing but waiting: the goal
+    assert pilot.need(waited, 2) == (2 * recipe.H100_PAIRS_PER_S, f"the recipe's goal of "
+                                                                  f"{recipe.H100_PAIRS_PER_S:,} per GPU")
+    assert pilot.report(result, 2, "80 %", 130.0).count("\n") == 3                  # not measured: not shown
+    assert "storage: not measured (--read-samples 0)" in pilot.report(result, 2, "80 %", 130.0,
+                                                                      pilot.storage("coco", 0, 4))
+
+
+def test_the_pilot_reads_the_mixtures_shards_cold(tmp_path, monkeypatch):
+    """The measurement over tiny shards the fixtures write: a positive rate and the bytes read; a MIX without shards
+    is said not measured, not an error."""
+    from thesis_lib.study.full_scale.fixtures import web_shards
+    monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
+    pattern = web_shards(tmp_path / "cc3m", "cc3m", shards=2, per_shard=5)
+    rate = pilot.storage(f"coco,wds:{pattern}", 8, 2)
+    assert rate.reads == 8 and rate.bytes > 0 and rate.pairs_per_s > 0 and rate.threads == 2
+    assert pilot.storage("coco", 8, 2).startswith("not measured (")

@@ -141,13 +141,14 @@ def _index_file(shard: Path) -> Path:
     return data_dir() / "shard-index" / f"{fingerprint([INDEX_VERSION, str(shard.resolve()), st.st_size, st.st_mtime_ns])}.json"
 
 
-def index_shard(shard: str | os.PathLike) -> tuple[list[dict], ShardReport]:
-    """The usable samples of one shard as ``{"key", "offset", "size", "caption"}`` and its report (cached)."""
+def index_shard(shard: str | os.PathLike, fresh: bool = False) -> tuple[list[dict], ShardReport]:
+    """The usable samples of one shard as ``{"key", "offset", "size", "caption"}`` and its report (cached; ``fresh``:
+    read from the shard itself even when cached, and the cache written anew: how a staged copy is checked)."""
     shard = Path(shard)
     if not shard.is_file():
         raise DataError(f"shard not found: {shard}")
     cached = _index_file(shard)
-    if cached.exists():
+    if cached.exists() and not fresh:
         blob = json.loads(cached.read_text())
         return blob["samples"], ShardReport(**blob["report"])
     members: dict[str, dict] = {}

@@ -1,6 +1,7 @@
 """A pilot before the recipe's runs: one run of a few hundred steps on the real data, as the recipe launches it, then
-what it measured (pairs/s end to end, the share of the time the loop waited for its batches, GPU utilisation) and
-what that projects for the whole recipe (``recipe.days``).
+what it measured (pairs/s end to end, the share of the time the loop waited for its batches, GPU utilisation, the
+shards' cold random-read rate beside the pairs/s the GPUs need) and what that projects for the whole recipe
+(``recipe.days``).
 
     python -m thesis_lib.study.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
 
@@ -11,6 +12,13 @@ like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over 
 evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
 ``--set`` run it in miniature (tests/test_pilot.py). The run is started under ``data/lifetime.py``'s watcher: killed,
 the pilot takes torchrun and its processes with it.
+
+Before the run it reads ``--read-samples`` samples of MIX's shards at random where they lie, their pages dropped from
+the page cache first (``data/stage.py``'s ``read_rate``; no root needed), on as many threads as the run has
+DataLoader workers: the pairs/s the storage delivers cold. The report sets it beside the pairs/s the GPUs need — the
+step's pace without its waits for data (the pairs trained over the training time less the wait), else the recipe's
+goal per GPU — and, when the storage is the slower, says to stage the shards to node-local disk first
+(``python -m thesis_lib.data.stage "$MIX" --to /local/scratch``).
 
 Its arguments and folders are checked before anything starts (argparse's one-line error, exit 2): ``--gpus`` divides
 the global batch of 512, ``--steps`` and ``--cores-per-gpu`` are at least 1, DATA, CKPT, OUT and MIX are set, DATA
@@ -31,6 +39,8 @@ from pathlib import Path
 from thesis_lib.config import THESIS_GLOBAL_BATCH
 from thesis_lib.data.lifetime import watched
 from thesis_lib.data.shards import split_limit
+from thesis_lib.data.stage import READS, ReadRate, read_rate
+from thesis_lib.errors import ThesisError
 
 from . import recipe
 
@@ -115,8 +125,42 @@ def result_file(out: Path) -> Path:
     return max(found, key=lambda p: p.stat().st_mtime)
 
 
-def report(result: dict, gpus: int, utilisation: str, wall_s: float) -> str:
-    """What the pilot measured and what it projects for the recipe's runs on 1, 8 and 16 GPUs."""
+def storage(mix: str, reads: int, threads: int) -> ReadRate | str:
+    """The cold random-read rate of MIX's shards (``data/stage.py``), or why it was not measured."""
+    if reads < 1:
+        return "not measured (--read-samples 0)"
+    try:
+        return read_rate(mix, reads, threads)
+    except (ThesisError, OSError) as err:
+        return f"not measured ({err})"
+
+
+def need(result: dict, gpus: int) -> tuple[float, str]:
+    """The pairs/s the GPUs need and how it was found: the step's pace without its waits for data, else (a loop that
+    only waited) the recipe's goal per GPU."""
+    train = result["train"]
+    stepping = train["time_s"] - train["data_wait_s"]
+    if stepping > 0 and train["pairs_per_s"] > 0:
+        return train["pairs_per_s"] * train["time_s"] / stepping, "the step's pace without its waits for data"
+    return recipe.H100_PAIRS_PER_S * gpus, f"the recipe's goal of {recipe.H100_PAIRS_PER_S:,} per GPU"
+
+
+def storage_lines(rate: ReadRate | str | None, result: dict, gpus: int) -> list[str]:
+    if rate is None:
+        return []
+    if isinstance(rate, str):
+        return [f"  storage: {rate}"]
+    wanted, how = need(result, gpus)
+    verdict = ("below what the GPUs need: stage the shards to node-local disk before the runs (python -m "
+               "thesis_lib.data.stage \"$MIX\" --to /local/scratch; docs/full_scale.md)" if rate.pairs_per_s < wanted
+               else "the storage keeps up: train from where the shards lie")
+    return [f"  storage: {rate.message()}",
+            f"  the GPUs need {wanted:,.0f} pairs/s ({how}); the storage reads {rate.pairs_per_s:,.0f} cold: {verdict}"]
+
+
+def report(result: dict, gpus: int, utilisation: str, wall_s: float, rate: ReadRate | str | None = None) -> str:
+    """What the pilot measured and what it projects for the recipe's runs on 1, 8 and 16 GPUs; ``rate``: the
+    shards' cold random-read rate (``storage``), set beside the pairs/s the GPUs need."""
     train = result["train"]
     per_gpu = train["pairs_per_s"] / gpus
     waited = train["data_wait_s"] / train["time_s"]
@@ -129,7 +173,7 @@ def report(result: dict, gpus: int, utilisation: str, wall_s: float) -> str:
              f"  GPU utilisation: {utilisation}",
              f"  projected, the recipe's {runs} runs at {per_gpu:,.0f} pairs/s per GPU: "
              + ", ".join(f"{recipe.days(runs, g, per_gpu):.1f} days on {g} GPU{'s' * (g > 1)}" for g in (1, 8, 16))]
-    return "\n".join(lines)
+    return "\n".join(lines + storage_lines(rate, result, gpus))
 
 
 def main(argv=None) -> int:
@@ -141,12 +185,17 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="thesis")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="more config overrides (e.g. a shrunk model for a miniature pilot)")
+    p.add_argument("--read-samples", type=int, default=READS, metavar="N",
+                   help=f"samples of MIX's shards read at random, cold, before the run (default {READS:,}; 0: none)")
     args = p.parse_args(argv)
     found = problems(args.gpus, args.device)
     if found:
         p.error("; ".join(found))
     args.cores_per_gpu = recipe.resolve_cores(args.cores_per_gpu, args.gpus, "pilot")
     cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
+    threads = args.gpus * recipe.workers(args.cores_per_gpu)
+    rate = storage(os.environ["MIX"], args.read_samples, threads)
+    print("pilot: storage: " + (rate if isinstance(rate, str) else rate.message()), file=sys.stderr, flush=True)
     print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
     gpu = Utilisation()
     gpu.start()
@@ -157,7 +206,7 @@ def main(argv=None) -> int:
         print(f"pilot: the training run failed (exit {status})", file=sys.stderr)
         return status
     result = json.loads(result_file(Path(os.environ["OUT"])).read_text())
-    print(report(result, args.gpus, utilisation, wall))
+    print(report(result, args.gpus, utilisation, wall, rate))
     return 0
 
 
