@@ -9,6 +9,8 @@
 #   - TORCH_INDEX_URL=<index>: torch and torchvision from this index alone, everything else from PyPI, e.g. a pinned
 #     CUDA build: `make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126`. Unlike TORCH_INDEX, an index
 #     that cannot be reached is an error, and a venv whose torch came from another index gets this one's instead.
+#     It is taken with or without `nvidia-smi` (pip does not look for a GPU): on a cluster's login node, which has no
+#     GPU, it sets up the CUDA build the compute nodes then use from shared storage (docs/full_scale.md, "Cluster").
 #   - WHEELS=<folder>: every pip call installs from the folder alone (pip --no-index --find-links), for a machine
 #     without a package index: `make setup WHEELS=wheels` (and `make test WHEELS=wheels`). The folder is made where
 #     PyPI can be reached by `make wheels WHEELS=wheels [TORCH_INDEX_URL=<index>]` (see there).
@@ -22,7 +24,10 @@ PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
 # --log-output echoes the notebook's own outputs there too
 LOGGED := THESIS_PROGRESS=0 $(PAPERMILL) --log-output
 KERNEL := thesis-tte
-TORCH_INDEX ?= $(if $(shell command -v nvidia-smi 2>/dev/null),,https://download.pytorch.org/whl/cpu)
+NO_NVIDIA_SMI := $(if $(shell command -v nvidia-smi 2>/dev/null),,1)
+TORCH_INDEX ?= $(if $(NO_NVIDIA_SMI),https://download.pytorch.org/whl/cpu)
+CPU_TORCH_NOTE := no nvidia-smi here: a CPU-only torch. To set up a venv for GPU nodes here (a login node), name \
+    their CUDA build: make setup TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126
 TORCH_SPEC := $(shell sed -n 's/^ *"\(torch[<>=~!][^"]*\)",.*/\1/p' pyproject.toml)
 TORCH_INDEX_URL ?=
 WHEELS ?=
@@ -53,6 +58,7 @@ else ifneq ($(TORCH_INDEX_URL),)
 	    "https://download.pytorch.org/whl/cu126) and that it can be reached, or leave TORCH_INDEX_URL out" >&2; exit 2; }
 	echo "$(TORCH_INDEX_URL)" > $@
 else
+	$(if $(and $(NO_NVIDIA_SMI),$(filter %/cpu,$(TORCH_INDEX))),@echo "$(CPU_TORCH_NOTE)")
 	$(if $(TORCH_INDEX),if $(BIN)/python -c "import urllib.request as u; u.urlopen('$(TORCH_INDEX)/', timeout=10)" \
 	    2>/dev/null; then $(BIN)/pip install --quiet --index-url $(TORCH_INDEX) "$(TORCH_SPEC)" torchvision; \
 	    else echo "$(TORCH_INDEX) cannot be reached: torch comes from PyPI with the package"; fi)

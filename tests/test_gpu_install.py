@@ -184,6 +184,27 @@ def test_make_setup_takes_torch_from_the_index_the_user_names_and_the_rest_from_
     assert installed(venv, s["env"])["torch"] == "2.5.0+cu128"
 
 
+def test_a_login_node_without_nvidia_smi_gets_the_cuda_build_it_names(tmp_path):
+    """Where no `nvidia-smi` is found (a cluster's login node), `make setup` alone takes the CPU-only torch and says
+    how to name the CUDA build; with TORCH_INDEX_URL it installs torch from that index, the CPU one never asked."""
+    project, s = stand_in(tmp_path)
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d and not (Path(d) / "nvidia-smi").exists())
+    env = {**s["env"], "PATH": path}
+    cuda = "https://download.pytorch.org/whl/cu126"
+
+    def planned(*args):
+        done = subprocess.run(["make", "-n", "-f", str(ROOT / "Makefile"), "-C", str(project), "setup",
+                               f"VENV={tmp_path / 'venv'}", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    plain = planned()
+    assert "--index-url https://download.pytorch.org/whl/cpu" in plain
+    assert f"no nvidia-smi here: a CPU-only torch. To set up a venv for GPU nodes here (a login node), name their CUDA " \
+           f"build: make setup TORCH_INDEX_URL={cuda}" in plain
+    named = planned(f"TORCH_INDEX_URL={cuda}")
+    assert f"--index-url {cuda} " in named and "whl/cpu" not in named and "no nvidia-smi" not in named
+
+
 def test_make_wheels_then_make_setup_from_the_folder_alone(tmp_path):
     """`make wheels` (torch pinned to the CUDA index's build) makes a folder with every wheel the package, its
     extras, pip and setuptools need, and none of the project itself; `make setup WHEELS=` and the dev extra install

@@ -369,6 +369,53 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
     assert (shared / "data" / "cc12m" / "shards.txt").read_text().split()[0] == "cc12m-train-0000.tar"
 
 
+def cluster_section() -> str:
+    return GUIDE.read_text().split("## Cluster (SLURM), in working order", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_cluster_section_marks_where_each_step_runs_and_submits_every_gpu_step(tmp_path):
+    """Each numbered step says where it runs; every GPU step (the pilot, the runs: generated, or the 8-GPU lanes, the
+    notebooks) is an sbatch line asking --gpus-per-node, and the login node's setup names a CUDA index."""
+    text = cluster_section()
+    steps = re.findall(r"^\d\. \*\*(.*?)\*\*", text, re.M)
+    assert len(steps) >= 5 and all(s.startswith(("Login node (internet)", "Compute node (GPU, no internet)"))
+                                   for s in steps), steps
+    shown = [argv for _, argv in recorded("\n".join(bash_blocks(text)), tmp_path)]
+    assert ["make", "setup", "TORCH_INDEX_URL=https://download.pytorch.org/whl/cu126"] in shown
+    wraps = [SBATCH.parse_args(a[1:]) for a in shown if a[0] == "sbatch"]
+    assert {shlex.split(s.wrap)[-1] for s in wraps} >= {"300", "train.bash", "notebooks.bash"}
+    assert all(s.gpus_per_node for s in wraps)
+    generated = [a for a in shown if a[:3] == ["python", "-m", "thesis_lib.study.full_scale.recipe"]]
+    assert {a[a.index("--layout") + 1] for a in generated} == {"slurm", "8gpu"}
+
+
+def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path, monkeypatch):
+    """The cluster section's ImageNet step: valprep.sh placed in DATA/downloads/ is read where it lies; with nothing
+    to fetch from (an empty mirror), the local archive is sorted all the same."""
+    import tarfile
+    from dataclasses import replace
+
+    from thesis_lib.data import download as dd
+    from thesis_lib.study.full_scale.fixtures import jpeg_bytes
+    assert '"$DATA/downloads/valprep.sh"' in cluster_section()
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "empty"))
+    data, archive = tmp_path / "data", tmp_path / "ILSVRC2012_img_val.tar"
+    wnids = {k: ("n01440764" if k % 2 else "n01443537") for k in range(1, 7)}
+    (data / "downloads").mkdir(parents=True)
+    (data / "downloads" / "valprep.sh").write_text("".join(f"mkdir -p {w}\n" for w in sorted(set(wnids.values())))
+                                                    + "".join(f"mv ILSVRC2012_val_{k:08d}.JPEG {w}/\n"
+                                                              for k, w in wnids.items()))
+    with tarfile.open(archive, "w") as tar:
+        for k in wnids:
+            blob = jpeg_bytes(k, (12, 10))
+            info = tarfile.TarInfo(f"ILSVRC2012_val_{k:08d}.JPEG")
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    tiny = replace(dd.SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
+    assert dd.imagenet(data, archive, tiny) == {"classes": 2, "images": 6}
+
+
 def test_the_data_path_time_enters_the_run_table():
     """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
     doubles the GPU-hours; one faster than the GPU changes nothing."""
