@@ -12,8 +12,14 @@
 #                                               python -m thesis_lib.study.full_scale.rehearsal --device cuda ARGS), one call
 #   bash benchmarks/gpu.sh --setup-only         the set-up below alone (CI runs it: tests/test_gpu_install.py)
 #
-# The host's Python 3.12 and its torch, torchvision, timm, transformers, scipy, seaborn, scikit-learn and statsmodels
-# are used as they are (a CUDA build of torch never comes from the wheel folder). Set-up, once, into
+# Which Python runs it, the first that applies:
+#   1. ${GPU_VENV:-.venv-gpu}, once set up by 3. below (its .installed);
+#   2. the venv `make setup` made, ${SETUP_VENV:-.venv}, where it imports torch built with CUDA, this checkout's
+#      thesis_lib, papermill and pytest (`make setup TORCH_INDEX_URL=<CUDA index>`, then `.venv/bin/pip install
+#      pytest`): used as it is, no wheel folder needed (a cluster's compute node with the login node's venv);
+#   3. else, on a bare GPU host without a package index, the host's Python with its own torch and the wheel folder:
+# the host's Python (PYTHON, python3) and its torch, torchvision, timm, transformers, scipy, seaborn, scikit-learn and
+# statsmodels are used as they are (a CUDA build of torch never comes from the wheel folder). Set-up, once, into
 # ${GPU_VENV:-.venv-gpu}:
 #   1. `python3 -m venv --system-site-packages`, plus host-site.pth adding the host interpreter's own site-packages:
 #      where python3 is itself a venv's (GPU images often ship torch in one), --system-site-packages alone would
@@ -24,10 +30,11 @@
 #      (--no-deps -e .; pip builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is
 #      left out: it is imported only to read Hugging Face data, which neither command does.
 # The wheel folder is made where PyPI is reachable: `bash benchmarks/gpu_wheels.sh` (python3 -m pip download
-# --only-binary=:all: for CPython 3.12 on manylinux x86-64 ... -d wheels; about 20 MB), then brought along (git
-# ignores it).
-# Variables: PYTHON (python3), GPU_VENV, WHEELS, DEVICE (cuda), OUT (build/gpu); other arguments go to gpu.py (or,
-# after --rehearsal, to the rehearsal).
+# --only-binary=:all: for the GPU host's CPython X.Y on manylinux x86-64 ... -d wheels; about 20 MB), then brought
+# along (git ignores it). Its Python version is the GPU host's, not environment.yml's: gpu_wheels.sh records it in
+# the folder (python-version) and this script stops, in one line, where the host's Python is another.
+# Variables: PYTHON (python3), SETUP_VENV, GPU_VENV, WHEELS, DEVICE (cuda), OUT (build/gpu); other arguments go to
+# gpu.py (or, after --rehearsal, to the rehearsal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -38,11 +45,40 @@ case "${1:-}" in
 esac
 PY=${PYTHON:-python3}
 VENV=${GPU_VENV:-.venv-gpu}
+SETUP_VENV=${SETUP_VENV:-.venv}
 WHEELS=${WHEELS:-wheels}
+setup_venv=""                                      # why make setup's venv cannot be used ("" : it can)
 if [ ! -f "$VENV/.installed" ]; then
+  if [ -x "$SETUP_VENV/bin/python" ]; then
+    setup_venv=$("$SETUP_VENV/bin/python" - "$PWD" 2>&1 <<'PROBE'
+import importlib.util, pathlib, sys
+missing = [m for m in ("torch", "thesis_lib", "papermill", "pytest") if importlib.util.find_spec(m) is None]
+if missing:
+    sys.exit(f"it cannot import {', '.join(missing)}")
+import thesis_lib, torch
+if torch.version.cuda is None:
+    sys.exit(f"its torch {torch.__version__} is not a CUDA build (make setup TORCH_INDEX_URL=<CUDA index>)")
+if pathlib.Path(thesis_lib.__file__).resolve().parent.parent != pathlib.Path(sys.argv[1]).resolve():
+    sys.exit(f"its thesis_lib is another checkout's ({thesis_lib.__file__})")
+PROBE
+    ) && VENV=$SETUP_VENV || setup_venv=${setup_venv:-it does not run}
+  else
+    setup_venv="there is no $SETUP_VENV/bin/python"
+  fi
+fi
+if [ ! -f "$VENV/.installed" ] && [ "$VENV" != "$SETUP_VENV" ]; then
   if [ ! -d "$WHEELS" ]; then
     echo "gpu.sh: no wheel folder '$WHEELS' and no package index here: make it where PyPI is reachable with" \
-         "'bash benchmarks/gpu_wheels.sh' (python3 -m pip download ... -d $WHEELS), bring it along, or set WHEELS" >&2
+         "'bash benchmarks/gpu_wheels.sh' (python3 -m pip download ... -d $WHEELS), bring it along, or set WHEELS;" \
+         "make setup's venv '$SETUP_VENV' is not usable: ${setup_venv##*$'\n'}" >&2
+    exit 2
+  fi
+  host=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  made=$(cat "$WHEELS/python-version" 2>/dev/null || true)
+  if [ -n "$made" ] && [ "$made" != "$host" ]; then
+    echo "gpu.sh: the wheel folder '$WHEELS' holds wheels for Python $made ($WHEELS/python-version), this host's $PY" \
+         "is $host: make it again where PyPI is reachable with Python $host (PYTHON=python$host bash" \
+         "benchmarks/gpu_wheels.sh, or in docker python:$host)" >&2
     exit 2
   fi
   if ! "$PY" -c 'import torch, torchvision, timm, transformers' 2>/dev/null; then
@@ -66,7 +102,9 @@ if [ ! -f "$VENV/.installed" ]; then
   touch "$VENV/.installed"
 fi
 case "$mode" in
-  setup) echo "gpu.sh: set up $VENV ($VENV/bin/python imports thesis_lib from $PWD)"; exit 0 ;;
+  setup) if [ "$VENV" = "$SETUP_VENV" ]; then echo "gpu.sh: uses make setup's $VENV as it is (torch with CUDA," \
+           "thesis_lib from $PWD, papermill, pytest): no wheel folder needed"
+         else echo "gpu.sh: set up $VENV ($VENV/bin/python imports thesis_lib from $PWD)"; fi; exit 0 ;;
   rehearsal) exec "$VENV/bin/python" -m thesis_lib.study.full_scale.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
 esac
 exec "$VENV/bin/python" benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" \

@@ -140,7 +140,8 @@ def test_a_sticky_cuda_error_ends_the_call_with_what_was_measured_written(tmp_pa
 def test_gpu_sh_without_its_wheel_folder_names_the_download_command(tmp_path):
     for script in ("gpu.sh", "gpu_wheels.sh"):
         assert subprocess.run(["bash", "-n", str(ROOT / "benchmarks" / script)]).returncode == 0
-    env = {**os.environ, "WHEELS": str(tmp_path / "none"), "GPU_VENV": str(tmp_path / "venv")}
+    env = {**os.environ, "WHEELS": str(tmp_path / "none"), "GPU_VENV": str(tmp_path / "venv"),
+           "SETUP_VENV": str(tmp_path / "no-setup-venv")}
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu.sh")], env=env, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

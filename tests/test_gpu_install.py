@@ -72,7 +72,7 @@ def test_the_set_up_installs_from_the_wheel_folder_alone_and_imports_this_checko
     wheel_of_installed("setuptools", wheels)                     # what pip builds the editable install with
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")}
     env.update(PYTHON=sys.executable, WHEELS=str(wheels), GPU_VENV=str(venv), PIP_NO_INDEX="1",
-               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1", SETUP_VENV=str(tmp_path / "no-setup-venv"))
     done = subprocess.run(["bash", str(SCRIPTS / "gpu.sh"), "--setup-only"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -88,6 +88,82 @@ def test_the_set_up_installs_from_the_wheel_folder_alone_and_imports_this_checko
     again = subprocess.run(["bash", str(SCRIPTS / "gpu.sh"), "--setup-only"], env=env, capture_output=True,
                            text=True, timeout=60)                # set up once: the second call installs nothing
     assert again.returncode == 0 and "set up" in again.stdout
+
+
+def setup_venv(folder: Path, cuda: bool = True, hide: str = "") -> Path:
+    """A stand-in for the venv `make setup` made: its python is this test's (which imports torch, this checkout's
+    thesis_lib, papermill, pytest), its torch claiming a CUDA build (``cuda``), ``hide`` made unimportable."""
+    site = folder / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(("import torch; torch.version.cuda = torch.version.cuda or '12.6'\n" if cuda
+                                            else "import torch; torch.version.cuda = None\n")
+                                           + (f"import sys; sys.modules[{hide!r}] = None\n" if hide else ""))
+    (folder / "bin").mkdir()
+    (folder / "bin" / "python").write_text(f'#!/bin/sh\nPYTHONPATH="{site}" exec "{sys.executable}" "$@"\n')
+    (folder / "bin" / "python").chmod(0o755)
+    return folder
+
+
+def gpu_sh(env: dict, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(SCRIPTS / "gpu.sh"), *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_gpu_sh_runs_from_make_setups_venv_when_it_has_cuda_torch_without_a_wheel_folder(tmp_path):
+    """After `make setup TORCH_INDEX_URL=<CUDA index>` (+ pytest) no wheel folder is needed: the set-up is the venv
+    as it is, nothing installed, and the commands run its python."""
+    venv = setup_venv(tmp_path / "setup-venv")
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SETUP_VENV": str(venv),
+           "GPU_VENV": str(tmp_path / "gpu-venv"), "WHEELS": str(tmp_path / "none"), "PYTHON": sys.executable}
+    done = gpu_sh(env, "--setup-only")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"uses make setup's {venv} as it is" in done.stdout and "no wheel folder needed" in done.stdout
+    assert not (tmp_path / "gpu-venv").exists() and not (tmp_path / "none").exists()
+    shown = gpu_sh(env, "--rehearsal", "--help")                 # the command itself runs from that venv
+    assert shown.returncode == 0 and "thesis_lib.study.full_scale.rehearsal" in shown.stdout, shown.stderr
+
+
+@pytest.mark.parametrize("cuda, hide, said", [
+    (False, "", "its torch 2"),                                        # a CPU-only build: `make setup` on a login node
+    (True, "pytest", "it cannot import pytest"),                       # `make setup` alone: no pytest
+    (True, "papermill", "it cannot import papermill"),
+])
+def test_gpu_sh_says_in_one_line_why_make_setups_venv_is_not_used(tmp_path, cuda, hide, said):
+    venv = setup_venv(tmp_path / "setup-venv", cuda, hide)
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "SETUP_VENV": str(venv),
+           "GPU_VENV": str(tmp_path / "gpu-venv"), "WHEELS": str(tmp_path / "none"), "PYTHON": sys.executable}
+    done = gpu_sh(env, "--setup-only")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "bash benchmarks/gpu_wheels.sh" in lines[0] and f"make setup's venv '{venv}' is not usable: " in lines[0]
+    assert said in lines[0] and (cuda or "is not a CUDA build" in lines[0])
+    assert not (tmp_path / "gpu-venv").exists()
+
+
+def test_the_wheel_folder_is_for_the_hosts_python_and_gpu_sh_checks_it(tmp_path):
+    """gpu_wheels.sh takes the Python version of the interpreter it runs with (the GPU host's; environment.yml's
+    conda Python is another route) and records it in the folder; gpu.sh stops in one line on a host whose Python is
+    another. Here pip downloads stand-ins of the five packages from a local folder."""
+    links = tmp_path / "links"
+    for name in ("papermill", "ipykernel", "pytest", "setuptools", "wheel"):
+        tiny_wheel(links, name, "1.0")
+    wheels = tmp_path / "wheels"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PY_VERSION"}
+    env.update(PYTHON=sys.executable, WHEELS=str(wheels), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links),
+               PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1", PIP_CONFIG_FILE=os.devnull)
+    made = subprocess.run(["bash", str(SCRIPTS / "gpu_wheels.sh")], env=env, capture_output=True, text=True,
+                          timeout=120)
+    here = "%d.%d" % sys.version_info[:2]
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert (wheels / "python-version").read_text().strip() == here and len(list(wheels.glob("*.whl"))) == 5
+    assert f"wheels for CPython {here}" in made.stdout
+    (wheels / "python-version").write_text("3.99\n")                  # made for another host
+    env.update(GPU_VENV=str(tmp_path / "gpu-venv"), SETUP_VENV=str(tmp_path / "no-setup-venv"))
+    done = gpu_sh(env, "--setup-only")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert f"holds wheels for Python 3.99 ({wheels}/python-version), this host's {sys.executable} is {here}" in lines[0]
+    assert not (tmp_path / "gpu-venv").exists()
 
 
 @pytest.mark.parametrize("target", ["3.9", "3.99"])
