@@ -416,6 +416,22 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
     assert dd.imagenet(data, archive, tiny) == {"classes": 2, "images": 6}
 
 
+def test_the_days_say_what_they_leave_out_with_the_measurements():
+    """The assumption printed with the days (and quoted by the guide and BENCHMARKS.md): the GPU's goal beside the
+    measured step, physical cores, SLURM's hyperthreads, the slower CPU measured, the storage's reads not modelled,
+    the pilot as where to measure; the shards' size as the guide's disk table states it."""
+    from thesis_lib.study.reporting.measured import load, value
+    data = load()
+    said = recipe.days_table()
+    for quoted in (f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256",
+                   f"{value(data, 'gpu_h100.compiled_256.pairs_per_s')} compiled", "14 physical cores per GPU",
+                   "SLURM's CPUs are often hyperthreads", f"{value(data, 'data_path.pil')} images/s per core on an "
+                   f"{value(data, 'data_path.machine.name')}, about half", f"≈ {recipe.SHARDS_GB} GB of tar shards",
+                   "Only decoding is modelled", "The pilot measures both"):
+        assert quoted in said, quoted
+    assert f"| ≈ {recipe.SHARDS_GB} GB: ≈ 140 GB CC3M" in GUIDE.read_text()
+
+
 def test_the_data_path_time_enters_the_run_table():
     """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
     doubles the GPU-hours; one faster than the GPU changes nothing."""
