@@ -53,3 +53,13 @@ def test_the_rerank_note_follows_the_verdicts():
     said = conclusion.rerank_note(table)
     assert "worse for joint (-1.16 ± 0.28 points, 3 seeds)" in said and "switch" not in said
     assert conclusion.rerank_note(table.assign(verdict="undecided")).startswith("Re-ranking changes no run")
+
+
+def test_the_mechanisms_conclusion_counts_the_undecided_and_names_the_decided():
+    import pandas as pd
+    dual = pd.DataFrame({"comparison": ["MoME − TTE'", "MoME − TTE'"], "metric": ["COCO retrieval", "Flickr retrieval"],
+                         "difference (95 % CI)": ["0.50 ± 0.20", "0.10 ± 0.30"], "seeds": [3, 3],
+                         "verdict": ["better", "undecided"]})
+    said = conclusion.mechanisms(dual, None)
+    assert "MoME − TTE' is better on COCO retrieval (0.50 ± 0.20 points)" in said
+    assert "1 of the 2 dual-encoder comparisons are undecided on 3 seeds" in said

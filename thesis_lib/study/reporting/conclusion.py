@@ -131,3 +131,26 @@ def rerank_note(rerank: pd.DataFrame) -> str:
     if better:
         out.append("Re-ranking improves retrieval for " + "; ".join(f"{v} ({r[col]} points)" for v, r in better) + ".")
     return " ".join(out) or "Re-ranking changes no run's retrieval significantly."
+
+
+def mechanisms(dual: pd.DataFrame, rerank: pd.DataFrame | None, fusion: pd.DataFrame | None = None) -> str:
+    """Notebook 05: the dual-encoder comparison (MoME, the TTE', the baseline) and the fusion heads' re-ranking, in
+    sentences from their tables (``mechanisms.comparisons``, ``rerank_gain``)."""
+    out = ["This notebook asked whether another way of telling the shared block the modality — VLMo's per-modality "
+           "experts (MoME) — does what the TTE' does not, and what a fusion head adds when it re-ranks retrieval."]
+    decided = dual[dual.verdict.isin(("better", "worse"))]
+    seeds = sorted(set(dual.seeds))
+    if len(decided):
+        out.append("Significant after Holm over the table: " + "; ".join(
+            f"{r.comparison} is {r.verdict} on {r.metric} ({r['difference (95 % CI)']} points)"
+            for _, r in decided.iterrows()) + ".")
+    out.append(f"{len(dual) - len(decided)} of the {len(dual)} dual-encoder comparisons are undecided on "
+               f"{', '.join(map(str, seeds))} seeds: no margin is declared beyond the chapter, so undecided means too "
+               f"few seeds to tell, not equal.")
+    if rerank is not None and len(rerank):
+        out.append(rerank_note(rerank))
+    if fusion is not None and len(fusion):
+        moved = fusion[fusion.verdict.isin(("better", "worse"))]
+        out.append(f"Between the fusion heads, {len(moved)} of {len(fusion)} comparisons are significant.")
+    out.append("What this does not show: any of it at the thesis's scale; these mechanisms are beyond the chapter.")
+    return " ".join(out)
