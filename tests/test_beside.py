@@ -22,3 +22,13 @@ def test_a_declared_design_without_runs_reads_pending():
     confirm = [r for r in table.index if r[1].endswith("(confirmation, seeds 9-40)")]
     assert len(confirm) == 2
     assert all(table.loc[r, "verdict"].startswith("pending") or table.loc[r, "seeds"] > 0 for r in confirm)
+
+
+def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
+    import pandas as pd
+    table = pd.DataFrame({"seeds": [6, 32], "difference (95 % CI)": ["-0.05 ± 0.10", "0.01 ± 0.05"],
+                          "p (Holm, family)": ["0.300", "0.700"], "verdict": ["undecided", "equivalent"],
+                          "seeds to decide": ["40", "–"]}, index=["short of n", "at n"])
+    shown = table2._pending(table.copy(), 32)
+    assert shown.loc["short of n"].tolist() == [6, "–", "–", "pending (6 of 32 seeds)", "–"]
+    assert shown.loc["at n"].tolist() == table.loc["at n"].tolist()

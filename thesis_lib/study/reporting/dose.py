@@ -46,6 +46,9 @@ def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
                 designs.design_frame(params, designs.THESIS_LR_SUM), grids.TTE_AFTER_LS))
     out.append((f"{steps} steps, the thesis's summed learning rate (seeds 9-40)",
                 designs.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), grids.TTE_AFTER_LS))
+    confirm = out[-1][1]
+    if not confirm.empty and len(tables.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds):
+        out.pop()                                  # a fixed-n design is shown at its one look, not before
     return [(name, df, v) for name, df, v in out if not df.empty and v in set(df.variant)]
 
 

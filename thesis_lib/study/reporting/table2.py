@@ -45,12 +45,13 @@ def budget_rows(params) -> pd.DataFrame | None:
 
 
 def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
-    """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)" (``keep``: claims left as they
-    are, e.g. a descriptive one)."""
+    """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)", and its difference and p are not
+    shown either, so that no one reads it before its one look (``keep``: claims left as they are, e.g. a
+    descriptive one)."""
     for claim in table.index:
         if claim not in keep and table.loc[claim, "seeds"] < planned:
             table.loc[claim, "verdict"] = f"pending ({table.loc[claim, 'seeds']} of {planned} seeds)"
-            table.loc[claim, "seeds to decide"] = "–"
+            table.loc[claim, ["difference (95 % CI)", "p (Holm, family)", "seeds to decide"]] = "–"
     return table
 
 
