@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from thesis_lib.data.lifetime import watched
+from thesis_lib.data.lifetime import descendants, watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
@@ -86,21 +86,6 @@ def last_step(metrics: Path) -> int:
         except (ValueError, KeyError):
             continue                                    # a row being written
     return 0
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes started by ``pid``, its children's, and so on (from ``ps``: Linux and macOS)."""
-    table = subprocess.run(["ps", "-A", "-o", "pid=,ppid="], capture_output=True, text=True, check=True).stdout
-    children: dict[int, list[int]] = {}
-    for line in table.splitlines():
-        child, parent = map(int, line.split())
-        children.setdefault(parent, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def kill_tree(pid: int) -> None:
