@@ -77,7 +77,7 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
     """Notebook 04: what γ learned, the dose-response, and Table 2 at the thesis's budget for the TTE."""
     out = ["This notebook asked what the LayerScale weights learn and whether the model uses its TTE, at doses from "
            "γ = 1e-5 to 1 and at the thesis's learning-rate budget for the TTE."]
-    doses = [(v, _share(df, v)) for v in grids.DOSE if _share(df, v) is not None]
+    doses = [(v, share) for v in grids.DOSE if (share := _share(df, v)) is not None]
     if len(doses) >= 2:
         (lo_v, lo), (hi_v, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
         out.append(f"Across the doses the TTE's share of the shared block's input runs from {lo:.3f} % to "

@@ -216,8 +216,9 @@ def markdown(params) -> str:
         curve = curve_rows(params)
         if len(curve):
             parts += [_markdown(curve), overfit_sentence(params)]
-        if pilot_sentence(params):
-            parts.append(pilot_sentence(params))
+        pilot = pilot_sentence(params)
+        if pilot:
+            parts.append(pilot)
     confirm = confirm_rows(params)
     if confirm is not None:
         design = designs.THESIS_LR_SUM_CONFIRM
