@@ -27,8 +27,10 @@
 #   2. from the wheel folder ${WHEELS:-wheels} only (pip --no-index): papermill and ipykernel with what they need
 #      that the host lacks (notebooks), pytest (the cuda tests; where neither the folder nor the host has it, that
 #      section records the error and the others run), and this repository, editable, without dependencies
-#      (--no-deps -e .; pip builds it with setuptools from the wheel folder). thesis_lib's dependency `datasets` is
-#      left out: it is imported only to read Hugging Face data, which neither command does.
+#      (--no-deps -e .; pip builds it with setuptools from the wheel folder), and a torchrun of its own (the
+#      host's runs the host's Python, which lacks thesis_lib, and the recipe's generated scripts call torchrun).
+#      thesis_lib's dependency `datasets` is left out: it is imported only to read Hugging Face data, which neither
+#      command does.
 # The wheel folder is made where PyPI is reachable: `bash benchmarks/gpu_wheels.sh` (python3 -m pip download
 # --only-binary=:all: for the GPU host's CPython X.Y on manylinux x86-64 ... -d wheels; about 20 MB), then brought
 # along (git ignores it). Its Python version is the GPU host's, not environment.yml's: gpu_wheels.sh records it in
@@ -99,6 +101,10 @@ if [ ! -f "$VENV/.installed" ] && [ "$VENV" != "$SETUP_VENV" ]; then
     echo "gpu.sh: no pytest in '$WHEELS' (made before it was added?): the cuda tests section will fail; remake the" \
          "folder with 'bash benchmarks/gpu_wheels.sh'" >&2
   "${PIP[@]}" install --quiet --no-index --find-links "$WHEELS" --no-deps -e .
+  if [ ! -e "$VENV/bin/torchrun" ]; then            # the host's torchrun runs the host's Python, without thesis_lib
+    printf '#!/bin/sh\nexec "%s" -m torch.distributed.run "$@"\n' "$(cd "$VENV" && pwd)/bin/python" > "$VENV/bin/torchrun"
+    chmod +x "$VENV/bin/torchrun"
+  fi
   touch "$VENV/.installed"
 fi
 case "$mode" in

@@ -85,6 +85,11 @@ def test_the_set_up_installs_from_the_wheel_folder_alone_and_imports_this_checko
     package, prefix = seen.stdout.split()
     assert Path(package).resolve() == (ROOT / "thesis_lib" / "__init__.py").resolve()   # editable: this checkout
     assert Path(prefix).resolve() == venv.resolve()
+    (tmp_path / "probe.py").write_text("import sys, thesis_lib; print(thesis_lib.__file__); print(sys.prefix)\n")
+    launched = subprocess.run([str(venv / "bin" / "torchrun"), "--standalone", "--nproc_per_node", "1", "probe.py"],
+                              env=env, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert launched.returncode == 0, launched.stderr      # its torchrun (the recipe's scripts call it) runs its python
+    assert launched.stdout.split()[-2:] == [package, prefix]
     again = subprocess.run(["bash", str(SCRIPTS / "gpu.sh"), "--setup-only"], env=env, capture_output=True,
                            text=True, timeout=60)                # set up once: the second call installs nothing
     assert again.returncode == 0 and "set up" in again.stdout
