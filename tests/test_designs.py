@@ -166,3 +166,12 @@ def test_the_committed_pilot_reproduces_the_baseline_the_margin_came_from():
     value, tolerance = found
     assert 0.3 < tolerance < 1.0                                  # one SD of the record's COCO, not a blanket
     assert abs(value - designs.PILOT_BASELINE_COCO) <= tolerance
+
+
+def test_the_agreement_keeps_the_seeds_recorded_before_whose_checkpoints_are_gone(tmp_path):
+    import json
+    path = tmp_path / "item_agreement.json"
+    assert designs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}}) == {11: {"coco_ir@1": {"phi": 0.5}}}
+    path.write_text(json.dumps({"per_seed": {"9": {"coco_ir@1": {"phi": 0.7}}, "11": {"coco_ir@1": {"phi": 0.1}}}}))
+    merged = designs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}, 10: {"coco_ir@1": {"phi": 0.6}}})
+    assert list(merged) == [9, 10, 11] and merged[11]["coco_ir@1"]["phi"] == 0.5 and merged[9]["coco_ir@1"]["phi"] == 0.7

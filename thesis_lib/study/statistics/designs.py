@@ -441,9 +441,18 @@ def recorded_agreement(params) -> dict | None:
     return out
 
 
+def merged_agreement(path, measured: dict) -> dict:
+    """The seeds measured now and those recorded in ``path`` before (their checkpoints, git-ignored, may be gone: a
+    block trained in an earlier session or on another machine), a seed measured now replacing its record."""
+    import json
+    recorded = {int(k): v for k, v in json.loads(path.read_text())["per_seed"].items()} if path.exists() else {}
+    return dict(sorted({**recorded, **measured}.items()))
+
+
 def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str = "cpu") -> dict:
     """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
-    checkpoints), and its mean over the seeds, written to ``agreement_file``: how much closer than two independent
+    checkpoints; seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to
+    ``agreement_file``: how much closer than two independent
     samples of the test set two paired models' scores are (``item_agreement``)."""
     import json
 
@@ -463,6 +472,7 @@ def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str =
                 sets, ctx = _eval_setup(states[0], dev)
             hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
             per_seed[s] = agreement(*hits)
+    per_seed = merged_agreement(agreement_file(params, design), per_seed)
     kinds = sorted({k for a in per_seed.values() for k in a})
     out = {"pairs": f"{design.variants[0]} vs {design.variants[1]}", "seeds": sorted(per_seed), "per_seed": per_seed,
            "mean_phi": {k: sum(a[k]["phi"] for a in per_seed.values()) / len(per_seed) for k in kinds}}
