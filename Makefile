@@ -127,7 +127,7 @@ STAGE = build/reproduce-$(PRESET)
 ABLATIONS = random-init thesis-regularisation
 # thesis_lib.study.runs.ABLATIONS: the baseline's ablations, stored apart under results/_ablations/<name>/results/
 REPRODUCED_DESIGNS = budget-confirm
-# thesis_lib.study.statistics.designs.REPRODUCED: notebook 04 trains the budget arm's confirmatory runs; the long schedule is
+# thesis_lib.study.claims.designs.REPRODUCED: notebook 04 trains the budget arm's confirmatory runs; the long schedule is
 # `make long`'s
 reproduce: setup
 	rm -rf $(STAGE) && mkdir -p $(STAGE)/notebooks
@@ -142,10 +142,10 @@ reproduce: setup
 	  if [ -d $(STAGE)/$$d/$(PRESET) ]; then mv $(STAGE)/$$d/$(PRESET) $$d/; fi; done
 	mkdir -p figures && cp -R $(STAGE)/figures/. figures/
 	cp $(STAGE)/notebooks/*.ipynb notebooks/
-	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.reporting.report --preset demo --update-readme > /dev/null; fi
+	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.pages.report --preset demo --update-readme > /dev/null; fi
 	$(BIN)/python -c "import json; from thesis_lib.numerics import written_on; print(json.dumps(written_on(), indent=1))" > results/$(PRESET)/written_on.json
 
-# The long schedule's designs (thesis_lib.study.statistics.designs): the whole model at the thesis's summed learning rate
+# The long schedule's designs (thesis_lib.study.claims.designs): the whole model at the thesis's summed learning rate
 # (5,952 steps), one block of four seeds per sitting (BLOCK=K; ≈ 70 min a block of 8 runs on 2 cores), then, for the
 # baseline-and-TTE' designs, the held-out curves and the paired models' per-item agreement; `make figures` renders
 # them. DESIGN=thesis-lr-sum (the 8-seed record: BLOCK=1, 2), thesis-lr-sum-confirm (Table 2 confirmed on seeds
@@ -153,7 +153,7 @@ reproduce: setup
 # (seed 0, 6,000 steps: two runs). Kept out of make reproduce (its own time) and make verify.
 DESIGN = thesis-lr-sum
 long: setup
-	THESIS_PROGRESS=0 $(BIN)/python -m thesis_lib.study.statistics.designs $(DESIGN) --preset $(PRESET) $(if $(BLOCK),--block $(BLOCK))
+	THESIS_PROGRESS=0 $(BIN)/python -m thesis_lib.study.claims.designs $(DESIGN) --preset $(PRESET) $(if $(BLOCK),--block $(BLOCK))
 
 # The full-scale path in miniature (thesis preset, model shrunk, tiny real-format files written here): checkpoint
 # check (guarded unpickler), a 2-process torchrun of several steps (the recipe's augmented teacher view, a decode
@@ -162,14 +162,14 @@ long: setup
 # (03 reusing the torchrun run), the figures and the report, into build/rehearsal/. On a GPU host without a package
 # index: bash benchmarks/gpu.sh --rehearsal.
 rehearsal: setup
-	$(BIN)/python -m thesis_lib.study.full_scale.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
+	$(BIN)/python -m thesis_lib.full_scale.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 
 # Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training),
-# and rewrite every measured figure the documents quote from benchmarks/measured.json (thesis_lib.study.reporting.measured).
+# and rewrite every measured figure the documents quote from benchmarks/measured.json (thesis_lib.study.pages.measured).
 figures: setup
-	$(BIN)/python -m thesis_lib.study.reporting.figures --preset $(PRESET)
-	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.reporting.report --preset demo --update-readme > /dev/null; fi
-	$(BIN)/python -m thesis_lib.study.reporting.measured
+	$(BIN)/python -m thesis_lib.study.pages.figures --preset $(PRESET)
+	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.pages.report --preset demo --update-readme > /dev/null; fi
+	$(BIN)/python -m thesis_lib.study.pages.measured
 
 # JupyterLab on the notebooks, new notebooks on the kernel "Python (thesis-tte)"; --allow-root only where it is needed
 # (root, as on most containers and rented GPU hosts); jupyter refuses root otherwise

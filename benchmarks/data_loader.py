@@ -31,7 +31,7 @@ from thesis_lib import get_config
 from thesis_lib.data.throughput import usable_cores
 from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
-from thesis_lib.study.full_scale.fixtures import write_shard
+from thesis_lib.full_scale.fixtures import write_shard
 
 SIZES = ((256, 256), (683, 512))   # width × height: img2dataset's default output; a short edge of 512 (keep_ratio)
 QUALITY = 95                       # img2dataset's encode_quality default

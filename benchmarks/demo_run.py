@@ -1,7 +1,7 @@
 """One committed CPU run trained again on another device, its metrics beside the committed ones within the
 repository's declared cross-machine tolerance (docs/reproducibility.md):
 
-* ``demo``: ``results/demo/baseline/seed0.json`` (600 steps), held to ``thesis_lib.study.statistics.verify``'s rule, as
+* ``demo``: ``results/demo/baseline/seed0.json`` (600 steps), held to ``thesis_lib.study.claims.verify``'s rule, as
   ``make verify`` holds a retrained run: ``TOLERANCE_SDS`` × the metric's between-seed SD over the committed demo
   results for a replay of the committed loss curve (or a run that is not one), ``FORKED_SDS`` for a run that
   follows the curve and then forks (``verify.tolerance_sds``);
@@ -27,7 +27,7 @@ import torch
 from thesis_lib import get_config
 from thesis_lib.metrics import HEADLINE
 from thesis_lib.paths import ROOT, results_dir
-from thesis_lib.study.statistics import verify
+from thesis_lib.study.claims import verify
 from thesis_lib.training.engine import resolve_precision
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl, read_result
 
@@ -68,7 +68,7 @@ def reference(preset: str, curve: list[dict]) -> tuple[dict, dict, str]:
     sd = verify.tolerances(load_results(results_dir(), preset))
     factor = sds / verify.TOLERANCE_SDS
     return committed, {m: factor * s for m, s in sd.items()}, (
-        f"{sds:.3g} between-seed SD of the committed {preset} results ({why}; thesis_lib.study.statistics.verify, as make "
+        f"{sds:.3g} between-seed SD of the committed {preset} results ({why}; thesis_lib.study.claims.verify, as make "
         f"verify), against results/{preset}/{VARIANT}/seed{SEED}.json")
 
 

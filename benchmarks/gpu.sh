@@ -9,7 +9,7 @@
 # Optionally a second call: `bash benchmarks/gpu.sh --only-notebook --merge FIRST/gpu.json` (notebook 03 on the GPU).
 # Results: ${OUT:-build/gpu}/gpu.{json,md}, rewritten after every section, and demo_run/ (the run's result, curve).
 #   bash benchmarks/gpu.sh --rehearsal [ARGS]   instead: the full-scale path in miniature (make rehearsal's, on the GPU;
-#                                               python -m thesis_lib.study.full_scale.rehearsal --device cuda ARGS), one call
+#                                               python -m thesis_lib.full_scale.rehearsal --device cuda ARGS), one call
 #   bash benchmarks/gpu.sh --setup-only         the set-up below alone (CI runs it: tests/test_gpu_install.py)
 #
 # Which Python runs it, the first that applies:
@@ -111,7 +111,7 @@ case "$mode" in
   setup) if [ "$VENV" = "$SETUP_VENV" ]; then echo "gpu.sh: uses make setup's $VENV as it is (torch with CUDA," \
            "thesis_lib from $PWD, papermill, pytest): no wheel folder needed"
          else echo "gpu.sh: set up $VENV ($VENV/bin/python imports thesis_lib from $PWD)"; fi; exit 0 ;;
-  rehearsal) exec "$VENV/bin/python" -m thesis_lib.study.full_scale.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
+  rehearsal) exec "$VENV/bin/python" -m thesis_lib.full_scale.rehearsal --device "${DEVICE:-cuda}" "$@" ;;
 esac
 exec "$VENV/bin/python" benchmarks/gpu.py --device "${DEVICE:-cuda}" --out "${OUT:-build/gpu}" \
   --budget $((540 - (SECONDS - start))) "$@"     # 540: gpu.py's DEFAULT_BUDGET, less this set-up

@@ -1,11 +1,11 @@
-"""Reference forward passes written directly from the raw tensors of the tiny checkpoints (thesis_lib.study.full_scale.fixtures
+"""Reference forward passes written directly from the raw tensors of the tiny checkpoints (thesis_lib.full_scale.fixtures
 writes them in the original files' key layouts, docs/sources.md §7.5), independent of thesis_lib's modules."""
 import math
 
 import torch
 from torch.nn import functional as F
 
-from thesis_lib.study.full_scale.fixtures import (  # noqa: F401  (the writers live in the package: make rehearsal uses them)
+from thesis_lib.full_scale.fixtures import (  # noqa: F401  (the writers live in the package: make rehearsal uses them)
     IMG,
     TXT,
     beit_relative_index,

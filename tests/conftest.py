@@ -5,15 +5,15 @@ import pytest
 
 @pytest.fixture
 def tiny_coco(tmp_path):
-    """A Karpathy-format COCO (thesis_lib.study.full_scale.fixtures.karpathy_coco)."""
-    from thesis_lib.study.full_scale.fixtures import karpathy_coco
+    """A Karpathy-format COCO (thesis_lib.full_scale.fixtures.karpathy_coco)."""
+    from thesis_lib.full_scale.fixtures import karpathy_coco
     return karpathy_coco(tmp_path / "coco")
 
 
 @pytest.fixture
 def tiny_flickr(tmp_path):
-    """A Karpathy-format Flickr30K (thesis_lib.study.full_scale.fixtures.karpathy_flickr)."""
-    from thesis_lib.study.full_scale.fixtures import karpathy_flickr
+    """A Karpathy-format Flickr30K (thesis_lib.full_scale.fixtures.karpathy_flickr)."""
+    from thesis_lib.full_scale.fixtures import karpathy_flickr
     return karpathy_flickr(tmp_path / "flickr30k")
 
 

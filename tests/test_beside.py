@@ -1,6 +1,6 @@
-"""The thesis beside us (thesis_lib/study/reporting/beside.py), read from the committed demo results."""
+"""The thesis beside us (thesis_lib/study/pages/beside.py), read from the committed demo results."""
 from thesis_lib.study import reference, runs
-from thesis_lib.study.reporting import beside, table2
+from thesis_lib.study.pages import beside, table2
 
 
 def test_every_thesis_claim_has_its_numbers_and_ours_in_each_regime():

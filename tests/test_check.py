@@ -6,7 +6,7 @@ from thesis_lib.fetch import file_sha256 as sha256
 from thesis_lib.models.check import KNOWN_SHA256, check_folder, main
 from thesis_lib.models.checkpoints import D2V2_TEXT
 from thesis_lib.models.lock import LOCK, read_lock
-from thesis_lib.study.full_scale.fixtures import SHRINK, TEXT_VOCAB, checkpoint_folder, d2v_text_file
+from thesis_lib.full_scale.fixtures import SHRINK, TEXT_VOCAB, checkpoint_folder, d2v_text_file
 
 
 def _folder(tmp_path):

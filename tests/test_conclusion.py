@@ -1,18 +1,20 @@
-"""The notebooks' generated conclusions (thesis_lib/study/reporting/conclusion.py), from the committed demo results."""
+"""The notebooks' generated conclusions (thesis_lib/study/pages/conclusion.py), from the committed demo results."""
 import pytest
 
 from thesis_lib.study import grids, runs
-from thesis_lib.study.reporting import conclusion, table2, tables
+from thesis_lib.study.pages import conclusion, table2, tables
+from thesis_lib.study.claims import paired
+from thesis_lib.study import results
 
 
 @pytest.fixture(scope="module")
 def frame():
-    return tables.results_frame(runs.study_params("demo", need_data=False), grids.CLAIMED)
+    return results.results_frame(runs.study_params("demo", need_data=False), grids.CLAIMED)
 
 
 def test_table2_says_its_verdicts_are_built_in_only_when_they_are(frame):
     said = conclusion.table2(frame, 600)
-    share = tables.runs_of(frame, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
+    share = results.runs_of(frame, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
     assert f"{share:.3f} %" in said and "could hardly have come out otherwise" in said
     moved = frame.copy()                                    # a TTE' that gains two points: no longer built in
     moved.loc[moved.variant.eq(grids.TTE_AFTER_LS), "coco_mean"] += 2.0
@@ -39,8 +41,8 @@ def test_layerscale_reads_the_budget_arm(frame):
 
 def test_the_ablation_note_names_a_removal_that_raises_a_metric():
     params = runs.study_params("demo", need_data=False)
-    df = tables.results_frame(params, grids.CLAIMED + grids.TTE_USED)
-    t = tables.paired_test(df, (grids.TTE_AFTER, "removed"), (grids.TTE_AFTER, "none"), "imagenet_top1")
+    df = results.results_frame(params, grids.CLAIMED + grids.TTE_USED)
+    t = paired.paired_test(df, (grids.TTE_AFTER, "removed"), (grids.TTE_AFTER, "none"), "imagenet_top1")
     said = conclusion.ablation_note(df)
     assert (t.mean - t.half95 > 0) == ("raises ImageNet top-1" in said)
     assert conclusion.ablation_note(df, variants=(grids.TTE_AFTER_LS,)).startswith("Removing the TTE at evaluation raises no")

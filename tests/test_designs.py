@@ -1,16 +1,19 @@
-"""Table 2's fixed-n designs (thesis_lib/study/statistics/designs.py), read from the code that declares them: seeds, n, family,
+"""Table 2's fixed-n designs (thesis_lib/study/claims/designs.py), read from the code that declares them: seeds, n, family,
 margin, the long schedule's length, where their runs go; and a smoke run of each through the study's functions."""
 import dataclasses
 
 import pytest
 
 from thesis_lib import get_config
-from thesis_lib.study.statistics import designs
+from thesis_lib.study.claims import designs
 from thesis_lib.study import reference, runs
-from thesis_lib.study.reporting import tables
-from thesis_lib.study.statistics.designs import (BUDGET_CONFIRM, LONG_TABLE1, PILOT, THESIS_LR_SUM,
+from thesis_lib.study.pages import tables
+from thesis_lib.study.claims.designs import (BUDGET_CONFIRM, LONG_TABLE1, PILOT, THESIS_LR_SUM,
                                                 THESIS_LR_SUM_CONFIRM)
 from thesis_lib.training.engine import summed_lr, thesis_summed_lr
+from thesis_lib.study.runs import designs as design_runs
+from thesis_lib.study.claims import paired
+from thesis_lib.study import results
 
 
 def test_the_budget_arm_is_confirmed_on_fresh_seeds_only():
@@ -53,7 +56,7 @@ def test_the_long_confirmation_is_declared_on_fresh_seeds_with_a_fixed_n():
 def test_the_long_table1_pairs_with_the_long_baselines_of_seeds_1_to_4():
     d = LONG_TABLE1
     assert d.seeds == (1, 2, 3, 4) and d.blocks == ((1, 2, 3, 4),) and d.shared == ("baseline",)
-    assert d.shared_from == THESIS_LR_SUM.name and set(d.seeds) <= set(THESIS_LR_SUM.seeds)
+    assert d.shared_from is THESIS_LR_SUM and set(d.seeds) <= set(THESIS_LR_SUM.seeds)
     assert set(d.variants) == set(reference.grids.TABLE1) and d.overrides == THESIS_LR_SUM.overrides
     assert [c.short for c in d.claims] == ["2 × 2 main effect of skipping the input LayerNorm"]
     assert [c.short for c in d.descriptive] == ["2 × 2 main effect of the TTE before"]
@@ -89,9 +92,9 @@ def test_the_confirmation_power_is_computed_from_the_8_seed_record():
 
 def test_a_design_sharing_another_designs_runs_refuses_to_start_without_them(tmp_path):
     params = runs.study_params("smoke", output_dir=str(tmp_path))
-    assert designs.shared_missing(params, LONG_TABLE1) == ["baseline/seed1", "baseline/seed2"]
+    assert design_runs.shared_missing(params, LONG_TABLE1) == ["baseline/seed1", "baseline/seed2"]
     with pytest.raises(Exception, match="train them first"):
-        designs.run_design(params, LONG_TABLE1)
+        design_runs.run_design(params, LONG_TABLE1)
 
 
 def test_margins_are_fixed_at_the_declaration():
@@ -104,7 +107,7 @@ def test_margins_are_fixed_at_the_declaration():
         designs.margin(BUDGET_CONFIRM)
     claims = designs.fixed_claims(BUDGET_CONFIRM, 0.5)
     df = _frame()
-    table = tables.claim_table(df, claims)
+    table = paired.claim_table(df, claims)
     assert set(table[table.role.eq("primary")]["smallest effect of interest"]) == {"±0.50"}
 
 
@@ -121,11 +124,11 @@ def _frame():
 
 def test_design_jobs_go_to_the_design_store_with_its_overrides(tmp_path):
     params = runs.study_params("demo", output_dir=str(tmp_path))
-    jobs = designs.design_jobs(params, THESIS_LR_SUM, block=2)
+    jobs = design_runs.design_jobs(params, THESIS_LR_SUM, block=2)
     assert {(j["variant"], j["seed"]) for j in jobs} == {(v, s) for v in THESIS_LR_SUM.variants for s in (5, 6, 7, 8)}
     assert all(j["out_dir"] == str(tmp_path / "results" / "_designs" / "thesis-lr-sum") for j in jobs)
     assert all(j["overrides"]["train.steps"] == 5952 for j in jobs)
-    shared = designs.design_jobs(params, BUDGET_CONFIRM)
+    shared = design_runs.design_jobs(params, BUDGET_CONFIRM)
     assert {j["variant"] for j in shared} == {designs.BUDGET_VARIANT} and len(shared) == 20   # the baseline's exist
 
 
@@ -137,18 +140,18 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
         designs.study_baseline_mean(params)
     runs.run_grid(dataclasses.replace(params, seeds=runs.SEEDS + BUDGET_CONFIRM.smoke_seeds), ("baseline",))
     for design in (BUDGET_CONFIRM, THESIS_LR_SUM):
-        designs.run_design(params, design)
-        df = designs.design_frame(params, design)
+        design_runs.run_design(params, design)
+        df = results.design_frame(params, design)
         assert set(df.variant) == set(design.variants) and set(df.seed) == set(design.smoke_seeds)
-        table = tables.claim_table(df, designs.claims_of(params, design, descriptive=True))
+        table = paired.claim_table(df, designs.claims_of(params, design, descriptive=True))
         assert len(table[table.role.eq("primary")]) == len(design.claims) + (design is THESIS_LR_SUM)
-    designs.heldout_curves(params)
-    curve = designs.curves_frame(params)
+    design_runs.heldout_curves(params, THESIS_LR_SUM)
+    curve = results.curves_frame(params, designs.THESIS_LR_SUM)
     steps = get_config("smoke").train.steps * 2
     assert sorted(set(curve.step)) == list(range(3, steps + 1, 3)) and set(curve.seed) == {1, 2}
     import matplotlib.pyplot as plt
 
-    from thesis_lib.study.reporting import figures, table2
+    from thesis_lib.study.pages import figures, table2
     from thesis_lib.study import grids
     runs.run_grid(params, grids.TABLE2)
     plt.close(figures.draw("04_long_schedule", params))
@@ -171,7 +174,7 @@ def test_the_committed_pilot_reproduces_the_baseline_the_margin_came_from():
 def test_the_agreement_keeps_the_seeds_recorded_before_whose_checkpoints_are_gone(tmp_path):
     import json
     path = tmp_path / "item_agreement.json"
-    assert designs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}}) == {11: {"coco_ir@1": {"phi": 0.5}}}
+    assert design_runs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}}) == {11: {"coco_ir@1": {"phi": 0.5}}}
     path.write_text(json.dumps({"per_seed": {"9": {"coco_ir@1": {"phi": 0.7}}, "11": {"coco_ir@1": {"phi": 0.1}}}}))
-    merged = designs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}, 10: {"coco_ir@1": {"phi": 0.6}}})
+    merged = design_runs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}, 10: {"coco_ir@1": {"phi": 0.6}}})
     assert list(merged) == [9, 10, 11] and merged[11]["coco_ir@1"]["phi"] == 0.5 and merged[9]["coco_ir@1"]["phi"] == 0.7

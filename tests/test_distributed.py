@@ -245,7 +245,7 @@ def _cache_setup(shard):
 
 
 def _write_cache_shard(tmp):
-    from thesis_lib.study.full_scale.fixtures import jpeg_bytes, write_shard
+    from thesis_lib.full_scale.fixtures import jpeg_bytes, write_shard
     samples = {f"{k:04d}": {"jpg": jpeg_bytes(k, (48, 64)), "txt": f"caption {k}"} for k in range(10)}
     samples["0007"]["jpg"] = jpeg_bytes(7, (48, 64))[:20] + bytes(range(256)) * 4 + b"\xff\xd9"   # decodes not
     write_shard(tmp / "00000.tar", samples)

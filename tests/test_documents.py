@@ -1,7 +1,7 @@
 """The documents' figures against the code, after issue 45 (issues 27 and 37 had regexes compare prose across files).
 
 Every measured figure README.md, BENCHMARKS.md and docs/*.md quote (a time, a count of tests or runs, a date, a
-machine) has one source, benchmarks/measured.json, which thesis_lib.study.reporting.measured renders into the documents and
+machine) has one source, benchmarks/measured.json, which thesis_lib.study.pages.measured renders into the documents and
 tests/test_measured.py holds them to; the README's results block and docs/results.md are generated from results/ and
 tests/test_study.py holds them current; tests/test_layout.py holds that every file a document names exists. No test
 reads prose with a pattern any more. What stays here: the run counts of a measurement that the code defines, so that
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from thesis_lib.study import SEEDS, grids
-from thesis_lib.study.reporting import measured
+from thesis_lib.study.pages import measured
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 

@@ -1,9 +1,10 @@
-"""Table 2's claims against the TTE's dose (thesis_lib/study/reporting/dose.py), read from the committed demo results."""
+"""Table 2's claims against the TTE's dose (thesis_lib/study/pages/dose.py), read from the committed demo results."""
 import matplotlib.pyplot as plt
 import pytest
 
 from thesis_lib.study import runs
-from thesis_lib.study.reporting import dose, tables
+from thesis_lib.study.pages import dose, tables
+from thesis_lib.study import results
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,7 @@ def test_every_regime_with_runs_has_both_claims_at_its_measured_share(points):
     for name, df, variant in regimes:
         rows = points[points.regime.eq(name)]
         assert len(rows) == 2
-        assert rows["share %"].iloc[0] == pytest.approx(tables.runs_of(df, variant).tte_ratio_image.mean() * 100)
+        assert rows["share %"].iloc[0] == pytest.approx(results.runs_of(df, variant).tte_ratio_image.mean() * 100)
     budget = points[points.regime.str.contains("seeds 4-23") & points.claim.eq(dose.USED)].iloc[0]
     assert budget.seeds == 20 and budget.low > 0                       # "is used" at the budget: trivial, above 0
     assert dose.spread(points) > 40                                   # the demo's TTE' to the budget arm: ≈ 47 ×

@@ -21,7 +21,7 @@ from thesis_lib.errors import CheckpointError, DataError, DownloadError
 from thesis_lib.fetch import fetch, file_name, file_sha256
 from thesis_lib.models import download as md
 from thesis_lib.models.lock import read_lock
-from thesis_lib.study.full_scale.fixtures import (SHRINK, checkpoint_folder, jpeg_bytes, karpathy_coco, karpathy_flickr,
+from thesis_lib.full_scale.fixtures import (SHRINK, checkpoint_folder, jpeg_bytes, karpathy_coco, karpathy_flickr,
                                        write_shard)
 
 BEIT = "beitv2_base_patch16_224_pt1k.pth"

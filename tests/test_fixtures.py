@@ -1,4 +1,4 @@
-"""study/full_scale/fixtures.py writes what the full scale reads, hard parts included: checkpoint files that only the guarded
+"""full_scale/fixtures.py writes what the full scale reads, hard parts included: checkpoint files that only the guarded
 unpickler opens (fairseq's trainer state and args, unilm's args), ImageNet's 1,000 class folders named from the
 shipped class-name list, and a shard image that passes indexing but fails when a batch decodes it."""
 import argparse
@@ -14,7 +14,7 @@ from thesis_lib.data.shards import load_shards
 from thesis_lib.errors import DataError
 from thesis_lib.models.checkpoints import torch_load
 from thesis_lib.paths import ASSETS
-from thesis_lib.study.full_scale import fixtures
+from thesis_lib.full_scale import fixtures
 
 
 @pytest.mark.parametrize("write", [fixtures.d2v_image_file, fixtures.d2v_text_file, fixtures.beitv2_file])

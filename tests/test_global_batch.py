@@ -8,7 +8,7 @@ from thesis_lib import get_config
 from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
 from thesis_lib.data.transforms import BatchAugment
-from thesis_lib.study.full_scale.fixtures import jpeg_bytes, write_shard
+from thesis_lib.full_scale.fixtures import jpeg_bytes, write_shard
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ def test_gpu_sh_runs_from_make_setups_venv_when_it_has_cuda_torch_without_a_whee
     assert f"uses make setup's {venv} as it is" in done.stdout and "no wheel folder needed" in done.stdout
     assert not (tmp_path / "gpu-venv").exists() and not (tmp_path / "none").exists()
     shown = gpu_sh(env, "--rehearsal", "--help")                 # the command itself runs from that venv
-    assert shown.returncode == 0 and "thesis_lib.study.full_scale.rehearsal" in shown.stdout, shown.stderr
+    assert shown.returncode == 0 and "thesis_lib.full_scale.rehearsal" in shown.stdout, shown.stderr
 
 
 @pytest.mark.parametrize("cuda, hide, said", [

@@ -8,7 +8,7 @@ import pytest
 
 from thesis_lib.metrics import METRICS
 from thesis_lib.paths import PACKAGE, ROOT
-from thesis_lib.study.reporting import figures
+from thesis_lib.study.pages import figures
 from thesis_lib.study import grids, reference
 from thesis_lib.variants import VARIANT_SPECS
 

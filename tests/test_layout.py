@@ -1,5 +1,7 @@
-"""The package's layout is its architecture. Each room imports only its own room or rooms below it, no module comes
-back to itself through its imports, a variant's name is decoded by the registry alone, docstrings cite what a reader
+"""The package's layout is its architecture (lints of a property of the repository, not of behaviour). Each room imports
+only its own room or rooms below it; inside the study, each stage (runs → results → claims → pages) imports only the
+chapter's declarations and the stages before it; no module comes back to itself through its imports, no private name
+is imported from another module, a variant's name is decoded by the registry alone, docstrings cite what a reader
 can open, equations are named with their document, loading never trains, and the layout page (docs/layout.md) names
 every module.
 """
@@ -21,9 +23,18 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("evaluation", "analysis"),
     ("training", "evaluate", "api"),
     ("study",),
+    ("full_scale",),          # a lab's operations: the recipe, the pilot, the rehearsal, on top of the study
     ("__init__",),
 )
 LEVEL = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+STAGES = (   # the study, in the order a result flows; a stage imports only the ones before it (and the declarations)
+    ("study.grids", "study.reference"),    # the chapter's declarations: what each table compares, what the thesis says
+    ("study.runs",),                       # 1. what to train, and when a design's block is done
+    ("study.results",),                    # 2. result files read into one table
+    ("study.claims",),                     # 3. each claim's paired test and verdict, and the statistics it calls
+    ("study.pages",),                      # 4. tables, figures, the README block, docs/results.md
+    ("study",),                            # the package's names for the notebooks (``study.<name>``)
+)
 
 
 def modules() -> dict[str, ast.Module]:
@@ -72,6 +83,33 @@ def test_every_module_belongs_to_a_declared_room():
 def test_no_module_imports_a_room_above_its_own():
     upward = [f"{m} -> {d}" for m, deps in graph().items() for d in deps if LEVEL[room(d)] > LEVEL[room(m)]]
     assert not upward, "imports against the layers: " + ", ".join(upward)
+
+
+def stage(module: str) -> int:
+    """The stage of the longest declared prefix of ``module``."""
+    found = [(len(st), i) for i, stages in enumerate(STAGES) for st in stages
+             if module == st or module.startswith(st + ".")]
+    return max(found)[1]
+
+
+def test_every_study_module_belongs_to_a_stage_and_imports_only_the_stages_before_it():
+    study = {m: deps for m, deps in graph().items() if room(m) == "study"}
+    assert all(any(m == st or m.startswith(st + ".") for sts in STAGES for st in sts) for m in study)
+    against = [f"{m} -> {d}" for m, deps in study.items() for d in deps if room(d) == "study" and stage(d) > stage(m)]
+    assert not against, "imports against the study's flow (runs → results → claims → pages): " + ", ".join(against)
+    assert stage("study.claims.designs") == 3 and stage("study.runs.designs") == 1 and stage("study") == 5
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """``from x import _y`` (a module's private helper used elsewhere) anywhere in the package: a name another
+    module needs is public, in the module it belongs to."""
+    hits = []
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("thesis_lib")):
+                hits += [f"{name}: from {'.' * node.level}{node.module or ''} import {a.name}" for a in node.names
+                         if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not hits, hits
 
 
 def test_the_import_graph_has_no_cycle():
@@ -148,8 +186,8 @@ def test_the_layout_page_names_every_benchmark_script():
 
 
 def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
-    """The map's third column against the figure registry (study/reporting/figures.py FIGURES): one source, tested."""
-    from thesis_lib.study.reporting.figures import FIGURES
+    """The map's third column against the figure registry (study/pages/figures.py FIGURES): one source, tested."""
+    from thesis_lib.study.pages.figures import FIGURES
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Notebook map"):]
     rows = [r for r in section[:section.index("\n\n", section.index("| notebook"))].splitlines() if r.startswith("| `0")]

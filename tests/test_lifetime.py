@@ -123,7 +123,7 @@ def test_the_worlds_forked_workers_end_with_the_process_generating_it(tmp_path):
 
 
 def test_a_data_loaders_workers_end_with_the_process_iterating_it(tmp_path):
-    from thesis_lib.study.full_scale.fixtures import jpeg_bytes
+    from thesis_lib.full_scale.fixtures import jpeg_bytes
     for k in range(64):
         (tmp_path / f"{k}.jpg").write_bytes(jpeg_bytes(k, (32, 32)))
     main = _start(f"""
@@ -148,9 +148,9 @@ def test_a_launch_ends_with_the_process_that_started_it_torchrun_and_its_session
         spec = util.spec_from_file_location("lifetime", {str(LIFETIME)!r})
         lifetime = util.module_from_spec(spec)
         spec.loader.exec_module(lifetime)
-        from thesis_lib.study.full_scale.kill_resume import _free_port
+        from thesis_lib.full_scale.kill_resume import free_port
         subprocess.run(lifetime.watched([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                         "--master_port", str(_free_port()), "--no-python", "sleep", "600"]))
+                                         "--master_port", str(free_port()), "--no-python", "sleep", "600"]))
         """)
     below = _wait_for(main, lambda below: sum(cmd.startswith("sleep 600") for cmd in below.values()) == 2)
     assert any("lifetime.py" in cmd for cmd in below.values()) and any("torch.distributed.run" in cmd

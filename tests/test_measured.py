@@ -1,4 +1,4 @@
-"""thesis_lib.study.reporting.measured: every measured figure README.md, BENCHMARKS.md and docs/*.md quote comes from
+"""thesis_lib.study.pages.measured: every measured figure README.md, BENCHMARKS.md and docs/*.md quote comes from
 benchmarks/measured.json (issue 45). The committed documents are current; a value changed in the data file, a key it
 lacks, a hand-edited code block, a figure quoted without a marker and a marker that begins a line each fail, naming
 the document; rendering twice changes nothing; the data file agrees with itself where one figure follows from others.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from thesis_lib.paths import ROOT
-from thesis_lib.study.reporting import measured
+from thesis_lib.study.pages import measured
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def copy_root(tmp_path) -> Path:
 
 
 def test_the_committed_documents_are_current():
-    """`python -m thesis_lib.study.reporting.measured --check` passes: `make figures` renders the documents after a data edit."""
+    """`python -m thesis_lib.study.pages.measured --check` passes: `make figures` renders the documents after a data edit."""
     problems = measured.check()
     assert not problems, "\n".join(problems)
     assert measured.main(["--check"]) == 0
@@ -151,7 +151,7 @@ def test_a_figure_quoted_without_a_marker_fails_naming_it(copy_root):
 
 
 def test_generated_text_is_neither_scanned_nor_rendered(copy_root):
-    """The README's results block and docs/results.md are thesis_lib.study.reporting.report's: no marker, no scan."""
+    """The README's results block and docs/results.md are thesis_lib.study.pages.report's: no marker, no scan."""
     readme = (copy_root / "README.md").read_text()
     start = readme.index("<!-- results:start -->") + len("<!-- results:start -->")
     (copy_root / "README.md").write_text(readme[:start] + "\nit took 3 min 12 s\n" + readme[start:])

@@ -3,7 +3,7 @@ import pytest
 
 from thesis_lib import study
 from thesis_lib.study import grids
-from thesis_lib.study.reporting import mechanisms
+from thesis_lib.study.pages import mechanisms
 from thesis_lib.variants import VARIANT_LABELS
 
 

@@ -1,7 +1,7 @@
 """study/pilot: the pilot's command is the recipe's run, shortened, and its report projects what it measured."""
 import pytest
 
-from thesis_lib.study.full_scale import pilot, recipe
+from thesis_lib.full_scale import pilot, recipe
 
 
 def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch):
@@ -133,7 +133,7 @@ def test_the_report_sets_the_cold_read_rate_beside_what_the_gpus_need():
 def test_the_pilot_reads_the_mixtures_shards_cold(tmp_path, monkeypatch):
     """The measurement over tiny shards the fixtures write: a positive rate and the bytes read; a MIX without shards
     is said not measured, not an error."""
-    from thesis_lib.study.full_scale.fixtures import web_shards
+    from thesis_lib.full_scale.fixtures import web_shards
     monkeypatch.setenv("THESIS_DATA", str(tmp_path / "cache"))
     pattern = web_shards(tmp_path / "cc3m", "cc3m", shards=2, per_shard=5)
     rate = pilot.storage(f"coco,wds:{pattern}", 8, 2)

@@ -16,11 +16,12 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from matplotlib.text import Text  # noqa: E402
 
 from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
-from thesis_lib.study.reporting import gamma, mechanisms, plotting  # noqa: E402
-from thesis_lib.study.reporting.forest import LEGEND, dose_response, forest  # noqa: E402
-from thesis_lib.study.reporting.headline import draw as headline  # noqa: E402
-from thesis_lib.study.statistics.stats import mean_ci  # noqa: E402
+from thesis_lib.study.pages import gamma, mechanisms, plotting  # noqa: E402
+from thesis_lib.study.pages.forest import LEGEND, dose_response, forest  # noqa: E402
+from thesis_lib.study.pages.headline import draw as headline  # noqa: E402
+from thesis_lib.study.claims.stats import mean_ci  # noqa: E402
 from thesis_lib.variants import VARIANT_SHORT  # noqa: E402
+from thesis_lib.study.claims import paired
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
                "skipped − baseline"]
@@ -331,12 +332,11 @@ def test_difference_frame_gives_the_interval_each_test_reads():
     from scipy import stats as sps
 
     from thesis_lib.study import reference
-    from thesis_lib.study.reporting import tables
     rng = np.random.default_rng(2)
     df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 20 + s + e + rng.normal(0, 0.3),
                         "imagenet_top1": 40 + s + rng.normal(0, 0.3), "flickr_mean": 30 + s + rng.normal(0, 0.3)}
                        for s in range(5) for v, e in (("baseline", 0.0), ("tte_after_ls", 0.2))])
-    frame = tables.difference_frame(df, reference.TABLE2)
+    frame = paired.difference_frame(df, reference.TABLE2)
     assert len(frame) == 3 and {"half95", "half90"} <= set(frame.columns)
     ratio = sps.t.ppf(0.95, 4) / sps.t.ppf(0.975, 4)
     for _, r in frame.iterrows():
@@ -387,7 +387,7 @@ def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
 
 
 def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
-    from thesis_lib.study.reporting.figures import ABLATION_METRICS
+    from thesis_lib.study.pages.figures import ABLATION_METRICS
     assert "flickr_mean" in ABLATION_METRICS
     rng = np.random.default_rng(4)
     variants = ["tte_after", "tte_after_ls", "tte_shared"]
@@ -655,9 +655,9 @@ def _demo_params():
 
 def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_its_default():
     """The 1e-5 arm is the TTE' itself (Table 2's claim), read at the config's default; the others the γ-init
-    claims; one x position each, its numbers those of ``tables.difference_frame``."""
+    claims; one x position each, its numbers those of ``paired.difference_frame``."""
     from thesis_lib.config import get_config
-    from thesis_lib.study.reporting import figures, tables
+    from thesis_lib.study.pages import figures
     from thesis_lib.study import grids, reference
     params = _demo_params()
     default = get_config("demo").model.tte_layer_scale
@@ -669,8 +669,8 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
     fig = figures.fig_dose_response(params, grids.DOSE_ARMS)
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and np.allclose(sorted(ax.get_xticks()), sorted(doses))
-    df = tables.results_frame(params, grids.DOSE_ARMS, sequential_seeds=True)
-    table2 = tables.difference_frame(df, reference.TABLE2)
+    df = paired.claims_frame(params, grids.DOSE_ARMS)
+    table2 = paired.difference_frame(df, reference.TABLE2)
     expected = table2[table2.comparison.eq(doses[default][1].text) & table2.metric.eq(ax.get_gid())]["mean"].item()
     means = {line.get_xdata()[0]: line.get_ydata()[0] for line in ax.lines if line.get_gid() == "mean"}
     assert means[default] == pytest.approx(expected)
@@ -678,17 +678,17 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
 
 
 def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_main_effect():
-    from thesis_lib.study.reporting import figures, tables
-    from thesis_lib.study.reporting import headline as headline_rows
+    from thesis_lib.study.pages import figures
+    from thesis_lib.study.pages import headline as headline_rows
     from thesis_lib.study import reference
     params = _demo_params()
     assert [c.text for c in headline_rows.CLAIMS] == [c.text for c in reference.CLAIMS
                                                   if c.in_thesis or c.text == headline_rows.LN_MAIN_EFFECT]
     assert "headline" in figures.FIGURES
-    df = tables.results_frame(params, headline_rows.READS, sequential_seeds=True)
+    df = paired.claims_frame(params, headline_rows.READS)
     frame = headline_rows.frame(df)
     assert list(frame.claim) == [c.text for c in headline_rows.CLAIMS]
-    rows = {r["claim"].text: r for r in tables._claim_rows(df, reference.CLAIMS) if r["primary"]}
+    rows = {r["claim"].text: r for r in paired.claim_rows(df, reference.CLAIMS) if r["primary"]}
     for _, r in frame.iterrows():
         assert (r.ratio, r.low, r.high) == pytest.approx(rows[r.claim]["ratio"])
         assert f"({len(rows[r.claim]['seeds'])} seeds" in r.label.replace("\n", " ")
@@ -703,7 +703,7 @@ def test_patch_grid_says_the_presets_numbers():
     """The demo's 32-px image and 8-px patches, as its config has them (not a 64-px image scaled for show)."""
     from thesis_lib.config import get_config
     from thesis_lib.study import runs
-    from thesis_lib.study.reporting import figures
+    from thesis_lib.study.pages import figures
     img = get_config("demo").model.image
     fig = figures.fig_patch_grid(runs.study_params("demo", need_data=False))
     image, flat = fig.axes[:2]
@@ -718,7 +718,7 @@ def test_patch_grid_says_the_presets_numbers():
 def test_table2_bars_draw_each_seeds_paired_difference_from_zero():
     """03_table2_bars: the two arms' levels look the same, so each seed's difference is drawn (a stem from 0, its
     length the difference) with their mean and 95 % interval; the control's level stays in the title."""
-    from thesis_lib.study.reporting import per_seed
+    from thesis_lib.study.pages import per_seed
     rng = np.random.default_rng(8)
     base = {s: 17 + rng.normal(0, 0.5) for s in range(4)}
     delta = {s: rng.normal(0, 0.01) for s in range(4)}

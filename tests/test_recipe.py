@@ -1,5 +1,5 @@
 """study/recipe and docs/full_scale.md against the code. Every command of the guide (and of README's full-scale
-subsection, and of the scripts ``python -m thesis_lib.study.full_scale.recipe commands`` writes) is expanded by bash with every
+subsection, and of the scripts ``python -m thesis_lib.full_scale.recipe commands`` writes) is expanded by bash with every
 program replaced by a recorder (nothing runs), then parsed by the real parser of what it calls: thesis_lib's CLIs
 (their own argparse, ``--set`` fields through ``get_config``), torchrun's, papermill's (``-p`` / ``-y`` names
 against the notebook's ``parameters`` cell, overrides through ``get_config``), the Makefile's targets. No two
@@ -23,7 +23,7 @@ import yaml
 from thesis_lib.config import get_config
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.study import grids
-from thesis_lib.study.full_scale import recipe
+from thesis_lib.full_scale import recipe
 from thesis_lib.study.runs import Parameters, StudyParams
 from thesis_lib.training.results import OPERATIONAL, RunPaths, _identity
 from thesis_lib.training.run import overrides_of, run_config
@@ -326,7 +326,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
     from thesis_lib.data import shard_index
     from thesis_lib.models import check as mc
     from thesis_lib.models import download as md
-    from thesis_lib.study.full_scale.fixtures import SHRINK, download_mirror
+    from thesis_lib.full_scale.fixtures import SHRINK, download_mirror
     work, shared = tmp_path / "work", tmp_path / "shared"
     counts = download_mirror(tmp_path / "mirror", work)
     monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "mirror"))
@@ -352,7 +352,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             else:
                 {"coco": lambda: dd.coco(a.data, source), "flickr30k": lambda: dd.flickr30k(a.data, a.archive, source),
                  "imagenet": lambda: dd.imagenet(a.data, a.archive, source)}[a.what]()
-        elif module == "thesis_lib.study.full_scale.recipe" and a.what == "mix":
+        elif module == "thesis_lib.full_scale.recipe" and a.what == "mix":
             capsys.readouterr()
             assert recipe.main(argv[3:]) == 0
             mix = capsys.readouterr().out.strip()
@@ -363,8 +363,8 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             assert shard_index.main([mix]) == 0
         steps.append(module)
     assert steps == ["make", "thesis_lib.models.download"] + ["thesis_lib.data.download"] * 5 + [
-        "thesis_lib.study.full_scale.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.study.full_scale.pilot",
-        "thesis_lib.study.full_scale.recipe", "bash"]
+        "thesis_lib.full_scale.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.full_scale.pilot",
+        "thesis_lib.full_scale.recipe", "bash"]
     assert mix == recipe.mix(str(shared / "data"))
     assert (shared / "data" / "cc12m" / "shards.txt").read_text().split()[0] == "cc12m-train-0000.tar"
 
@@ -385,7 +385,7 @@ def test_the_cluster_section_marks_where_each_step_runs_and_submits_every_gpu_st
     wraps = [SBATCH.parse_args(a[1:]) for a in shown if a[0] == "sbatch"]
     assert {shlex.split(s.wrap)[-1] for s in wraps} >= {"300", "train.bash", "notebooks.bash"}
     assert all(s.gpus_per_node for s in wraps)
-    generated = [a for a in shown if a[:3] == ["python", "-m", "thesis_lib.study.full_scale.recipe"]]
+    generated = [a for a in shown if a[:3] == ["python", "-m", "thesis_lib.full_scale.recipe"]]
     assert {a[a.index("--layout") + 1] for a in generated} == {"slurm", "8gpu"}
 
 
@@ -396,7 +396,7 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
     from dataclasses import replace
 
     from thesis_lib.data import download as dd
-    from thesis_lib.study.full_scale.fixtures import jpeg_bytes
+    from thesis_lib.full_scale.fixtures import jpeg_bytes
     assert '"$DATA/downloads/valprep.sh"' in cluster_section()
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "empty"))
@@ -420,7 +420,7 @@ def test_the_days_say_what_they_leave_out_with_the_measurements():
     """The assumption printed with the days (and quoted by the guide and BENCHMARKS.md): the GPU's goal beside the
     measured step, physical cores, SLURM's hyperthreads, the slower CPU measured, the storage's reads not modelled,
     the pilot as where to measure; the shards' size as the guide's disk table states it."""
-    from thesis_lib.study.reporting.measured import load, value
+    from thesis_lib.study.pages.measured import load, value
     data = load()
     said = recipe.days_table()
     for quoted in (f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256",
@@ -494,7 +494,7 @@ def test_every_sbatch_line_asks_for_its_gpus_per_node_never_per_task(tmp_path):
         if wrap[0] == "srun":                                        # one task per GPU
             per_node = int(s.ntasks_per_node or int(s.ntasks) // int(s.nodes or 1))
             assert int(s.gpus_per_node) == per_node, shown
-        elif "thesis_lib.study.full_scale.pilot" in wrap:
+        elif "thesis_lib.full_scale.pilot" in wrap:
             assert int(s.gpus_per_node) == int(wrap[wrap.index("--gpus") + 1]), shown
     slurm = [line for line in recipe.commands("slurm").splitlines() if line.startswith("sbatch")]
     assert all(f"--nodes=1 --ntasks={recipe.SLURM_GPUS} --gpus-per-node={recipe.SLURM_GPUS} " in line

@@ -1,4 +1,4 @@
-"""study/full_scale/rehearsal.py: the full-scale path in miniature, on tiny real-format files the repository writes (Karpathy
+"""full_scale/rehearsal.py: the full-scale path in miniature, on tiny real-format files the repository writes (Karpathy
 JSONs with JPEGs, ImageNet's 1,000 class folders, two webdataset shard sets with broken samples and one image that
 fails only when decoded, the checkpoints in their original key layouts with fairseq's/unilm's pickled args, GPT-2
 tokenizer files), at the thesis preset with the model shrunk. CI runs its core: the checkpoint check, a 2-process
@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from thesis_lib.study.full_scale import kill_resume, rehearsal
+from thesis_lib.full_scale import kill_resume, rehearsal
 from thesis_lib.study.grids import TABLE2
 
 

@@ -498,7 +498,7 @@ def test_catalogue_ctrl_c_says_how_to_resume(monkeypatch, capsys):
     assert err.count("\n") == 1 and "--resume" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("module", ["thesis_lib.study.reporting.report", "thesis_lib.study.reporting.figures"])
+@pytest.mark.parametrize("module", ["thesis_lib.study.pages.report", "thesis_lib.study.pages.figures"])
 def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, module):
     bad = subprocess.run([sys.executable, "-m", module, "--preset", "huge"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "preset must be one of" in bad.stderr
@@ -518,7 +518,7 @@ def test_catalogue_report_and_figures_cli_bad_scale_and_a_single_run(tmp_path, m
 def test_figures_at_the_thesis_scale_need_no_data_or_checkpoints(tmp_path):
     """`make figures PRESET=thesis` draws from stored results: without data_root/checkpoints it draws what exists."""
     env = {**os.environ, "THESIS_RESULTS": str(tmp_path / "results")}
-    run = subprocess.run([sys.executable, "-m", "thesis_lib.study.reporting.figures", "--preset", "thesis", "--output-dir",
+    run = subprocess.run([sys.executable, "-m", "thesis_lib.study.pages.figures", "--preset", "thesis", "--output-dir",
                           str(tmp_path)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "needs data_root" not in run.stderr and "Traceback" not in run.stderr, run.stderr[-800:]
     assert run.returncode == 1 and "figures skipped" in run.stderr          # no thesis results here: named, not drawn
@@ -544,7 +544,7 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
     """Issue 27: Table 1's 2 × 2 and the baseline with their curves, tte_after_ls without its run folder (no γ, no
     curve), switch_sib without its switches' choices. A figure whose runs are missing, or that would be empty, is
     skipped with a note naming the runs it needs and the missing ones, and no file; the others are written."""
-    from thesis_lib.study.reporting import figures
+    from thesis_lib.study.pages import figures
     _partial_demo_results(tmp_path, ["baseline", "tte_before", "noln", "tte_before_noln"])
     _partial_demo_results(tmp_path, ["tte_after_ls"], keep=())
     _partial_demo_results(tmp_path, ["switch_sib"], keep=(), drop=("fusion",))
@@ -573,7 +573,7 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
 def test_draw_raises_missing_results_and_writes_nothing(tmp_path):
     """The notebooks' ``figures.draw``: a figure without its runs raises MissingResultsError, and writes no file."""
     from thesis_lib.errors import MissingResultsError
-    from thesis_lib.study.reporting import figures
+    from thesis_lib.study.pages import figures
     params = study_params("demo", [0, 1], need_data=False, output_dir=str(tmp_path))
     with pytest.raises(MissingResultsError, match=r"needs results of one of fusion_joint, switch, switch_sib "
                                                   r"\(seeds 0-1\), found none under /"):
@@ -593,7 +593,7 @@ def test_make_reproduce_replaces_results_only_after_every_notebook_ran():
         removals = [(i, line) for i, line in enumerate(lines) if "rm -rf" in line and "results/" in line]
         assert removals and all(i > papermill for i, _ in removals), removals
         removed = [w for _, line in removals for w in line.split("rm -rf", 1)[1].split("&&")[0].split()]
-        from thesis_lib.study.statistics.designs import REPRODUCED
+        from thesis_lib.study.claims.designs import REPRODUCED
         assert sorted(removed) == sorted([f"results/{preset}", *(f"results/_ablations/{a}/results/{preset}"
                                                                    for a in ABLATIONS),
                                           *(f"results/_designs/{d}/results/{preset}" for d in REPRODUCED)])

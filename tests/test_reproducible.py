@@ -5,7 +5,7 @@
   count. No stored file is involved;
 * across machines a run comes back within a declared tolerance: every variant's smoke run (a few steps: rounding
   only) within ``GOLDEN_RTOL`` of ``tests/golden/smoke_seed0.json``; at the demo scale ``make verify`` retrains one
-  committed run per variant family and checks every metric against the tolerance of ``thesis_lib.study.statistics.verify``
+  committed run per variant family and checks every metric against the tolerance of ``thesis_lib.study.claims.verify``
   (the study's between-seed noise) and every claim's verdict with the retrained runs in place of the committed ones.
 
 A change that is meant to alter the numbers rewrites the golden file on purpose: ``make golden``
@@ -143,12 +143,12 @@ def test_the_same_run_in_another_process_on_two_threads_gives_the_same_bits(tmp_
 @pytest.mark.skipif(os.environ.get("THESIS_VERIFY_DEMO") != "1", reason="demo scale: run with `make verify`")
 def test_demo_runs_reproduce_the_committed_metrics_and_verdicts(tmp_path):
     """``make verify``: one committed demo run (seed 0) of each variant family, retrained from scratch, has every
-    metric within its tolerance (``thesis_lib.study.statistics.verify``) of the committed one, and every claim's verdict is
+    metric within its tolerance (``thesis_lib.study.claims.verify``) of the committed one, and every claim's verdict is
     the same with the retrained runs in place of the committed ones. The committed results are read from
     ``THESIS_RESULTS`` (default ``results/``); the runs are trained into ``THESIS_VERIFY_OUT`` when it is set (a
     second verify then reuses the runs finished there), else into a temporary folder."""
     from thesis_lib.study import grids, run_many
-    from thesis_lib.study.statistics import verify
+    from thesis_lib.study.claims import verify
     committed_root = results_dir()
     out = Path(os.environ.get("THESIS_VERIFY_OUT") or tmp_path / "retrained")
     run_many([dict(preset="demo", variant=v, seed=0, out_dir=str(out), device="cpu") for v in grids.VERIFIED])

@@ -1,4 +1,4 @@
-"""The group-sequential design of Table 1's primary claim (thesis_lib/study/statistics/sequential.py): its boundaries against the
+"""The group-sequential design of Table 1's primary claim (thesis_lib/study/claims/sequential.py): its boundaries against the
 published Lan-DeMets O'Brien-Fleming table and an independent multivariate-normal computation, and the whole procedure
 (paired t-tests at the nominal levels, look by look) against a simulation of its error rates."""
 import math
@@ -8,8 +8,8 @@ import pytest
 from scipy import stats as sps
 
 from thesis_lib.study import reference
-from thesis_lib.study.statistics import sequential
-from thesis_lib.study.statistics.sequential import TABLE1_PRIMARY, boundaries, naive_error, no_crossing, spent, spent_total
+from thesis_lib.study.claims import sequential
+from thesis_lib.study.claims.sequential import TABLE1_PRIMARY, boundaries, naive_error, no_crossing, spent, spent_total
 
 
 def test_spending_function_ends():
@@ -72,7 +72,7 @@ def test_levels_and_looks():
 def _as_run_by_loop(effect, margin, reps=3000, seed=7):
     """The procedure as run, written out with scipy's paired t-test and the study's own ``stats.decide``: the first
     look at an unadjusted 5 %, the later ones at the design's levels, stopping at the first decisive verdict."""
-    from thesis_lib.study.statistics.stats import PairedTest, decide
+    from thesis_lib.study.claims.stats import PairedTest, decide
     d, rng = TABLE1_PRIMARY, np.random.default_rng(seed)
     out = {"significant": 0, "equivalent": 0}
     for _ in range(reps):

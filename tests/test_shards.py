@@ -17,7 +17,7 @@ from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
 from thesis_lib.errors import DataError, DataWarning
 from thesis_lib.paths import ROOT
-from thesis_lib.study.full_scale.fixtures import jpeg_bytes, write_shard
+from thesis_lib.full_scale.fixtures import jpeg_bytes, write_shard
 
 
 def _jpeg(seed: int) -> bytes:

@@ -1,5 +1,5 @@
 """data/stage: the cold random-read rate over a mixture's shards, and the shards staged to another disk and checked,
-in miniature: a few tiny shards written by the fixtures (study/full_scale/fixtures.py)."""
+in miniature: a few tiny shards written by the fixtures (full_scale/fixtures.py)."""
 import os
 
 import pytest
@@ -7,7 +7,7 @@ import pytest
 from thesis_lib.data import stage as st
 from thesis_lib.data.shards import index_shard, load_shards
 from thesis_lib.errors import DataError
-from thesis_lib.study.full_scale.fixtures import jpeg_bytes, web_shards, write_shard
+from thesis_lib.full_scale.fixtures import jpeg_bytes, web_shards, write_shard
 
 
 @pytest.fixture

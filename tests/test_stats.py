@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from thesis_lib.study.statistics import stats
-from thesis_lib.study.statistics.stats import (
+from thesis_lib.study.claims import stats
+from thesis_lib.study.claims.stats import (
     COMPARISONS,
     VERDICTS,
     PairedTest,
@@ -144,7 +144,7 @@ def test_seeds_at_the_observed_difference_are_the_smallest_n_with_the_power():
     measured one needs more seeds than if it is 0; the t-test's count equals statsmodels' solve_power rounded up."""
     from statsmodels.stats.power import TTestPower
 
-    from thesis_lib.study.statistics.stats import seeds_at_observed, seeds_to_decide, tost_power
+    from thesis_lib.study.claims.stats import seeds_at_observed, seeds_to_decide, tost_power
     effect, sd, margin = -0.072, 0.20, 0.173
     need = seeds_at_observed(effect, sd, margin)
     n = need["equivalent"]

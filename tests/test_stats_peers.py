@@ -8,7 +8,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 
-from thesis_lib.study.statistics.stats import PairedTest, holm, seeds_for_power, tost
+from thesis_lib.study.claims.stats import PairedTest, holm, seeds_for_power, tost
 
 RNG = np.random.default_rng(0)
 PAIRS = [(RNG.normal(20, 1, n), RNG.normal(0.3 * k, 0.2 + 0.1 * k, n)) for k, n in enumerate([2, 3, 4, 5, 5, 6, 7, 8,
@@ -82,7 +82,7 @@ def test_seeds_for_power_is_undefined_without_an_effect_or_a_spread():
 
 # ---------------------------------------------------------------- power to decide an open claim (issue 36)
 
-from thesis_lib.study.statistics.stats import sd_interval, seeds_to_decide, tost_power  # noqa: E402
+from thesis_lib.study.claims.stats import sd_interval, seeds_to_decide, tost_power  # noqa: E402
 
 
 @pytest.mark.parametrize("n,effect,margin", [(4, 0.0, 1.0), (8, 0.3, 1.0), (12, 0.0, 0.6), (20, -0.2, 0.5),

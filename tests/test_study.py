@@ -6,10 +6,10 @@ import pytest
 
 from thesis_lib import study
 from thesis_lib.paths import ROOT
-from thesis_lib.study.statistics import sequential
+from thesis_lib.study.claims import sequential
 from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.study.reference import CLAIMS
-from thesis_lib.study.statistics.stats import fmt_p
+from thesis_lib.study.claims.stats import fmt_p
 
 SEEDS = range(5)
 
@@ -321,7 +321,7 @@ def test_the_readme_results_block_is_what_the_committed_results_give(monkeypatch
     table included); with the declared sequential design."""
     monkeypatch.setattr(sequential, "DESIGNS", DECLARED_DESIGNS)
     from thesis_lib.paths import ROOT
-    from thesis_lib.study.reporting import report
+    from thesis_lib.study.pages import report
     from thesis_lib.study import runs
     text = report.results_markdown(runs.study_params("demo", need_data=False))
     readme = (ROOT / "README.md").read_text()
@@ -334,7 +334,7 @@ def test_the_readme_results_block_is_what_the_committed_results_give(monkeypatch
 def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
     """The README's first table: a variant whose means match the baseline's on every metric is explained right
     there (how close, and how many per-seed values differ); one that differs by more gets no note."""
-    from thesis_lib.study.reporting.report import ALIKE, alike_note
+    from thesis_lib.study.pages.report import ALIKE, alike_note
     from thesis_lib.metrics import TABLE as TABLE_METRICS
     rows = []
     for s in range(4):
@@ -357,7 +357,7 @@ def test_the_results_table_has_a_metric_and_a_source_level():
     "thesis final"), the thesis's values beside ours; the final text reports no ImageNet top-5."""
     from thesis_lib.study.reference import thesis_value
     from thesis_lib.metrics import TABLE as TABLE_METRICS
-    from thesis_lib.study.reporting.tables import results_table
+    from thesis_lib.study.pages.tables import results_table
     df = pd.DataFrame([{"variant": v, "seed": s, **{m: 10.0 + s for m in TABLE_METRICS}}
                        for v in ("baseline", "tte_after_ls") for s in range(3)])
     table = results_table(df, ["baseline", "tte_after_ls"])
@@ -374,7 +374,7 @@ def test_the_results_table_has_a_metric_and_a_source_level():
 def test_a_metric_no_stored_result_holds_shows_a_dash(tmp_path):
     """A result stored before a metric existed (here: its imagenet_top5 removed) gives "–" in that metric's cells of
     every table, never a KeyError; the other metrics are untouched."""
-    from thesis_lib.study.reporting.report import alike_note
+    from thesis_lib.study.pages.report import alike_note
     shown = ("baseline", "tte_after_ls")
     for v in shown:
         (tmp_path / "results" / "demo" / v).mkdir(parents=True)

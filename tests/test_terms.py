@@ -1,10 +1,10 @@
-"""Every declared term (thesis_lib/study/reporting/terms.py) that the generated first screen or a figure's labels use
+"""Every declared term (thesis_lib/study/pages/terms.py) that the generated first screen or a figure's labels use
 has an entry in docs/glossary.md."""
 import matplotlib.pyplot as plt
 
 from thesis_lib.paths import ROOT
 from thesis_lib.study import runs
-from thesis_lib.study.reporting import figures, terms
+from thesis_lib.study.pages import figures, terms
 
 GLOSSARY = terms.glossary_entries((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8"))
 

@@ -1,4 +1,4 @@
-"""What the verdicts rest on (thesis_lib/study/statistics/verdicts.py, reference.margin_conventions, stats.words): the margin
+"""What the verdicts rest on (thesis_lib/study/claims/verdicts.py, reference.margin_conventions, stats.words): the margin
 conventions against an independent computation, the thesis-noise table against binomial arithmetic, the one-line
 conclusions against the claims table they come from."""
 import math
@@ -9,9 +9,9 @@ from scipy.special import expit, logit
 
 from thesis_lib import study
 from thesis_lib.study import reference
-from thesis_lib.study.statistics import sequential, verdicts
-from thesis_lib.study.reporting import tables
-from thesis_lib.study.statistics.stats import COMPATIBLE, words
+from thesis_lib.study.claims import sequential, verdicts
+from thesis_lib.study.claims.stats import COMPATIBLE, words
+from thesis_lib.study.claims import paired
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ def test_thesis_noise_pairs_and_carries_on_the_logit_scale():
     assert row._z_paired == pytest.approx(row._z_conservative * 2)          # √(1 − 0.75) = 1/2
     assert row["seed SD (carried)"].endswith("(tte_after)")
     base = df[df.variant.eq("baseline")].coco_mean.mean() / 100
-    sd = tables.paired_test(df, ("tte_after", "none"), ("baseline", "none"), "coco_mean").sd
+    sd = paired.paired_test(df, ("tte_after", "none"), ("baseline", "none"), "coco_mean").sd
     assert float(row["seed SD (carried)"].split()[0]) == pytest.approx(
         sd * 0.663 * 0.337 / (base * (1 - base)), abs=0.006)
 

@@ -1,4 +1,4 @@
-"""thesis_lib.study.statistics.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
+"""thesis_lib.study.claims.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
 the last-bit drift measured across kernels and tight enough that a run behaving like another seed fails on every
 family ``make verify`` retrains; a failure is one line naming run, metric, values and tolerance; a verdict that a
 swapped run changes is named."""
@@ -10,7 +10,7 @@ import pytest
 
 from thesis_lib.paths import ROOT
 from thesis_lib.study import grids
-from thesis_lib.study.statistics import verify
+from thesis_lib.study.claims import verify
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 
 COMMITTED = ROOT / "results"
@@ -113,7 +113,7 @@ def test_a_swapped_run_that_changes_a_verdict_is_named(tmp_path):
 
 def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
     """The page's generated sentence (written by ``make figures``) is what the committed results give now."""
-    from thesis_lib.study.reporting import report
+    from thesis_lib.study.pages import report
     text = (ROOT / "docs" / "reproducibility.md").read_text()
     start, end = report.TOLERANCES
     quoted = " ".join(text[text.index(start) + len(start):text.index(end)].split())

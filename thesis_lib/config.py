@@ -236,7 +236,7 @@ class TrainConfig:
     log_every: int = knob(25, rule=AT_LEAST_ONE, role="operational")
     ckpt_every: int = knob(200, rule=AT_LEAST_ONE, role="operational")  # steps between checkpoints
     # steps between checkpoints also kept as checkpoint-step<N>.pt (a multiple of ckpt_every; 0 = none): the
-    # snapshots a held-out curve is evaluated on afterwards (thesis_lib.study.statistics.designs)
+    # snapshots a held-out curve is evaluated on afterwards (thesis_lib.study.claims.designs)
     keep_every: int = knob(0, rule=AT_LEAST_ZERO, role="operational")
     grad_clip: float = knob(0.0, rule=NON_NEGATIVE)  # 0 = off (thesis: none)
 

@@ -5,7 +5,7 @@ A reduction split over threads sums in another order, so every CPU run, and the 
 one thread (``one_thread``; parallelism comes from running runs side by side): on one machine a run is then the same
 bits every time. Across machines PyTorch promises no identical bits (other kernels, other libraries); the stored
 numbers record where they were computed (``written_on``) and are compared within a declared tolerance
-(``thesis_lib.study.statistics.verify``).
+(``thesis_lib.study.claims.verify``).
 """
 from __future__ import annotations
 

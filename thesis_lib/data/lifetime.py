@@ -1,7 +1,7 @@
 """No process the library starts outlives the process that started it, whatever ended that one (SIGKILL included,
 which leaves it no time to clean up): the one helper every place that starts processes uses.
 
-* Worker processes running library code — the grid's spawned pool (``study/runs.py``), the world's forked pool
+* Worker processes running library code — the grid's spawned pool (``study/runs/``), the world's forked pool
   (``data/world_files.py``), the DataLoader workers the library creates (``data/train_pairs.py``,
   ``data/eval_sets.py``) — call ``die_with_parent(parent)`` first (a pool's ``initializer``, a loader's
   ``worker_init_fn``: ``loader_worker_init()``). On Linux it asks the kernel for SIGKILL when the parent ends
@@ -11,7 +11,7 @@ which leaves it no time to clean up): the one helper every place that starts pro
   The kernel's signal follows the *thread* that started the worker: the pools and loaders start theirs from the
   thread that uses them, which lives as long as they do.
 * Commands the library launches — torchrun, bash running the recipe's script, srun-style tasks, the pilot
-  (``study/full_scale``) — run under ``watched(cmd)``: this file as a script (standard library only, started with
+  (``full_scale``) — run under ``watched(cmd)``: this file as a script (standard library only, started with
   ``python -I`` in a fraction of a second), which starts the command, makes itself the subreaper of everything the
   command starts (torchrun puts its workers in sessions of their own; an orphan is handed to the subreaper, not
   lost), polls its parent, and once the parent is gone kills every process below it, then ends. When the command

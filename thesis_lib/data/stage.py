@@ -14,7 +14,7 @@ as a DataLoader worker reads it) on ``threads`` threads at once — the pilot gi
 all its GPUs — after dropping the files' pages from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``,
 which needs no root: the rate the storage itself delivers, not the memory's. Pages another process holds mapped
 are not dropped, nor a network file server's own cache; where ``posix_fadvise`` is missing (macOS) the rate is said
-to be a warm one. The pilot (``study/full_scale/pilot.py``) prints it beside the pairs/s the GPUs need.
+to be a warm one. The pilot (``full_scale/pilot.py``) prints it beside the pairs/s the GPUs need.
 
 ``stage`` copies each entry's shards to ``<to>/<the shard list's folder name>/`` (a copy already there with the
 source's size is kept), writes the shard list of the copies and prints the mixture that reads them (the same

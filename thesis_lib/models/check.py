@@ -37,7 +37,7 @@ from ..config import get_config
 from ..config_checks import parse_sets
 from ..errors import ThesisError
 from ..fetch import file_sha256
-from .checkpoints import D2V1_TEXT, D2V2_TEXT, _model_state, text_release, torch_load
+from .checkpoints import D2V1_TEXT, D2V2_TEXT, model_state, text_release, torch_load
 from .lock import LOCK, add_to_lock, compare, lock_path, read_lock, write_lock
 from .sources import THESIS_FILES
 
@@ -60,7 +60,7 @@ class FileCheck:
 
 def describe(part: str, path: Path) -> str:
     """A one-line description of what a model file holds, read from its keys."""
-    state = _model_state(torch_load(path), path)
+    state = model_state(torch_load(path), path)
     keys = [k for k in state if k != "_ema"]
     if part == "text":
         release = text_release(state)

@@ -105,7 +105,7 @@ def torch_load(path: str | os.PathLike) -> dict:
         raise CheckpointError(f"cannot read checkpoint {path}: {err}") from None
 
 
-def _model_state(ck, path) -> dict:
+def model_state(ck, path) -> dict:
     sd = ck.get("model", ck.get("module", ck)) if isinstance(ck, dict) else None
     if not isinstance(sd, dict):
         raise CheckpointError(f"{path} holds no state dict (expected a dict with a 'model' entry)")
@@ -164,7 +164,7 @@ def load_data2vec2_image(path, image: ImageConfig, keep: int = 6, num_heads: int
                          use_ema: bool = False) -> Data2Vec2ImageEncoder:
     """The Data2Vec2 image encoder from ``base_imagenet.pt``: prenet blocks + the first ``keep`` blocks."""
     ck = torch_load(path)
-    sd = _model_state(ck, path)
+    sd = model_state(ck, path)
     ema = sd.pop("_ema", None)
     if use_ema:
         if not isinstance(ema, dict):
@@ -204,7 +204,7 @@ def text_release(state: dict) -> str:
 def load_data2vec2_text(path, text: TextConfig, keep: int = 6, num_heads: int = 12) -> Data2Vec2TextEncoder:
     """The Data2Vec2 text encoder from ``nlp_base.pt``: embeddings + LayerNorm + the first ``keep`` blocks."""
     ck = torch_load(path)
-    sd = {k: v for k, v in _model_state(ck, path).items() if k != "_ema" and ".decoder." not in k}
+    sd = {k: v for k, v in model_state(ck, path).items() if k != "_ema" and ".decoder." not in k}
     mcfg = _cfg(ck)
     top = _block_ids(sd, r"blocks\.(\d+)\.")
     if len(top) < keep:
@@ -225,7 +225,7 @@ def load_data2vec2_text(path, text: TextConfig, keep: int = 6, num_heads: int = 
 
 def load_beitv2(path, cfg: TeacherConfig, img_size: int) -> Teacher:
     """The frozen BEiT v2 teacher from the unilm pretraining file (or any file with the same key set)."""
-    sd = _model_state(torch_load(path), path)
+    sd = model_state(torch_load(path), path)
     sd = {k: v for k, v in sd.items() if not any(fnmatch.fnmatch(k, p) for p in BEIT_DROP)}
     beit = build_beit(cfg, img_size)
     load_strict(beit, sd, f"BEiT v2 checkpoint {path}", allow_missing=["*relative_position_index"])

@@ -64,33 +64,33 @@ class Claim:
         return tuple(dict.fromkeys(variant for variant, _ in self.arms))
 
 
-def _vs(treated: str, control: str, t_mode: str = "none", c_mode: str = "none") -> tuple:
+def vs(treated: str, control: str, t_mode: str = "none", c_mode: str = "none") -> tuple:
     return (((treated, t_mode), 1.0), ((control, c_mode), -1.0))
 
 
-def _half(*pairs) -> tuple:
+def half(*pairs) -> tuple:
     """½ Σ (treated − control) over the pairs: a main effect of the 2 × 2."""
-    return tuple((arm, w / 2) for t, c in pairs for arm, w in _vs(t, c))
+    return tuple((arm, w / 2) for t, c in pairs for arm, w in vs(t, c))
 
 
 TABLE1, TABLE2, DOSE, BUDGET = "Table 1 (2 × 2)", "Table 2", "γ init (dose-response)", "TTE' at the thesis's budget"
 BEFORE, AFTER = (TTE_BEFORE, BASELINE), (TTE_AFTER_LS, BASELINE)   # the thesis rows whose difference sets a margin
 CLAIMS = (
-    Claim("TTE before the encoders hurts", _vs(*BEFORE), -1, BEFORE, TABLE1, True),
+    Claim("TTE before the encoders hurts", vs(*BEFORE), -1, BEFORE, TABLE1, True),
     Claim("Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts",
-          _vs(TTE_BEFORE_NOLN, BASELINE), -1, BEFORE, TABLE1, True),
-    Claim("2 × 2 main effect of the TTE before", _half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, TABLE1),
-    Claim("2 × 2 main effect of skipping the input LayerNorm", _half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)),
+          vs(TTE_BEFORE_NOLN, BASELINE), -1, BEFORE, TABLE1, True),
+    Claim("2 × 2 main effect of the TTE before", half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, TABLE1),
+    Claim("2 × 2 main effect of skipping the input LayerNorm", half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)),
           -1, BEFORE, TABLE1),
     Claim("2 × 2 interaction: the TTE before hurts more without the LayerNorm",
-          _vs(TTE_BEFORE_NOLN, NOLN) + tuple((arm, -w) for arm, w in _vs(*BEFORE)), -1, BEFORE, TABLE1),
-    Claim("TTE after the encoders with LayerScale helps", _vs(*AFTER), +1, AFTER, TABLE2, True),
-    Claim("The TTE' is used: removing it at evaluation costs accuracy", _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"),
+          vs(TTE_BEFORE_NOLN, NOLN) + tuple((arm, -w) for arm, w in vs(*BEFORE)), -1, BEFORE, TABLE1),
+    Claim("TTE after the encoders with LayerScale helps", vs(*AFTER), +1, AFTER, TABLE2, True),
+    Claim("The TTE' is used: removing it at evaluation costs accuracy", vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"),
           -1, AFTER, TABLE2, True),
-    *(Claim(f"TTE after with γ initialised at {VARIANT_SPECS[v].layerscale_init:g} helps", _vs(v, BASELINE), +1,
+    *(Claim(f"TTE after with γ initialised at {VARIANT_SPECS[v].layerscale_init:g} helps", vs(v, BASELINE), +1,
             AFTER, DOSE) for v in grids.DOSE[1:]),
     Claim("TTE after with LayerScale helps, given the thesis's learning-rate budget for the TTE",
-          _vs(*grids.BUDGET[::-1]), +1, AFTER, BUDGET),
+          vs(*grids.BUDGET[::-1]), +1, AFTER, BUDGET),
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CLAIMS))
 

@@ -237,10 +237,10 @@ def barrier(info: DistInfo, waiting_for: str = "the other processes") -> None:
     """Wait until every process is here. A wait longer than the process-group timeout raises
     ``DistributedTimeoutError`` naming what was waited for; a process that left raises ``DistributedError``."""
     if info.world_size > 1:
-        _collective(info, waiting_for, lambda: dist.barrier(group=info.group))
+        collective(info, waiting_for, lambda: dist.barrier(group=info.group))
 
 
-def _collective(info: DistInfo, waiting_for: str, call):
+def collective(info: DistInfo, waiting_for: str, call):
     start = time.monotonic()
     try:
         return call()
@@ -270,7 +270,7 @@ def on_main(info: DistInfo, decide, waiting_for: str):
             failure = None if _picklable(err) else err
         except BaseException as err:                       # a bug: the others stop too, rank 0 keeps the traceback
             failure, box[0] = err, ("bug", f"{type(err).__name__}: {err}")
-    _collective(info, waiting_for, lambda: dist.broadcast_object_list(box, src=0, group=info.group))
+    collective(info, waiting_for, lambda: dist.broadcast_object_list(box, src=0, group=info.group))
     kind, value = box[0]
     if failure is not None:
         raise failure
@@ -292,7 +292,7 @@ def on_every_rank(info: DistInfo, work, doing: str):
     except BaseException as err:
         failure, report = err, f"{type(err).__name__}: {err}"
     every = [None] * info.world_size
-    _collective(info, f"the other processes {doing}", lambda: dist.all_gather_object(every, report, group=info.group))
+    collective(info, f"the other processes {doing}", lambda: dist.all_gather_object(every, report, group=info.group))
     if failure is not None:
         raise failure
     failed = [(r, m) for r, m in enumerate(every) if m is not None]
@@ -307,7 +307,7 @@ def sum_over_ranks(info: DistInfo, value: int, counting: str) -> int:
     if info.world_size == 1:
         return value
     every = [None] * info.world_size
-    _collective(info, f"the other processes to count {counting}",
+    collective(info, f"the other processes to count {counting}",
                 lambda: dist.all_gather_object(every, value, group=info.group))
     return sum(every)
 
@@ -356,7 +356,7 @@ def check_shared_folder(folder: Path, info: DistInfo, what: str = "output folder
             break
         time.sleep(0.2)
     every = [None] * info.world_size
-    _collective(info, f"the other processes to look at the {what}",
+    collective(info, f"the other processes to look at the {what}",
                 lambda: dist.all_gather_object(every, (seen, socket.gethostname()), group=info.group))
     if info.is_main:
         token.unlink(missing_ok=True)

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import DistributedError, SharedFolderError, ThesisError
-from .distributed import DistInfo, _collective, check_shared_folder, on_main
+from .distributed import DistInfo, collective, check_shared_folder, on_main
 
 SAME_CODE_NEEDS = ("one clone of the repository on a file system every node mounts (or the same commit, unchanged, "
                    "on every node), every process started from it")
@@ -37,7 +37,7 @@ def check_same_view(info: DistInfo, data: Path | None, generated: bool = False) 
         return
     every = [None] * info.world_size
     mine = process_view(data)
-    _collective(info, "the other processes to compare their code, environment and data",
+    collective(info, "the other processes to compare their code, environment and data",
                 lambda: dist.all_gather_object(every, mine, group=info.group))
     error = view_difference(every, generated)
     if error is not None:

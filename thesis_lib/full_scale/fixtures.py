@@ -3,7 +3,7 @@ their original key layouts (random weights) with what the originals pickle besid
 state and argparse ``args``, unilm's argparse ``args``: only the guarded unpickler reads them), GPT-2 BPE tokenizer
 files in fairseq's dictionary order, Karpathy-format COCO and Flickr30K (JSON + JPEGs), ImageNet-1K's 1,000 class
 folders read with the shipped class names, and img2dataset-style webdataset shards with the broken samples a real
-download holds, one of which is only found when a training batch decodes it. ``make rehearsal`` (study/full_scale/rehearsal.py) and the tests use them; the key
+download holds, one of which is only found when a training batch decodes it. ``make rehearsal`` (full_scale/rehearsal.py) and the tests use them; the key
 layouts are documented in docs/sources.md §7.5.
 """
 from __future__ import annotations

@@ -17,10 +17,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import grids, reference
-from ..statistics import sequential
-from . import tables
+from ..claims import sequential
 from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
+from ..claims import paired
+from .. import results
 
 
 LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
@@ -30,7 +31,7 @@ READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family
 
 
 def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
-    """A figure row from a claim row of ``tables._claim_rows``: labelled with its seeds (and ``how`` they came)."""
+    """A figure row from a claim row of ``paired.claim_rows``: labelled with its seeds (and ``how`` they came)."""
     n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
     return {"label": textwrap.fill(f"{label_text} ({n} seeds{how})", 72), "note": note, "seeds": n, "ratio": mid,
             "low": low, "high": high,
@@ -41,14 +42,14 @@ def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
 def design_rows(params) -> list[dict]:
     """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
     confirmatory claims on fresh seeds, the long schedule's "is used"."""
-    from ..statistics import designs
+    from ..claims import designs
     out = []
     for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
-        df = designs.design_frame(params, design)
+        df = results.design_frame(params, design)
         if df.empty or params.preset not in design.presets:
             continue
         claims = designs.claims_of(params, design)
-        for r in tables._claim_rows(df, claims):
+        for r in paired.claim_rows(df, claims):
             if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
                 where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
                          designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
@@ -58,10 +59,10 @@ def design_rows(params) -> list[dict]:
 
 def frame(df: pd.DataFrame) -> pd.DataFrame:
     """One row per ``CLAIMS`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
-    to our scale (``tables._claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
+    to our scale (``paired.claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
     the smallest effect of interest in the same units, the seeds and the verdict."""
     out = []
-    for r in tables._claim_rows(df, reference.CLAIMS):
+    for r in paired.claim_rows(df, reference.CLAIMS):
         claim = r["claim"]
         if claim not in CLAIMS or not r["primary"]:
             continue

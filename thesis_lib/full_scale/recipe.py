@@ -2,10 +2,10 @@
 every run the notebooks read at the thesis preset, what each costs in GPU-hours and disk, and the commands that
 train each run once from the command line (one GPU, one node of 8, SLURM) so that the notebooks then reuse it.
 
-    python -m thesis_lib.study.full_scale.recipe mix "$DATA"                   # the training mixture, as data.train_sets
-    python -m thesis_lib.study.full_scale.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
-    python -m thesis_lib.study.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
-    python -m thesis_lib.study.full_scale.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
+    python -m thesis_lib.full_scale.recipe mix "$DATA"                   # the training mixture, as data.train_sets
+    python -m thesis_lib.full_scale.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
+    python -m thesis_lib.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
+    python -m thesis_lib.full_scale.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
 
 Times use the slower of the GPU and the data path (``pace``): a GPU steps ``H100_PAIRS_PER_S`` (a goal, not a
 measurement), and the DataLoader workers of its process decode ``workers × r`` pairs/s, r being the per-core rate
@@ -27,9 +27,9 @@ import sys
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, get_config
-from .. import grids
-from ..statistics import sequential
-from ..runs import (THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides, seeds_of)
+from ..study import grids
+from ..study.claims import sequential
+from ..study.runs import (THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides, seeds_of)
 
 THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/MasterThesis, docs/thesis/experiments/
 #                                      differences_to_unimodal_kd.typ), for 44,632 steps of 512 pairs
@@ -129,7 +129,7 @@ def workers(cores_per_gpu: int) -> int:
 def decode_rates() -> dict:
     """Measured images/s per CPU core (decode + both views) per image shape and decoder (``rates``), the command and
     the machine (``machine_name``): ``benchmarks/measured.json``'s ``data_path_shapes``."""
-    from ..reporting.measured import load, value
+    from ..study.pages.measured import load, value
     data = load()
     return {**data["data_path_shapes"], "machine_name": value(data, "data_path_shapes.machine.with_isa")}
 
@@ -139,14 +139,14 @@ SHARDS_GB = 260    # the hub's shards of the mixture's CC3M + CC12M pairs: ≈ 1
 
 @functools.cache
 def _measured() -> dict:
-    from ..reporting.measured import load
+    from ..study.pages.measured import load
     return load()
 
 
 def caveats(rates: dict | None = None) -> str:
     """What the pace leaves out, with the measurements that say so (``benchmarks/measured.json``): the GPU's goal
     beside its measured step, the cores per GPU as physical cores, the slower CPU measured, the storage's reads."""
-    from ..reporting.measured import value
+    from ..study.pages.measured import value
     data, rates = _measured(), rates or decode_rates()
     other, here = float(value(data, "data_path.pil")), float(rates["rates"]["coco"][DECODER])
     ratio = other / here
@@ -205,7 +205,7 @@ def notebook_jobs(notebook: str, params: StudyParams, table1_seeds: int | None =
         return (grid_jobs(params, ("baseline",)) + ablation_jobs(params, "random-init", random_init_overrides(params))
                 + ablation_jobs(params, "thesis-regularisation", THESIS_REGULARISATION))
     if notebook == "02":
-        from ..statistics.verdicts import sequential_claim
+        from ..study.claims.verdicts import sequential_claim
         design = sequential.TABLE1_PRIMARY
         looks = [n for n in design.looks_for(params.preset) if n <= (table1_seeds or design.looks[0])]
         arms = sequential_claim(design).arms_variants
@@ -367,7 +367,7 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
         raise ValueError(f"cores_per_gpu must be at least 1, got {cores_per_gpu}")
     jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
     need = '"$DATA" "$CKPT" "$OUT" "$MIX"' + (' "$PARTITION" "$ACCOUNT"' if layout == "slurm" else "")
-    head = [f"# python -m thesis_lib.study.full_scale.recipe commands --layout {layout}"
+    head = [f"# python -m thesis_lib.full_scale.recipe commands --layout {layout}"
             + (f" --table1-seeds {table1_seeds}" if table1_seeds else "")
             + (f" --cores-per-gpu {cores_per_gpu}" if cores_per_gpu != CORES_PER_GPU else "") + f": {len(jobs)} runs",
             f'set -eu; : {need}   # docs/full_scale.md',
@@ -402,7 +402,7 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.recipe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.recipe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("mix", help="the thesis's training mixture, as data.train_sets")
     m.add_argument("data", nargs="?", default="$DATA", help="the data folder (default: the text $DATA)")

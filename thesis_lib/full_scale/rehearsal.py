@@ -1,7 +1,7 @@
-"""The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (study/full_scale/fixtures.py):
+"""The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (full_scale/fixtures.py):
 
-    make rehearsal                                        # = python -m thesis_lib.study.full_scale.rehearsal --out build/rehearsal
-    python -m thesis_lib.study.full_scale.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
+    make rehearsal                                        # = python -m thesis_lib.full_scale.rehearsal --out build/rehearsal
+    python -m thesis_lib.full_scale.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
 
 It takes the full-scale recipe at the thesis preset with the model shrunk to width 32 (``fixtures.SHRINK``; real
 loaders, DataLoader workers, the fairseq tokenizer, OpenAI's 80 templates over ImageNet's 1,000 shipped class names)
@@ -14,7 +14,7 @@ and runs, in order:
    batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
 3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
    continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
-4. the recipe's generated launches (study/full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
+4. the recipe's generated launches (full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
    shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun starts
    its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
    both tasks in parts), and the pilot;
@@ -43,7 +43,7 @@ from thesis_lib.data.lifetime import watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
 
-from ..runs import REHEARSAL_SEEDS
+from ..study.runs import REHEARSAL_SEEDS
 from . import fixtures
 from .kill_resume import Torchrun, compare_runs, killed_and_resumed
 
@@ -111,9 +111,9 @@ def notebooks(names, seeds, data: Path, ckpt: Path, mix: str, runs: Path, device
 
 def figures_and_report(seeds, runs: Path, logs: Path) -> None:
     seeds = json.dumps(seeds)
-    _run([sys.executable, "-m", "thesis_lib.study.reporting.figures", "--preset", "thesis", "--seeds", seeds,
+    _run([sys.executable, "-m", "thesis_lib.study.pages.figures", "--preset", "thesis", "--seeds", seeds,
           "--output-dir", str(runs), "--without", WITHOUT_FIGURES], logs / "figures.log")
-    _run([sys.executable, "-m", "thesis_lib.study.reporting.report", "--preset", "thesis", "--seeds", seeds,
+    _run([sys.executable, "-m", "thesis_lib.study.pages.report", "--preset", "thesis", "--seeds", seeds,
           "--output-dir", str(runs)], logs / "report.txt")
 
 
@@ -175,7 +175,7 @@ def check_reuse(runs: Path) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.rehearsal", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.rehearsal", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "rehearsal")
     p.add_argument("--device", default="cpu")
     p.add_argument("--skip-notebooks", action="store_true", help="files, check and the torchrun stages only")
@@ -261,14 +261,14 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
 def recipe_launches(device: str, data: Path, ckpt: Path, mix: str, out: Path, logs: Path) -> list[str]:
     """Stage 4: a generated 8-GPU lane, an srun-style launch of a generated sbatch line, the pilot."""
     from . import launches
-    from .kill_resume import _free_port
+    from .kill_resume import free_port
     spec = launches.job("baseline", 0, out / "lane", data, ckpt, overrides(mix))
     result, index_line = launches.lane(spec, device, data, ckpt, mix, logs)
     lines = [f"`recipe commands --layout 8gpu`, lane 0 run by bash: `{index_line.split('#')[0].strip()}`, then "
              f"torchrun, {result['train']['world_size']} processes, teacher view "
              f"{result['config']['data']['teacher_view']}: {spec['variant']} seed {spec['seed']} trained"]
     spec = launches.job("baseline", 1, out / "srun", data, ckpt, {**overrides(mix), **FIXED_VIEW})
-    result = launches.srun_launch(spec, device, data, ckpt, mix, logs, _free_port())
+    result = launches.srun_launch(spec, device, data, ckpt, mix, logs, free_port())
     if result["train"]["world_size"] != 2:
         raise SystemExit(f"rehearsal: the srun-style launch trained on {result['train']['world_size']} process(es)")
     text = "".join((logs / f"srun-task{r}.log").read_text() for r in range(2))

@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from ..reference import LAYERSCALE
-from .plotting import INK, THESIS_INK, _sci
+from .plotting import INK, THESIS_INK, sci
 
 # Paul Tol's "bright" hues without its red (the thesis's ink is a red), the blue's neighbour cyan last
 SEED_INKS = tuple(map(mcolors.to_rgb, ("#4477AA", "#228833", "#AA3377", "#CCBB44", "#66CCEE", "#BBBBBB")))
@@ -37,10 +37,10 @@ def histogram(gammas: dict, init: float):
         a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.6, color=seed_ink(k), label=f"seed {seed}")
     top = a.get_ylim()[1]
     for k, (mean, std, ink, name) in enumerate(
-            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({_sci(thesis['mean'])} ± "
-              f"{_sci(thesis['std'])})"),
-             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({_sci(pooled.mean())} ± "
-              f"{_sci(pooled.std())}, seeds pooled)"))):
+            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({sci(thesis['mean'])} ± "
+              f"{sci(thesis['std'])})"),
+             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({sci(pooled.mean())} ± "
+              f"{sci(pooled.std())}, seeds pooled)"))):
         a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
     a.set_ylim(0, top * 1.3)
     a.axvline(0, color="0.6", lw=0.8, zorder=0)
@@ -54,7 +54,7 @@ def histogram(gammas: dict, init: float):
     b.set_xscale("log")
     b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
     b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
-    b.axvline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value {_sci(init)}")
+    b.axvline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value {sci(init)}")
     b.set_xlabel("|γ_d| (log scale)")
     handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
     order = [*range(len(gammas)), len(handles) - 1,                       # the seeds and γ's initial value, then
@@ -71,7 +71,7 @@ def per_channel(gammas: dict, init: float, variant: str):
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
     for k, (seed, g) in enumerate(gammas.items()):
         ax.plot(np.arange(1, len(g) + 1), np.sort(g), "o", ms=3.2, color=seed_ink(k), label=f"seed {seed}")
-    ax.axhline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value ({_sci(init)}, every channel)")
+    ax.axhline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value ({sci(init)}, every channel)")
     n = len(next(iter(gammas.values())))
     ax.set_xlim(0, n + 1)
     ax.set_xlabel(f"channel, ranked by its γ_d (1 = smallest of the {n})")
@@ -96,7 +96,7 @@ def evolution(curves: pd.DataFrame, init: float, variant: str):
         ax.set_xlabel("training step")
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Line2D([], [], color=INIT_INK, ls=":", lw=1.5))
-    labels.append(f"at initialisation (every γ_d = {_sci(init)}: std 0)")
+    labels.append(f"at initialisation (every γ_d = {sci(init)}: std 0)")
     fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
     fig.suptitle(f"γ of {variant} along training, per seed", fontsize=11)
     return fig

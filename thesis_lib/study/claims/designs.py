@@ -29,7 +29,10 @@ from dataclasses import dataclass
 from thesis_lib.metrics import PRIMARY
 from .. import reference
 from ..grids import BASELINE, BUDGET, NOLN, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
-from ..reference import AFTER, BEFORE, Claim, _half, _vs
+from ..reference import AFTER, BEFORE, Claim, half, vs
+from ..results import contrast_values, design_frame, results_frame
+from ..runs import SEEDS, study_params
+from ..runs.designs import design_params, heldout_curves, measure_agreement, run_design, store
 
 BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
 KEEP_EVERY = 1500            # the long schedule's snapshots for its held-out curve (a multiple of ckpt_every, 100)
@@ -64,7 +67,7 @@ class FixedDesign:
     overrides: tuple = ()
     smoke_seeds: tuple = (4, 5)
     pilot: str = ""
-    shared_from: str = ""        # the design whose store holds the ``shared`` runs ("": the study's results)
+    shared_from: FixedDesign | None = None   # the design whose store holds the ``shared`` runs (None: the study's)
     descriptive: tuple = ()      # claims shown with the seeds that would decide them, decided by nothing
     presets: tuple = ("demo", "smoke")   # where it means something: at the thesis scale every run has the thesis's
                                          # budget and length already
@@ -100,22 +103,22 @@ BUDGET_CONFIRM_FAMILY = "TTE' at the thesis's budget, confirmatory (seeds 4-23)"
 BUDGET_CONFIRM = FixedDesign(
     name="budget-confirm", family=BUDGET_CONFIRM_FAMILY,
     claims=(Claim("TTE after with LayerScale helps, given the thesis's learning-rate budget for the TTE "
-                  "(confirmatory)", _vs(BUDGET_VARIANT, BASELINE), +1, AFTER, BUDGET_CONFIRM_FAMILY,
+                  "(confirmatory)", vs(BUDGET_VARIANT, BASELINE), +1, AFTER, BUDGET_CONFIRM_FAMILY,
                   short="TTE after with LayerScale helps"),
             Claim("The TTE' at the thesis's budget is used: removing it at evaluation costs accuracy",
-                  _vs(BUDGET_VARIANT, BUDGET_VARIANT, "removed"), -1, AFTER, BUDGET_CONFIRM_FAMILY,
+                  vs(BUDGET_VARIANT, BUDGET_VARIANT, "removed"), -1, AFTER, BUDGET_CONFIRM_FAMILY,
                   short="The TTE' at the thesis's budget is used: removing it at evaluation costs accuracy")),
     variants=(BASELINE, BUDGET_VARIANT), shared=(BASELINE,), seeds=tuple(range(4, 24)),
     blocks=(tuple(range(4, 24)),), margin_rule="study seeds 0-3")
 
 LONG_FAMILY = "The whole model at the thesis's summed learning rate"
 LONG_HELPS = Claim("At the thesis's summed learning rate, TTE after the encoders with LayerScale helps",
-                   _vs(TTE_AFTER_LS, BASELINE), +1, AFTER, LONG_FAMILY + " (descriptive)")
+                   vs(TTE_AFTER_LS, BASELINE), +1, AFTER, LONG_FAMILY + " (descriptive)")
 """Reported descriptively, with the seeds that would decide it: one seed pair gives no SD, so no n was planned."""
 THESIS_LR_SUM = FixedDesign(
     name="thesis-lr-sum", family=LONG_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy",
-                  _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY,
+                  vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY,
                   short="The TTE' is used: removing it at evaluation costs accuracy"),),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=tuple(range(1, 9)), blocks=((1, 2, 3, 4), (5, 6, 7, 8)),
     margin_rule="pilot", overrides=(("train.steps", "thesis summed lr"), ("train.keep_every", KEEP_EVERY)),
@@ -135,9 +138,9 @@ CONFIRM_SEEDS = tuple(range(9, 41))
 THESIS_LR_SUM_CONFIRM = FixedDesign(
     name="thesis-lr-sum-confirm", family=CONFIRM_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, TTE after the encoders with LayerScale helps (confirmatory)",
-                  _vs(TTE_AFTER_LS, BASELINE), +1, AFTER, CONFIRM_FAMILY, short="TTE after with LayerScale helps"),
+                  vs(TTE_AFTER_LS, BASELINE), +1, AFTER, CONFIRM_FAMILY, short="TTE after with LayerScale helps"),
             Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy "
-                  "(confirmatory)", _vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, CONFIRM_FAMILY,
+                  "(confirmatory)", vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, CONFIRM_FAMILY,
                   short="The TTE' is used: removing it at evaluation costs accuracy")),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=CONFIRM_SEEDS,
     blocks=tuple(CONFIRM_SEEDS[i:i + 4] for i in range(0, len(CONFIRM_SEEDS), 4)), margin_rule="pilot",
@@ -149,12 +152,12 @@ LONG_TABLE1_FAMILY = "Table 1 (2 × 2) at the thesis's summed learning rate"
 LONG_TABLE1 = FixedDesign(
     name="thesis-lr-sum-table1", family=LONG_TABLE1_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of skipping the input LayerNorm",
-                  _half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)), -1, BEFORE, LONG_TABLE1_FAMILY,
+                  half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)), -1, BEFORE, LONG_TABLE1_FAMILY,
                   short="2 × 2 main effect of skipping the input LayerNorm"),),
     descriptive=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of the TTE before",
-                       _half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, LONG_TABLE1_FAMILY + " (descriptive)",
+                       half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, LONG_TABLE1_FAMILY + " (descriptive)",
                        short="2 × 2 main effect of the TTE before"),),
-    variants=(BASELINE, TTE_BEFORE, NOLN, TTE_BEFORE_NOLN), shared=(BASELINE,), shared_from=THESIS_LR_SUM.name,
+    variants=(BASELINE, TTE_BEFORE, NOLN, TTE_BEFORE_NOLN), shared=(BASELINE,), shared_from=THESIS_LR_SUM,
     seeds=(1, 2, 3, 4), blocks=((1, 2, 3, 4),), margin_rule="pilot", overrides=THESIS_LR_SUM.overrides,
     smoke_seeds=(1, 2))
 """Table 1's 2 × 2 on the long schedule: the three arms on seeds 1-4 (n = 4, fixed: no seeds added afterwards),
@@ -179,61 +182,12 @@ def fixed_claims(design: FixedDesign, margin_points: float, claims=None) -> tupl
     return tuple(dataclasses.replace(c, margin=margin_points) for c in (claims or design.claims))
 
 
-def store(params, design: FixedDesign):
-    """Where the design's own runs lie: ``results/_designs/<name>/`` (under it, ``results/<preset>/…``)."""
-    return params.results_root / "_designs" / design.name
-
-
-def design_jobs(params, design: FixedDesign, block: int | None = None) -> list[dict]:
-    """``run_experiment``'s arguments for the design's runs (of one block, 1-based; None: all), the study's shared
-    runs left out; the study's parameters (preset, device, paths) with the design's overrides."""
-    from ..runs import grid_jobs
-    blocks = design.blocks_for(params.preset)
-    seeds = blocks[block - 1] if block else tuple(s for b in blocks for s in b)
-    block_params = dataclasses.replace(params, seeds=tuple(seeds), output_dir=str(store(params, design)),
-                                       extra=tuple(sorted({**dict(params.extra),
-                                                           **design.overrides_for(params.preset)}.items())))
-    jobs = grid_jobs(block_params, [v for v in design.variants if v not in design.shared])
-    return sorted(jobs, key=lambda j: seeds.index(j["seed"]))     # seed by seed: a block cut short leaves whole pairs
-
-
-def run_design(params, design: FixedDesign, block: int | None = None) -> list[dict]:
-    """Train the design's runs (one block, or all), reusing finished ones (none at a preset it is not declared for);
-    the runs of ``design.shared`` are the
-    study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
-    seeds 4-23: nothing to train)."""
-    from ..runs import Log, run_grid, run_many
-    if params.preset not in design.presets:
-        Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
-                     f"at {params.preset}")
-        return []
-    if design.shared_from:                        # another design's runs: read, never trained here
-        missing = shared_missing(params, design)
-        if missing:
-            from thesis_lib.errors import ThesisError
-            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from}'s, and these are not finished "
-                              f"under {store(params, DESIGNS[design.shared_from])}: {', '.join(missing)}; train them "
-                              f"first (python -m thesis_lib.study.statistics.designs {design.shared_from})")
-    elif design.shared:                           # the study's own runs: reused where they exist (at the demo: all)
-        run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
-    return run_many(design_jobs(params, design, block))
-
-
-def shared_missing(params, design: FixedDesign) -> list[str]:
-    """The shared runs (variant/seed) that ``design.shared_from``'s store lacks at the design's seeds."""
-    from thesis_lib.training.results import RunPaths
-    root = design_params(params, DESIGNS[design.shared_from]).results_root
-    return [f"{v}/seed{s}" for v in design.shared for s in design.seeds_for(params.preset)
-            if not RunPaths(root, params.preset, v, s).result.exists()]
-
-
 def main(argv=None) -> int:
-    """``python -m thesis_lib.study.statistics.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
+    """``python -m thesis_lib.study.claims.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
     sitting), one line per finished run on the terminal; finished runs are reused, an interrupted one resumes."""
     import argparse
 
-    from ..runs import study_params
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.statistics.designs", description=main.__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.claims.designs", description=main.__doc__.split("\n")[0])
     p.add_argument("name", choices=sorted(DESIGNS))
     p.add_argument("--block", type=int, default=None, help="1-based block of seeds (default: every block)")
     p.add_argument("--preset", default="demo")
@@ -256,12 +210,10 @@ def main(argv=None) -> int:
     return 0
 
 
-
 def confirm_power(params) -> dict:
     """The confirmation's power, from the 8-seed record (``THESIS_LR_SUM``'s "helps" differences on the primary
     metric): P(equivalent) of the paired TOST with ``THESIS_LR_SUM_CONFIRM``'s n at its margin if the true
     difference is 0, and if it is the record's mean, at 5 % and at Holm's first level (2.5 %, two claims)."""
-    from ..reporting.tables import contrast_values
     from .stats import tost_power
     diffs = list(contrast_values(design_frame(params, THESIS_LR_SUM), LONG_HELPS.contrast, PRIMARY).values())
     n, m = len(THESIS_LR_SUM_CONFIRM.seeds_for(params.preset)), margin(THESIS_LR_SUM_CONFIRM)
@@ -306,32 +258,8 @@ def has_curves(design: FixedDesign) -> bool:
     return design.variants == THESIS_LR_SUM.variants and "train.keep_every" in dict(design.overrides)
 
 
-def design_params(params, design: FixedDesign, own: bool = True):
-    """The study's parameters at the design's seeds, reading the design's own store (``own``) or where its shared
-    runs lie: ``design.shared_from``'s store, else the study's."""
-    where = store(params, design) if own else store(params, DESIGNS[design.shared_from]) if design.shared_from \
-        else params.output_dir
-    return dataclasses.replace(params, seeds=design.seeds_for(params.preset), output_dir=str(where) if where else None)
-
-
-def design_frame(params, design: FixedDesign):
-    """``tables.results_frame`` of the design's runs on its seeds: its own variants from its store, the shared ones
-    from the study's results."""
-    import pandas as pd
-
-    from ..reporting.tables import results_frame
-    own = [v for v in design.variants if v not in design.shared]
-    frames = [results_frame(design_params(params, design), own)]
-    if design.shared:
-        frames.append(results_frame(design_params(params, design, own=False), design.shared))
-    return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
-        else frames[0]
-
-
 def study_baseline_mean(params) -> float:
     """The baseline's mean of the primary metric over the study's seeds 0-3 at 600 steps (the margin's basis)."""
-    from ..runs import SEEDS
-    from ..reporting.tables import results_frame
     df = results_frame(dataclasses.replace(params, seeds=SEEDS), (BASELINE,))
     if len(df) < len(SEEDS):
         from thesis_lib.errors import ThesisError
@@ -346,139 +274,6 @@ def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
     basis = None if design.margin_rule == "pilot" else study_baseline_mean(params)
     extra = design.descriptive if descriptive else ()
     return fixed_claims(design, margin(design, basis), design.claims + extra)
-
-
-def _eval_setup(state: dict, dev):
-    """The evaluation sets and context of a run's checkpoint ``state``, as the run evaluated itself: what every
-    checkpoint of the designs is measured on."""
-    from thesis_lib.config import config_of
-    from thesis_lib.evaluate import evaluation_inputs
-    from thesis_lib.evaluation import EvalContext
-    cfg = config_of(state["config"])
-    tokenizer, sets = evaluation_inputs(cfg)
-    return sets, EvalContext.of(cfg, dev, tokenizer.pad_id)
-
-
-def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
-    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
-    order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
-    from thesis_lib.analysis import load_trained, read_checkpoint
-    from thesis_lib.evaluation import evaluate
-    from thesis_lib.numerics import one_thread
-    from thesis_lib.training.run import resolve_device
-    rows, sets, dev = [], None, resolve_device(device)
-    with one_thread():
-        for path in checkpoints:
-            state = read_checkpoint(path)
-            if sets is None:
-                sets, ctx = _eval_setup(state, dev)
-            metrics = evaluate(load_trained(state, dev), *sets, ctx)
-            rows.append({"step": int(state["step"]), **{k: metrics[k] for k in HELDOUT_METRICS}})
-    return sorted(rows, key=lambda r: r["step"])
-
-
-HELDOUT_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
-
-
-def heldout_curves(params, design: FixedDesign = THESIS_LR_SUM, device: str = "cpu") -> None:
-    """For each finished run of the design: its kept snapshots and final checkpoint evaluated on the held-out sets,
-    written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
-    import json
-
-    from thesis_lib.training.results import RunPaths
-    root = design_params(params, design).results_root
-    for v in [v for v in design.variants if v not in design.shared]:
-        for s in design.seeds_for(params.preset):
-            paths = RunPaths(root, params.preset, v, s)
-            out = paths.dir / "heldout.jsonl"
-            if out.exists() or not paths.result.exists():
-                continue
-            snaps = sorted(paths.dir.glob("checkpoint-step*.pt"), key=lambda p: int(p.stem.split("step")[1]))
-            snaps = [p for p in snaps if int(p.stem.split("step")[1]) != _final_step(paths)] + [paths.checkpoint]
-            rows = snapshot_metrics([p for p in snaps if p.exists()], device)
-            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def _final_step(paths) -> int:
-    import json
-    return int(json.loads(paths.result.read_text())["train"]["steps"])
-
-
-def curves_frame(params, design: FixedDesign = THESIS_LR_SUM):
-    """The held-out curves (``heldout_curves``) of the design's runs: one row per (variant, seed, step)."""
-    import json
-
-    import pandas as pd
-
-    from thesis_lib.training.results import RunPaths
-    root, rows = design_params(params, design).results_root, []
-    for v in [v for v in design.variants if v not in design.shared]:
-        for s in design.seeds_for(params.preset):
-            path = RunPaths(root, params.preset, v, s).dir / "heldout.jsonl"
-            if path.exists():
-                rows += [{"variant": v, "seed": s, **json.loads(line)} for line in path.read_text().splitlines()]
-    return pd.DataFrame(rows)
-
-
-def agreement_file(params, design: FixedDesign = THESIS_LR_SUM):
-    """Where the per-item agreement measured on the design's paired checkpoints is recorded."""
-    return design_params(params, design).results_root / params.preset / "item_agreement.json"
-
-
-def recorded_agreement(params) -> dict | None:
-    """{metric: φ} as recorded by ``measure_agreement`` (None before it ran): ImageNet top-1 and top-5 from the
-    top-1 items, a retrieval mean from its R@1 items both ways (mean φ over the seeds)."""
-    import json
-    path = agreement_file(params)
-    if not path.exists():
-        return None
-    per = json.loads(path.read_text())["mean_phi"]
-    out = {"imagenet_top1": per["imagenet_top1"], "imagenet_top5": per["imagenet_top1"]}
-    for test in ("coco", "flickr"):
-        kinds = [per[k] for k in (f"{test}_ir@1", f"{test}_tr@1") if k in per]
-        if kinds:
-            out[f"{test}_mean"] = sum(kinds) / len(kinds)
-    return out
-
-
-def merged_agreement(path, measured: dict) -> dict:
-    """The seeds measured now and those recorded in ``path`` before (their checkpoints, git-ignored, may be gone: a
-    block trained in an earlier session or on another machine), a seed measured now replacing its record."""
-    import json
-    recorded = {int(k): v for k, v in json.loads(path.read_text())["per_seed"].items()} if path.exists() else {}
-    return dict(sorted({**recorded, **measured}.items()))
-
-
-def measure_agreement(params, design: FixedDesign = THESIS_LR_SUM, device: str = "cpu") -> dict:
-    """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
-    checkpoints; seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to
-    ``agreement_file``: how much closer than two independent
-    samples of the test set two paired models' scores are (``item_agreement``)."""
-    import json
-
-    from thesis_lib.analysis import load_trained, read_checkpoint
-    from .item_agreement import agreement, item_hits
-    from thesis_lib.numerics import one_thread
-    from thesis_lib.training.results import RunPaths
-    from thesis_lib.training.run import resolve_device
-    root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
-    with one_thread():
-        for s in design.seeds_for(params.preset):
-            paths = [RunPaths(root, params.preset, v, s).checkpoint for v in design.variants]
-            if not all(p.exists() for p in paths):
-                continue
-            states = [read_checkpoint(p) for p in paths]
-            if sets is None:
-                sets, ctx = _eval_setup(states[0], dev)
-            hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
-            per_seed[s] = agreement(*hits)
-    per_seed = merged_agreement(agreement_file(params, design), per_seed)
-    kinds = sorted({k for a in per_seed.values() for k in a})
-    out = {"pairs": f"{design.variants[0]} vs {design.variants[1]}", "seeds": sorted(per_seed), "per_seed": per_seed,
-           "mean_phi": {k: sum(a[k]["phi"] for a in per_seed.values()) / len(per_seed) for k in kinds}}
-    if per_seed:
-        agreement_file(params, design).write_text(json.dumps(out, indent=1) + "\n")
-    return out
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """A run of 2 ``torchrun`` processes, killed as a scheduler or a crash kills it and continued with ``--resume``, must
-end exactly where the same run without the kill ends (the rehearsal's stage 3, study/full_scale/rehearsal.py).
+end exactly where the same run without the kill ends (the rehearsal's stage 3, full_scale/rehearsal.py).
 
 The kill is SIGKILL to every process of the run (the launcher, both training processes, which torchrun starts in
 sessions of their own, and their DataLoader workers), as a failed node or a scheduler's kill of the job's processes
@@ -28,7 +28,7 @@ PROCESSES = 2
 NOT_COMPARED = ("created", "train")      # when it ran; how long it took, where it resumed, what it met since then
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -48,7 +48,7 @@ class Torchrun:
     def command(self, out: Path, *extra: str) -> list[str]:
         sets = {**self.overrides, "train.batch_size": self.overrides["train.batch_size"] // PROCESSES}
         return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(PROCESSES), "--master_port",
-                str(_free_port()), "-m", "thesis_lib.training.run", "--preset", "thesis", "--variant", self.variant,
+                str(free_port()), "-m", "thesis_lib.training.run", "--preset", "thesis", "--variant", self.variant,
                 "--seed", str(self.seed), "--device", self.device, "--data-root", str(self.data), "--checkpoints",
                 str(self.checkpoints), "--out", str(out), "--no-progress", *extra] + \
             [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]

@@ -1,7 +1,7 @@
 """Every figure by name: ``draw(name, params)`` builds it from code (notation figures) or from the stored results
 (the study figures), saves PNG + PDF and returns it. The notebooks call ``draw``; so does
 
-    python -m thesis_lib.study.reporting.figures [--preset demo] [--output-dir DIR]      (make figures)
+    python -m thesis_lib.study.pages.figures [--preset demo] [--output-dir DIR]      (make figures)
 
 which redraws every figure from ``results/`` alone, without training. Each study figure declares the runs it reads
 (``Reads``, in ``FIGURES``); when they have no stored results, or a builder finds no data to draw, ``draw`` raises
@@ -30,9 +30,12 @@ from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS
-from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting, tables
+from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting
 from .. import grids, reference, runs
-from ..statistics import sequential
+from ..claims import sequential
+from ..runs import designs as design_runs
+from ..claims import paired
+from .. import results
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
@@ -94,8 +97,8 @@ def check_results(params, reads: Reads) -> None:
 
 
 def _results(params, variants) -> pd.DataFrame:
-    """``tables.results_frame`` of ``variants``; ``MissingResultsError`` when none of them has a stored result."""
-    df = tables.results_frame(params, variants)
+    """``results.results_frame`` of ``variants``; ``MissingResultsError`` when none of them has a stored result."""
+    df = results.results_frame(params, variants)
     if not len(df):
         raise _missing(f"results of {', '.join(variants)}", params)
     return df
@@ -104,7 +107,7 @@ def _results(params, variants) -> pd.DataFrame:
 def _curves(params, variants) -> pd.DataFrame:
     """The training curves (``seed<N>/metrics.jsonl``) of ``variants``, all seeds; ``MissingResultsError`` names the
     variants that have none."""
-    frames = {v: tables.curves(params, v) for v in variants}
+    frames = {v: results.curves(params, v) for v in variants}
     lacking = [v for v, f in frames.items() if not len(f)]
     if lacking:
         raise _missing(f"the training curves (metrics.jsonl) of {', '.join(variants)}", params, lacking, variants)
@@ -169,7 +172,7 @@ def _init(params, variants) -> float:
 
 def _claim_results(params, variants) -> pd.DataFrame:
     """The results of ``variants`` with a sequential claim's added seeds; ``MissingResultsError`` when none."""
-    df = tables.results_frame(params, variants, sequential_seeds=True)   # a sequential claim's seeds too
+    df = paired.claims_frame(params, variants)   # a sequential claim's seeds too
     if not len(df):
         raise _missing(f"results of {', '.join(variants)}", params)
     return df
@@ -186,7 +189,7 @@ def _eq_notes(frame: pd.DataFrame) -> dict:
 def _forest(params, variants, family: str):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker), one
     panel per claimed metric, the primary one first."""
-    frame = tables.difference_frame(_claim_results(params, variants), family)
+    frame = paired.difference_frame(_claim_results(params, variants), family)
     if not len(frame):
         raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
                        params)
@@ -204,7 +207,7 @@ def fig_table1_forest(params, variants):
     """Table 1 on the primary metric: its claim (TTE before vs the baseline, decided sequentially) above, the 2 × 2
     (main effects, interaction, the thesis code's Table 1) below, each under its heading; secondary metrics are in
     notebook 02's tables."""
-    frame = tables.difference_frame(_claim_results(params, variants), reference.TABLE1, metrics=(PRIMARY,))
+    frame = paired.difference_frame(_claim_results(params, variants), reference.TABLE1, metrics=(PRIMARY,))
     if not len(frame):
         raise _missing(f"results of both arms of a {reference.TABLE1} claim, at the same seeds, among "
                        f"{', '.join(variants)}", params)
@@ -234,7 +237,7 @@ def fig_dose_response(params, variants):
     df = _claim_results(params, variants)
     default = get_config(params.preset).model.tte_layer_scale
     doses = dose_claims(default)
-    frames = {family: tables.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
+    frames = {family: paired.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
     rows = []
     for dose, (v, claim) in doses.items():
         sub = frames[claim.family]
@@ -270,7 +273,7 @@ def fig_dual_encoder_forest(params, variants):
 
 def fig_tte_contribution(params, variants):
     df = _results(params, variants)
-    return plotting.tte_contribution(df, pd.concat([tables.curves(params, v) for v in variants
+    return plotting.tte_contribution(df, pd.concat([results.curves(params, v) for v in variants
                                                     if v in set(df.variant)]), order=variants)
 
 
@@ -288,13 +291,13 @@ def fig_switch_choices(params, variants):
 def fig_long_schedule(params, variants):
     """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
     training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean."""
-    from ..statistics import designs
-    heldout = designs.curves_frame(params)
-    long = designs.design_params(params, designs.THESIS_LR_SUM)
-    train = pd.concat([tables.curves(long, v) for v in variants])
+    from ..claims import designs
+    heldout = results.curves_frame(params, designs.THESIS_LR_SUM)
+    long = design_runs.design_params(params, designs.THESIS_LR_SUM)
+    train = pd.concat([results.curves(long, v) for v in variants])
     if heldout.empty or train.empty:
         raise _missing("the long schedule's held-out curves (make long)", long)
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (grids.BASELINE,))[PRIMARY].mean()
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (grids.BASELINE,))[PRIMARY].mean()
     return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short))
 
 
@@ -372,7 +375,7 @@ def _draw_or_say_why(name: str, params) -> bool:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.reporting.figures", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None)

@@ -122,7 +122,7 @@ def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, a
     smallest effect of interest; size is judged first (the 1 − 2·``tost_alpha`` interval against ± margin: TOST at
     ``tost_alpha``, by default 5 %: the 90 % interval), then significance (``p_adjusted`` < ``alpha``, which
     ``PairedTest`` already sets to 1 below the metric's resolution). A sequential design passes the levels of its
-    look (``thesis_lib.study.statistics.sequential``)."""
+    look (``thesis_lib.study.claims.sequential``)."""
     tost = ALPHA if tost_alpha is None else tost_alpha
     half = test.half90 if tost == ALPHA else test.half(1 - 2 * tost)
     if test.n < 2 or math.isnan(half):

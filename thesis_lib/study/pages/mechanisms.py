@@ -21,8 +21,8 @@ from thesis_lib.models.fusion import INPUTS, MODES
 from thesis_lib.training.results import load_results
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT
 from ..grids import DUAL, FUSION, SWITCHES
-from ..statistics.stats import PairedTest, compare, fmt, fmt_p, holm
-from .tables import contrast_values, items_of, runs_of
+from ..claims.stats import PairedTest, compare, fmt, fmt_p, holm
+from ..results import contrast_values, items_of, runs_of
 
 
 def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Every measured figure the documents quote, from one data file: ``benchmarks/measured.json``.
 
-``python -m thesis_lib.study.reporting.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from the
+``python -m thesis_lib.study.pages.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from the
 data file (``make figures`` runs it). ``--check`` changes nothing and exits 1 listing every marked figure that differs
 from the data file or names a key it lacks, every marker that begins a line, and every measured-looking figure left
 unmarked (a time such as ``12 min 22 s`` or ``1 h 40 min``, a count such as ``832 passed`` or ``833 tests``).
@@ -24,7 +24,7 @@ figures is rendered whole from a template in a comment just above its fence, eac
     ```
 
 Edit the template, not the block. Neither read nor written: the README's generated results block and docs/results.md
-(thesis_lib.study.reporting.report writes them).
+(thesis_lib.study.pages.report writes them).
 """
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def write(root: Path = ROOT, data: dict | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thesis_lib.study.reporting.measured", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.measured", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 listing what is not current")
     if parser.parse_args(argv).check:
         problems = check()

@@ -11,20 +11,21 @@ import pandas as pd
 
 from thesis_lib.metrics import HEADLINE, PRIMARY, label
 from thesis_lib.variants import VARIANT_LABELS
-from ..statistics import designs, verdicts
+from ..claims import designs, verdicts
 from .. import reference, runs
-from . import tables
-from ..statistics.designs import BUDGET_CONFIRM, THESIS_LR_SUM
+from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
-from ..statistics.stats import fmt, fmt_seeds, mean_ci, robust_seeds_needed
+from ..claims.stats import fmt, fmt_seeds, mean_ci, robust_seeds_needed
 from .tables import markdown as _markdown
+from ..claims import paired
+from .. import results
 
 COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (Holm, family)", "verdict",
            "seeds to decide")
 
 
 def _primary(table: pd.DataFrame) -> pd.DataFrame:
-    """The primary rows of a ``tables.claim_table`` (none where no claim's arms have runs)."""
+    """The primary rows of a ``paired.claim_table`` (none where no claim's arms have runs)."""
     if table.empty:
         return pd.DataFrame(columns=list(COLUMNS), index=pd.Index([], name="claim"))
     return table[table.role.eq("primary")].set_index("claim")[list(COLUMNS)]
@@ -33,13 +34,13 @@ def _primary(table: pd.DataFrame) -> pd.DataFrame:
 def budget_rows(params) -> pd.DataFrame | None:
     """The budget arm's 4-seed record (family "TTE' at the thesis's budget") above its confirmatory claims on seeds
     4-23 (fixed n = 20, Holm over the two); None before the confirmatory runs exist."""
-    df = designs.design_frame(params, BUDGET_CONFIRM)
+    df = results.design_frame(params, BUDGET_CONFIRM)
     if df.empty or designs.BUDGET_VARIANT not in set(df.variant):
         return None
-    record_df = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE, designs.BUDGET_VARIANT))
-    record = _primary(tables.claim_table(record_df, [c for c in reference.CLAIMS if c.family == reference.BUDGET]))
+    record_df = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE, designs.BUDGET_VARIANT))
+    record = _primary(paired.claim_table(record_df, [c for c in reference.CLAIMS if c.family == reference.BUDGET]))
     record.index = [f"{c} (the record, seeds 0-3)" for c in record.index]
-    confirm = _pending(_primary(tables.claim_table(df, designs.claims_of(params, BUDGET_CONFIRM))),
+    confirm = _pending(_primary(paired.claim_table(df, designs.claims_of(params, BUDGET_CONFIRM))),
                        len(BUDGET_CONFIRM.seeds_for(params.preset)))
     return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
@@ -56,16 +57,16 @@ def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
 
 
 def long_frame(params) -> pd.DataFrame:
-    return designs.design_frame(params, THESIS_LR_SUM)
+    return results.design_frame(params, THESIS_LR_SUM)
 
 
 def long_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The long schedule's claims on the seeds trained so far: "is used" (decided only at its n = 8: before, its
     verdict reads "pending") and "helps" (descriptive: the seeds it would need, normal-theory and robust)."""
     helps = designs.LONG_HELPS.text
-    table = _pending(_primary(tables.claim_table(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
+    table = _pending(_primary(paired.claim_table(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
                      len(THESIS_LR_SUM.seeds_for(params.preset)), keep=(helps,))
-    diffs = tables.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY)
+    diffs = results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY)
     if len(diffs) >= 2:
         table.loc[helps, "verdict"] = "descriptive"
         table.loc[helps, "seeds to decide"] = (
@@ -79,7 +80,7 @@ def _at_observed(diffs: dict) -> str:
     """The seeds "helps" would need if its true difference were the measured one (normal theory)."""
     import statistics
 
-    from ..statistics.stats import seeds_at_observed
+    from ..claims.stats import seeds_at_observed
     mean, sd = statistics.fmean(diffs.values()), statistics.stdev(diffs.values())
     need = seeds_at_observed(mean, sd, designs.margin(THESIS_LR_SUM))
     show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
@@ -89,7 +90,7 @@ def _at_observed(diffs: dict) -> str:
 
 def all_long(params) -> pd.DataFrame:
     """The runs of every long-schedule design with the TTE' (the record, seeds 1-8; the confirmation, seeds 9-40)."""
-    frames = [designs.design_frame(params, d) for d in (THESIS_LR_SUM, designs.THESIS_LR_SUM_CONFIRM)]
+    frames = [results.design_frame(params, d) for d in (THESIS_LR_SUM, designs.THESIS_LR_SUM_CONFIRM)]
     return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else frames[0]
 
 
@@ -111,7 +112,7 @@ def confirm_rows(params) -> pd.DataFrame | None:
     """The long schedule's 8-seed record (seeds 1-8: "is used" decided, "helps" descriptive) above the confirmation on
     seeds 9-40 (``THESIS_LR_SUM_CONFIRM``: fixed n = 32, Holm over the two; "pending (k of 32 seeds)" before its n);
     never pooled. None before either exists."""
-    record_df, df = long_frame(params), designs.design_frame(params, designs.THESIS_LR_SUM_CONFIRM)
+    record_df, df = long_frame(params), results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM)
     parts = []
     if not record_df.empty:
         record = long_rows(params, record_df)
@@ -119,14 +120,14 @@ def confirm_rows(params) -> pd.DataFrame | None:
         parts.append(record)
     if not df.empty:
         design = designs.THESIS_LR_SUM_CONFIRM
-        parts.append(_pending(_primary(tables.claim_table(df, designs.claims_of(params, design))),
+        parts.append(_pending(_primary(paired.claim_table(df, designs.claims_of(params, design))),
                               len(design.seeds_for(params.preset))))
     return pd.concat(parts).rename_axis("claim") if parts else None
 
 
 def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
     """The secondary metrics (Flickr, ImageNet) of ``claims`` on ``df``: reported, deciding nothing (unadjusted p)."""
-    table = tables.claim_table(df, claims)
+    table = paired.claim_table(df, claims)
     if table.empty:
         return table
     rows = table[table.role.eq("secondary")]
@@ -136,16 +137,16 @@ def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
 
 def _need(diffs: dict) -> str:
     """The normal-theory seeds to decide "helps" at the long schedule's margin, with the SD's 95 % range."""
-    from ..statistics.stats import PairedTest, seeds_needed
+    from ..claims.stats import PairedTest, seeds_needed
     return fmt_seeds(seeds_needed(PairedTest.of(list(diffs.values())), designs.margin(THESIS_LR_SUM)))
 
 
 def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The baseline at the thesis's summed learning rate beside the 600-step baseline (the study's seeds 0-3), mean ±
     95 % CI over seeds, on the headline metrics."""
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE,))
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE,))
     rows = {}
-    for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})", tables.runs_of(df, BASELINE)),
+    for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})", results.runs_of(df, BASELINE)),
                       ("baseline, 600 steps (seeds 0-3)", short)):
         rows[name] = {"seeds": len(sub), **{label(m): fmt(*mean_ci(sub[m])) for m in HEADLINE}}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run")
@@ -156,14 +157,14 @@ def _steps(params) -> str:
 
 
 def _span(df, variant) -> str:
-    seeds = sorted(tables.runs_of(df, variant).seed)
+    seeds = sorted(results.runs_of(df, variant).seed)
     return ", ".join(map(str, seeds)) if seeds else "none"
 
 
 def curve_rows(params) -> pd.DataFrame:
     """Held-out COCO retrieval along the long schedule (snapshots every ``designs.KEEP_EVERY`` steps and the end),
     mean over the seeds trained, per variant."""
-    curve = designs.curves_frame(params)
+    curve = results.curves_frame(params, designs.THESIS_LR_SUM)
     if curve.empty:
         return curve
     table = curve.pivot_table(index="step", columns="variant", values=PRIMARY, aggfunc="mean")
@@ -172,7 +173,7 @@ def curve_rows(params) -> pd.DataFrame:
 
 def overfit_sentence(params) -> str:
     """Whether the held-out score falls late in the long schedule: its end against its best snapshot, per variant."""
-    curve = designs.curves_frame(params)
+    curve = results.curves_frame(params, designs.THESIS_LR_SUM)
     if curve.empty:
         return ""
     parts = []
@@ -194,12 +195,12 @@ def markdown(params) -> str:
         parts += ["## Table 2 at the thesis's budget for the TTE, confirmed on fresh seeds",
                   f"The TTE' with the thesis's summed learning rate for its type vectors and γ, paired with the "
                   f"baseline; the 4-seed record (seeds 0-3) stays as it was, and the confirmatory test on seeds 4-23 "
-                  f"(fixed n = 20, declared before its runs in `thesis_lib/study/statistics/designs.py`) is a family of two "
+                  f"(fixed n = 20, declared before its runs in `thesis_lib/study/claims/designs.py`) is a family of two "
                   f"(Holm), decided on {label(PRIMARY)} against a margin fixed from the study's seeds 0-3:",
                   _markdown(budget)]
     df = long_frame(params)
     if not df.empty:
-        n_done = len(tables.runs_of(df, TTE_AFTER_LS))
+        n_done = len(results.runs_of(df, TTE_AFTER_LS))
         parts += ["## The whole model at the thesis's summed learning rate",
                   f"Every parameter trained for {_steps(params)} steps of the demo's schedule (its summed learning "
                   f"rate equals the thesis run's, ≈ 4.46; the demo's 600 steps sum to 0.45): a rule of thumb for "
@@ -223,11 +224,11 @@ def markdown(params) -> str:
     if confirm is not None:
         design = designs.THESIS_LR_SUM_CONFIRM
         power = designs.fmt_power(designs.confirm_power(params))
-        df_c = designs.design_frame(params, design)
-        done = 0 if df_c.empty else len(tables.runs_of(df_c, TTE_AFTER_LS))
+        df_c = results.design_frame(params, design)
+        done = 0 if df_c.empty else len(results.runs_of(df_c, TTE_AFTER_LS))
         parts += ["## Table 2 on the long schedule: the 8-seed record and its confirmation on fresh seeds",
                   f"The same schedule on seeds 9-40 (fixed n = {len(design.seeds_for(params.preset))}, one look at "
-                  f"the end; declared before its runs in `thesis_lib/study/statistics/designs.py`): \"helps\" and "
+                  f"the end; declared before its runs in `thesis_lib/study/claims/designs.py`): \"helps\" and "
                   f"\"is used\" one Holm family, decided on {label(PRIMARY)} against ±{designs.margin(design):.3f}; "
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
@@ -242,16 +243,16 @@ def long_table1_markdown(params) -> list[str]:
     """Table 1's 2 × 2 on the long schedule beside the 600-step one: each main effect, its verdict and its size as
     a multiple of the thesis's drop (empty before any of its runs exist)."""
     design = designs.LONG_TABLE1
-    df = designs.design_frame(params, design)
+    df = results.design_frame(params, design)
     if df.empty or len(set(df.variant)) < 2:
         return []
     claims = designs.claims_of(params, design, descriptive=True)
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), design.variants)
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), design.variants)
     rows = {}
     for claim in claims:
         study = next(c for c in reference.CLAIMS if c.text == claim.short)
         for regime, frame, c in ((f"{_steps(params)} steps", df, claim), ("600 steps", short, study)):
-            r = next((r for r in tables._claim_rows(frame, (c,)) if r["primary"]), None)
+            r = next((r for r in paired.claim_rows(frame, (c,)) if r["primary"]), None)
             if r is None:
                 continue
             rows[f"{claim.short}, {regime}"] = {
@@ -259,7 +260,7 @@ def long_table1_markdown(params) -> list[str]:
                 "× the thesis's drop": f"{r['ratio'][0]:.1f}", "verdict":
                     "descriptive" if c in design.descriptive else r["words"]}
     planned = len(design.seeds_for(params.preset))
-    done = len(tables.runs_of(df, design.variants[-1]))
+    done = len(results.runs_of(df, design.variants[-1]))
     return ["## Table 1's 2 × 2 on the long schedule",
             f"`tte_before`, `noln` and `tte_before_noln` on seeds 1-4 at {_steps(params)} steps, paired with the long "
             f"baselines of the same seeds (fixed n = {planned}, {done} trained); the LayerNorm's main effect decided "
@@ -281,7 +282,7 @@ def sentence(params) -> str:
     if not df.empty:
         long = long_rows(params, df)
         used = long.iloc[0]
-        share = tables.runs_of(df, TTE_AFTER_LS)
+        share = results.runs_of(df, TTE_AFTER_LS)
         bits.append(f"with the whole model trained to the thesis's summed learning rate "
                     f"({len(share)} seed pairs{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's share of the shared block's input is "
                     f"{share.tte_ratio_image.mean() * 100:.2f} % (images) and {share.tte_ratio_text.mean() * 100:.2f} % "

@@ -1,6 +1,6 @@
 """The README's first screen, written from the stored results: the chapter's three claims, each with this
 repository's answer in plain words (one short template per verdict word), the image-LayerNorm finding behind Table 1,
-and the demo described in one line. Every number is read from the claims' own rows (``tables._claim_rows``, the
+and the demo described in one line. Every number is read from the claims' own rows (``paired.claim_rows``, the
 designs' tables of ``table2``); nothing here is typed by hand. ``report`` writes it between the README's
 ``<!-- answer:start -->`` and ``<!-- answer:end -->`` markers.
 """
@@ -11,10 +11,12 @@ import re
 
 from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
-from ..statistics import designs
+from ..claims import designs
 from .. import grids, reference, runs
-from . import table2, tables
-from ..statistics.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
+from . import table2
+from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
+from ..claims import paired
+from .. import results
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
@@ -28,13 +30,13 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
 
 
 def _row(df, text: str, claims=reference.CLAIMS) -> dict | None:
-    return next((r for r in tables._claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
+    return next((r for r in paired.claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
 
 
 def _said(r: dict) -> str:
     """One claim row as words: its verdict word (glossed once elsewhere), its difference ± 95 % CI in COCO points
     against ± the margin, its seeds; an undecided one with the seeds that would decide it."""
-    t, digits = r["test"], tables._digits(r["margin"])
+    t, digits = r["test"], paired.margin_digits(r["margin"])
     word = r["words"]
     where = f"{fmt(t.mean, t.half95, digits)} COCO points against ±{r['margin']:.{digits}f}, {t.n} seeds"
     if r["verdict"] == "undecided":
@@ -61,7 +63,7 @@ def demo_line(params) -> str:
     cfg = get_config(params.preset)
     n = sum(p.numel() for p in build_model(cfg, pretrained=False).parameters())
     w, t = cfg.data.world, cfg.train
-    items = tables.eval_items(params.preset)
+    items = results.eval_items(params.preset)
     return (f"*Scale of every answer here*: the demo, EMKUM's classes at width {cfg.model.dim} ({n / 1e6:.2f} M "
             f"parameters against the thesis's {_thesis_parameters() / 1e6:.0f} M) trained for {t.steps} steps of {t.batch_size} pairs on a "
             f"generated world of {w.n_train:,} pictures × 5 captions; tested on a COCO-like set of "
@@ -102,8 +104,8 @@ def _thesis_parameters() -> int:
 def markdown(params) -> str | None:
     """The first screen's answer: three numbered claims, the LayerNorm finding, the glossary of verdict words; None
     while a claim's runs are missing."""
-    claimed = tables.results_frame(params, grids.CLAIMED, sequential_seeds=True)
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
+    claimed = paired.claims_frame(params, grids.CLAIMED)
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
     before = _row(claimed, reference.CLAIMS[0].text)
     noln = _row(short, "2 × 2 main effect of skipping the input LayerNorm")
     tte22 = _row(short, "2 × 2 main effect of the TTE before")
@@ -112,9 +114,9 @@ def markdown(params) -> str | None:
     used = _row(short, "The TTE' is used: removing it at evaluation costs accuracy")
     if any(r is None or r["test"].n < 2 for r in (before, noln, tte22, code, helps, used)):
         return None                              # some claim's runs are missing: report says which
-    share = tables.runs_of(short, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
+    share = results.runs_of(short, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
     budget = table2.budget_rows(params)
-    budget_share = tables.runs_of(short, designs.BUDGET_VARIANT).tte_ratio_image.mean() * 100
+    budget_share = results.runs_of(short, designs.BUDGET_VARIANT).tte_ratio_image.mean() * 100
     long = table2.long_frame(params)
     steps = f"{designs.long_steps(params.preset):,}"
     first = (f"1. **A TTE before the encoders hurts (Table 1).** {_long_table1(params, steps)}At 600 steps: "
@@ -165,8 +167,8 @@ def _confirmation(params) -> str:
     """The long confirmation's state in words: its verdicts once all its seeds are trained, else how far it is."""
     design = designs.THESIS_LR_SUM_CONFIRM
     n = len(design.seeds_for(params.preset))
-    df = designs.design_frame(params, design)
-    done = 0 if df.empty else len(tables.runs_of(df, grids.TTE_AFTER_LS))
+    df = results.design_frame(params, design)
+    done = 0 if df.empty else len(results.runs_of(df, grids.TTE_AFTER_LS))
     return (f"its confirmation on {n} fresh seeds is pending ({done} of {n} seed pairs trained)" if done < n else
             f"confirmed on {n} fresh seeds: docs/results.md")
 
@@ -175,7 +177,7 @@ def _long_table1(params, steps: str) -> str:
     """The long schedule's 2 × 2 in words, leading the Table 1 answer: where its drop lies when the model trains as
     long as the thesis's, or that its runs are pending."""
     design = designs.LONG_TABLE1
-    df = designs.design_frame(params, design)
+    df = results.design_frame(params, design)
     claims = designs.claims_of(params, design, descriptive=True)
     noln, tte = (_row(df, c.text, claims) for c in claims)
     if noln is None or tte is None or noln["test"].n < len(design.seeds_for(params.preset)):

@@ -1,4 +1,4 @@
-"""What the claims' verdicts rest on, computed from the same rows as the claims table (``tables._claim_rows``):
+"""What the claims' verdicts rest on, computed from the same rows as the claims table (``paired.claim_rows``):
 
 - ``sensitivity``: each primary verdict under other ways of carrying the thesis's effect to our scale (the declared
   margin stays the one that decides);
@@ -20,7 +20,8 @@ from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from . import sequential
 from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from ..reporting.tables import _claim_rows, _digits, paired_test, runs_of
+from ..results import runs_of
+from .paired import claim_rows, margin_digits, paired_test
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
                "other version": "the other version's relative effect",
@@ -32,8 +33,8 @@ def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS, family: str | None = 
     margin convention (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm
     p, same levels)."""
     claims, rows = [c for c in claims if family is None or c.family == family], []
-    for r in [r for r in _claim_rows(df, claims) if r["primary"]]:
-        t, digits, tost = r["test"], _digits(r["margin"]), r["levels"][1]
+    for r in [r for r in claim_rows(df, claims) if r["primary"]]:
+        t, digits, tost = r["test"], margin_digits(r["margin"]), r["levels"][1]
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
         margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
         for key, margin in margins.items():
@@ -154,8 +155,8 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
     """One line per claim of ``family``, from the claims' own rows: claim: verdict, difference ± 95 % CI on the
     primary metric, seeds (a sequential claim: its look), and the seeds an open claim would need."""
     lines = []
-    for r in [r for r in _claim_rows(df, claims) if r["primary"] and r["claim"].family == family]:
-        t, digits = r["test"], _digits(r["margin"])
+    for r in [r for r in claim_rows(df, claims) if r["primary"] and r["claim"].family == family]:
+        t, digits = r["test"], margin_digits(r["margin"])
         design = sequential.DESIGNS.get(r["claim"].text)
         seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
                                   if design and t.n in design.looks else "")
@@ -181,14 +182,14 @@ def run_sequential(params, design: sequential.SequentialDesign = sequential.TABL
 
     from ..grids import CLAIMED
     from ..runs import Log, run_grid
-    from ..reporting.tables import results_frame
+    from ..results import results_frame
     claim = sequential_claim(design)
     looks = design.looks_for(params.preset)
     for k, n in enumerate(looks):
         block = dataclasses.replace(params, seeds=tuple(range(n)))
         run_grid(block, claim.arms_variants)
         df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))), CLAIMED)
-        row = next(r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
+        row = next(r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
         if row["verdict"] != "undecided":
             break
@@ -235,7 +236,7 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
     margin / SD (``sequential.procedure_error``); how far a margin recomputed at every look would have moved; the
     robust seeds to decide and the seeds far out."""
     from .stats import outlying_seeds, robust_seeds_needed
-    row = next((r for r in _claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].text == design.claim), None)
+    row = next((r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].text == design.claim), None)
     if row is None or row["test"].n < 2:
         return {}
     t, margin = row["test"], row["margin"]

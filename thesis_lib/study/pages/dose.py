@@ -19,35 +19,36 @@ from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.variants import VARIANT_SPECS
 from .. import grids, runs
-from ..reference import AFTER, Claim, _vs
-from ..statistics import designs
-from . import tables
+from ..reference import AFTER, Claim, vs
+from ..claims import designs
+from ..claims import paired
+from .. import results
 
 HELPS, USED = "helps", "is used"
 
 
 def _claims(variant: str) -> dict:
     """{"helps": the variant against the baseline, "is used": the variant against itself with its TTE removed}."""
-    return {HELPS: Claim(f"{variant} helps", _vs(variant, grids.BASELINE), +1, AFTER, "dose"),
-            USED: Claim(f"{variant} is used", _vs(variant, variant, "removed"), -1, AFTER, "dose")}
+    return {HELPS: Claim(f"{variant} helps", vs(variant, grids.BASELINE), +1, AFTER, "dose"),
+            USED: Claim(f"{variant} is used", vs(variant, variant, "removed"), -1, AFTER, "dose")}
 
 
 def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
     """(label, results frame, the TTE variant) of every regime with stored runs, in order of training budget."""
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.DOSE_ARMS + grids.BUDGET[1:])
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.DOSE_ARMS + grids.BUDGET[1:])
     default = get_config(params.preset).model.tte_layer_scale
     inits = {v: VARIANT_SPECS[v].layerscale_init or default for v in grids.DOSE}
     out = [(f"600 steps, γ init {inits[v]:g}", short, v) for v in grids.DOSE]
     out.append(("600 steps, the thesis's budget for the TTE (seeds 0-3)", short, grids.BUDGET[1]))
     out.append(("600 steps, the thesis's budget for the TTE (seeds 4-23)",
-                designs.design_frame(params, designs.BUDGET_CONFIRM), grids.BUDGET[1]))
+                results.design_frame(params, designs.BUDGET_CONFIRM), grids.BUDGET[1]))
     steps = f"{designs.long_steps(params.preset):,}"
     out.append((f"{steps} steps, the thesis's summed learning rate (seeds 1-8)",
-                designs.design_frame(params, designs.THESIS_LR_SUM), grids.TTE_AFTER_LS))
+                results.design_frame(params, designs.THESIS_LR_SUM), grids.TTE_AFTER_LS))
     out.append((f"{steps} steps, the thesis's summed learning rate (seeds 9-40)",
-                designs.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), grids.TTE_AFTER_LS))
+                results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), grids.TTE_AFTER_LS))
     confirm = out[-1][1]
-    if not confirm.empty and len(tables.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds):
+    if not confirm.empty and len(results.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds):
         out.pop()                                  # a fixed-n design is shown at its one look, not before
     return [(name, df, v) for name, df, v in out if not df.empty and v in set(df.variant)]
 
@@ -56,9 +57,9 @@ def frame(params) -> pd.DataFrame:
     """One row per (regime, claim) with at least two seeds: share (%), ratio and its 95 % low / high, seeds."""
     rows = []
     for name, df, v in regimes(params):
-        share = float(tables.runs_of(df, v).tte_ratio_image.mean()) * 100
+        share = float(results.runs_of(df, v).tte_ratio_image.mean()) * 100
         for claim_name, claim in _claims(v).items():
-            r = next((r for r in tables._claim_rows(df, (claim,)) if r["primary"]), None)
+            r = next((r for r in paired.claim_rows(df, (claim,)) if r["primary"]), None)
             if r is None or r["test"].n < 2:
                 continue
             mid, low, high = r["ratio"]

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from .. import grids
-from ..reporting import tables
 from ..runs import SEEDS
+from . import paired
 
 TOLERANCE_SDS = 1.0   # a replayed run may differ from the committed one by this many between-seed SDs per metric
 FORKED_SDS = 3 * math.sqrt(2)   # a forked run: 3 SDs of the difference of two independent draws (√2 between-seed SDs)
@@ -118,10 +118,10 @@ def metric_failures(committed: dict, retrained: dict, tolerance: dict[str, float
 
 def verdicts(results_root: Path, preset: str) -> dict[tuple[str, str], str]:
     """Every claim's verdict per metric (the primary decides, the secondary ones are shown) as the README's block
-    computes it: ``tables.claim_table`` over the claimed variants, the study's seeds and a sequential design's; a
+    computes it: ``paired.claim_table`` over the claimed variants, the study's seeds and a sequential design's; a
     size estimate in the verdict's words ("36 × the thesis's size") is not part of the verdict."""
     where = SimpleNamespace(preset=preset, seeds=SEEDS, results_root=Path(results_root))   # what results_frame reads
-    claims = tables.claim_table(tables.results_frame(where, grids.CLAIMED, sequential_seeds=True))
+    claims = paired.claim_table(paired.claims_frame(where, grids.CLAIMED))
     words = (re.sub(r"\d+(\.\d+)?", "#", v) for v in claims["verdict"])
     return dict(zip(zip(claims["claim"], claims["metric"]), words))
 

@@ -1,5 +1,5 @@
 """Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
-variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.reporting.figures`` redraws them all)."""
+variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.pages.figures`` redraws them all)."""
 from __future__ import annotations
 
 import math
@@ -17,8 +17,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from thesis_lib.variants import VARIANT_SHORT, VARIANTS
-from ..statistics.stats import mean_ci
-from .tables import runs_of
+from ..claims.stats import mean_ci
+from ..results import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 # one colour per variant: the colour-blind palette has 10, the 5 variants beyond it (notebook 05's and the budget arm)
@@ -205,7 +205,7 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
     return fig
 
 
-def _sci(x: float) -> str:
+def sci(x: float) -> str:
     return f"{x:.1e}".replace("e-0", "e-").replace("e+00", "")
 
 
@@ -229,7 +229,7 @@ def _share_bars(ax, df: pd.DataFrame, variants, right: float | None = None):
             if right is not None and mean > right:
                 ax.plot(0.97 * right, y, ">", color=INK, ms=7, zorder=4, gid="off_scale")
             else:
-                ax.annotate(_sci(mean), (mean + np.nan_to_num(half), y), xytext=(3, 0), textcoords="offset points",
+                ax.annotate(sci(mean), (mean + np.nan_to_num(half), y), xytext=(3, 0), textcoords="offset points",
                             ha="left", va="center", fontsize=7.5)
     ax.set_yticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants])
     ax.set_ylim(len(variants) - 0.5, -0.5)
@@ -275,7 +275,7 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
     if top:
         _share_bars(axes[0][1], df, variants, right=1.3 * top)
         axes[0][1].set_yticklabels([])
-        axes[0][1].set_title(f"the same, zoomed to 0-{_sci(1.3 * top)} (linear)", fontsize=10)
+        axes[0][1].set_title(f"the same, zoomed to 0-{sci(1.3 * top)} (linear)", fontsize=10)
     for ax in axes[0][:1 + bool(top)]:
         ax.set_xlabel("‖γ ⊙ t_type‖ / ‖H_L‖ per token")
     handles = [Patch(color=ink, label=f"{k} tokens: mean over the seeds, 95 % interval; dots: the seeds")

@@ -3,7 +3,7 @@ what it measured (pairs/s end to end, the share of the time the loop waited for 
 shards' cold random-read rate beside the pairs/s the GPUs need) and what that projects for the whole recipe
 (``recipe.days``).
 
-    python -m thesis_lib.study.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
+    python -m thesis_lib.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
 
 It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its
 result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` processes at the recipe's global batch
@@ -177,7 +177,7 @@ def report(result: dict, gpus: int, utilisation: str, wall_s: float, rate: ReadR
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.full_scale.pilot", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.pilot", description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=recipe.positive_int, default=2, help="processes (one per GPU); 2: the recipe's split")
     p.add_argument("--steps", type=recipe.positive_int, default=300)
     p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=None, help=recipe.CORES_HELP)

@@ -5,7 +5,7 @@
 * an ``srun``-style launch: the training command of ``recipe commands --layout slurm``'s sbatch line (its
   ``--wrap``), started twice with the variables srun gives each task (``SLURM_PROCID``, ``SLURM_LOCALID``,
   ``SLURM_STEP_NUM_TASKS``, ``SLURM_JOB_ID``, ``SLURM_STEP_NODELIST``), no torchrun;
-* the pilot (``study/full_scale/pilot.py``) for a few steps.
+* the pilot (``full_scale/pilot.py``) for a few steps.
 
 Each trains with the recipe's own teacher view (augmented, the thesis preset's) unless ``sets`` says otherwise, and
 runs under ``data/lifetime.py``'s watcher: nothing it starts outlives the rehearsal.
@@ -101,7 +101,7 @@ def srun_launch(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs:
 def pilot(data: Path, ckpt: Path, out: Path, mix: str, sets: dict, device: str, logs: Path) -> str:
     """The pilot for 2 steps on 1 process: its report."""
     own = ("train.steps", "data.num_workers", "data.train_sets")       # the pilot's: --steps, its workers, $MIX
-    cmd = [sys.executable, "-m", "thesis_lib.study.full_scale.pilot", "--gpus", "1", "--steps", "2", "--device", device,
+    cmd = [sys.executable, "-m", "thesis_lib.full_scale.pilot", "--gpus", "1", "--steps", "2", "--device", device,
            "--cores-per-gpu", str(CORES_PER_GPU)] + [a for k, v in sets.items() if k not in own
                                                       for a in ("--set", f"{k}={v}")]
     done = subprocess.run(watched(cmd), cwd=ROOT, capture_output=True, text=True, env=_env(data, ckpt, out, mix))

@@ -14,9 +14,9 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from thesis_lib.metrics import PRIMARY, TABLE, label
 from thesis_lib.variants import VARIANT_SHORT
-from ..statistics.stats import mean_ci
+from ..claims.stats import mean_ci
 from .plotting import COLOURS, INK
-from .tables import contrast_values, runs_of
+from ..results import contrast_values, runs_of
 
 
 def draw(df: pd.DataFrame, variants, metrics=TABLE):

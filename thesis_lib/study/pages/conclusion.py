@@ -8,22 +8,23 @@ import pandas as pd
 from thesis_lib.metrics import CLAIMED, PRIMARY, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
-from ..statistics.stats import fmt
-from . import tables
+from ..claims.stats import fmt
+from ..claims import paired
+from .. import results
 
 
 def _rows(df: pd.DataFrame, family: str) -> list[dict]:
-    return [r for r in tables._claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]
+    return [r for r in paired.claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]
 
 
 def _said(r: dict) -> str:
-    t, digits = r["test"], tables._digits(r["margin"])
+    t, digits = r["test"], paired.margin_digits(r["margin"])
     return (f"\"{r['claim'].text}\" is {r['words']} ({fmt(t.mean, t.half95, digits)} {label(PRIMARY)} points "
             f"against ±{r['margin']:.{digits}f}, {t.n} seeds)")
 
 
 def _share(df: pd.DataFrame, variant: str) -> float | None:
-    runs = tables.runs_of(df, variant)
+    runs = results.runs_of(df, variant)
     return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and "tte_ratio_image" in runs else None
 
 
@@ -105,7 +106,7 @@ def ablation_note(df: pd.DataFrame, variants=grids.TTE_USED, metrics=CLAIMED) ->
     found = []
     for v in [v for v in variants if v in set(df.variant)]:
         for m in metrics:
-            t = tables.paired_test(df, (v, "removed"), (v, "none"), m)
+            t = paired.paired_test(df, (v, "removed"), (v, "none"), m)
             if t.n >= 2 and t.mean - t.half95 > 0:
                 found.append(f"removing it from {VARIANT_LABELS[v]} raises {label(m)} by {fmt(t.mean, t.half95)} "
                              f"points ({t.n} seeds)")

@@ -12,9 +12,11 @@ import pandas as pd
 from thesis_lib.metrics import PRIMARY
 from .. import grids, reference, runs
 from ..reference import THESIS_AUG, THESIS_FINAL
-from ..statistics import designs
-from ..statistics.stats import fmt
+from ..claims import designs
+from ..claims.stats import fmt
 from . import table2, tables
+from ..claims import paired
+from .. import results
 
 BEFORE, CODE, HELPS, USED = (reference.CLAIMS[0].text,
                              "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts",
@@ -42,7 +44,7 @@ def _ours(r: dict | None, planned: int = 0) -> dict:
     if r is None:
         return {"ours (95 % CI)": "–", "seeds": 0, "verdict": f"pending (0 of {planned} seeds)" if planned else
                 "not run"}
-    t, digits = r["test"], tables._digits(r["margin"])
+    t, digits = r["test"], paired.margin_digits(r["margin"])
     return {"ours (95 % CI)": fmt(t.mean, t.half95, digits), "seeds": t.n, "verdict": r["words"]}
 
 
@@ -51,13 +53,13 @@ def _from_table(row: pd.Series) -> dict:
 
 
 def _claim_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
-    return next((r for r in tables._claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
+    return next((r for r in paired.claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
 
 
 def frame(params) -> pd.DataFrame:
     """The rows: (claim, regime) → the thesis's numbers, ours, seeds, verdict."""
-    claimed = tables.results_frame(params, grids.CLAIMED, sequential_seeds=True)
-    short = tables.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
+    claimed = paired.claims_frame(params, grids.CLAIMED)
+    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
     by_text = {c.text: c for c in reference.CLAIMS}
     steps = f"{designs.long_steps(params.preset):,} steps"
     rows = []
@@ -67,7 +69,7 @@ def frame(params) -> pd.DataFrame:
 
     add(BEFORE, "600 steps (sequential design)", _ours(_claim_row(claimed, BEFORE)))
     add(CODE, "600 steps", _ours(_claim_row(short, CODE)))
-    long22 = designs.design_frame(params, designs.LONG_TABLE1)
+    long22 = results.design_frame(params, designs.LONG_TABLE1)
     long_claims = designs.claims_of(params, designs.LONG_TABLE1, descriptive=True)
     for text in (LN, TTE22):
         add(text, "600 steps, 2 × 2", _ours(_claim_row(short, text)))

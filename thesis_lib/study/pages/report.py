@@ -1,6 +1,6 @@
 """The README's results block, written from the stored results (never by hand):
 
-    python -m thesis_lib.study.reporting.report [--preset demo] [--update-readme]
+    python -m thesis_lib.study.pages.report [--preset demo] [--update-readme]
 
 prints the README's block (where the demo disagrees with the thesis, one line per claim, the chapter's rows beside
 the thesis's); ``--update-readme`` replaces the block between the ``<!-- results:start -->`` and
@@ -22,10 +22,12 @@ from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, TABLE, label
 from thesis_lib.paths import ROOT
 from thesis_lib.variants import VARIANT_LABELS
 from . import beside, answer, table2, tables
-from ..statistics import designs, sequential, verdicts
+from ..claims import designs, sequential, verdicts
 from .. import grids, reference, runs
-from ..statistics.stats import fmt, mean_ci, paired_difference
+from ..claims.stats import fmt, mean_ci, paired_difference
 from .tables import markdown as _markdown
+from ..claims import paired
+from .. import results
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
@@ -34,8 +36,8 @@ THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
 def _frames(params):
     """The runs the block reads: the chapter's rows over the study's seeds, and every claimed variant over the seeds
     its claims use (a sequential claim's added seeds included)."""
-    return (tables.results_frame(params, grids.TTE + grids.CONTROLS),
-            tables.results_frame(params, grids.CLAIMED, sequential_seeds=True))
+    return (results.results_frame(params, grids.TTE + grids.CONTROLS),
+            paired.claims_frame(params, grids.CLAIMED))
 
 
 class _Verdicts:
@@ -48,7 +50,7 @@ class _Verdicts:
 
     @functools.cached_property
     def claims(self) -> pd.DataFrame:
-        return tables.claim_table(self.claimed)
+        return paired.claim_table(self.claimed)
 
     @functools.cached_property
     def sensitivity(self) -> pd.DataFrame:
@@ -56,7 +58,7 @@ class _Verdicts:
 
     @functools.cached_property
     def noise(self) -> pd.DataFrame:
-        return verdicts.thesis_noise(self.claimed, agreement=designs.recorded_agreement(self.params))
+        return verdicts.thesis_noise(self.claimed, agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
 
 
 def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
@@ -96,7 +98,7 @@ def summary_markdown(params, computed: _Verdicts | None = None) -> str:
     claims = v.claims
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
-        disagreements(tables.family_claims(claims), untested(claimed)),
+        disagreements(paired.family_claims(claims), untested(claimed)),
         table2.sentence(params),
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
@@ -122,7 +124,7 @@ def results_page(params) -> str:
     design = sequential.TABLE1_PRIMARY
     return "\n\n".join(part for part in [
         "# Results at the demo scale (generated)",
-        "Written by `python -m thesis_lib.study.reporting.report --update-readme` (`make figures`) from `results/demo/`; never "
+        "Written by `python -m thesis_lib.study.pages.report --update-readme` (`make figures`) from `results/demo/`; never "
         "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
         "## The thesis beside us",
         "Each chapter claim: the thesis's COCO retrieval (both versions of its text), then ours in every regime that "
@@ -136,9 +138,9 @@ def results_page(params) -> str:
         "an open claim if its true difference is 0 when the measured one lies inside the margin (an equivalence "
         "test's planning convention), else at the measured difference; in parentheses the range from the SD's own "
         "95 % interval.",
-        _markdown(tables.family_claims(claims)),
+        _markdown(paired.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
-        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/statistics/sequential.py`): looks at "
+        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/claims/sequential.py`): looks at "
         f"{', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & DeMets "
         f"(1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % would "
         f"raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
@@ -154,7 +156,7 @@ def results_page(params) -> str:
         "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
         "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
         "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
-        "(`thesis_lib/study/statistics/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
+        "(`thesis_lib/study/runs/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
         "little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for top-5 "
         "the top-1 items'); and "
         "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
@@ -164,10 +166,10 @@ def results_page(params) -> str:
         verdicts.thesis_noise_note(noise),
         "## Table 1 as a 2 × 2",
         "COCO retrieval, mean ± 95 % CI over the study's seeds; its effects are the Table 1 rows above:",
-        _markdown(tables.factorial_means(tables.results_frame(params, grids.TABLE1))),
+        _markdown(tables.factorial_means(results.results_frame(params, grids.TABLE1))),
         "## Secondary metrics",
         "Unadjusted p; their verdicts, in parentheses, decide nothing:",
-        _markdown(tables.family_claims(claims, role="secondary")),
+        _markdown(paired.family_claims(claims, role="secondary")),
         "## Precision of the paired differences to the baseline",
         _markdown(tables.precision_table(df).set_index("variant")),
         "## Is the TTE used?",
@@ -187,10 +189,10 @@ def alike_note(df: pd.DataFrame, variants) -> str:
     """Beside the results table: the rows whose means match the baseline's to within ``ALIKE`` points on every
     metric (they look like a copied row), with how many of their per-seed values differ from the baseline's."""
     metrics = [m for m in TABLE if m in df]                 # a metric no stored result holds is left out
-    base = tables.runs_of(df, grids.BASELINE).set_index("seed")[metrics]
+    base = results.runs_of(df, grids.BASELINE).set_index("seed")[metrics]
     notes = []
     for v in [v for v in variants if v != grids.BASELINE]:
-        runs = tables.runs_of(df, v).set_index("seed")[metrics]
+        runs = results.runs_of(df, v).set_index("seed")[metrics]
         seeds = base.index.intersection(runs.index)
         diff = runs.loc[seeds] - base.loc[seeds]
         gap = float(diff.mean().abs().max()) if len(seeds) else float("nan")
@@ -218,12 +220,12 @@ def why_markdown(params) -> str:
     """Notebook 04's two measurements beside the TTE's verdicts: the modality probe on the shared block's input
     without TTE (is the modality decodable there already? decodable is not the same as used), and the TTE's share
     of that input (the γ-init doses' claims are in the claims table)."""
-    df = tables.results_frame(params, grids.WHY)
+    df = results.results_frame(params, grids.WHY)
     if df.empty or "probe_accuracy_vector" not in df:
         return ""
     rows = {}
     for v in [v for v in grids.WHY if v in set(df.variant)]:
-        sub = tables.runs_of(df, v)
+        sub = results.runs_of(df, v)
         cell = {"seeds": len(sub)}
         for col in grids.WHY_METRICS:
             values = sub[col].dropna() if col in sub else []
@@ -245,7 +247,7 @@ UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budg
 def untested(df: pd.DataFrame) -> dict:
     """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
     TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
-    ours, budget = (tables.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
+    ours, budget = (results.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
     if not len(ours) or not len(budget) or "tte_ratio_image" not in df:
         return {}
     share, full = ours.tte_ratio_image.mean() * 100, budget.tte_ratio_image.mean() * 100
@@ -286,8 +288,8 @@ def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
 
 def budget_sentence(df: pd.DataFrame) -> str:
     """What the TTE' given the thesis's learning-rate budget shows, from its claim and its γ (a template)."""
-    sub = tables.runs_of(df, grids.BUDGET[1])
-    rows = tables.claim_table(df, [c for c in reference.CLAIMS if c.family == reference.BUDGET])
+    sub = results.runs_of(df, grids.BUDGET[1])
+    rows = paired.claim_table(df, [c for c in reference.CLAIMS if c.family == reference.BUDGET])
     if not len(sub) or rows.empty:
         return ""
     row = rows[rows.role.eq("primary")].iloc[0]
@@ -311,7 +313,7 @@ def fidelity_markdown(params) -> str:
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
         return ""
-    ours = tables.runs_of(tables.results_frame(params, (grids.BASELINE,)), grids.BASELINE)
+    ours = results.runs_of(results.results_frame(params, (grids.BASELINE,)), grids.BASELINE)
     rows = {}
     for m in CLAIMED:
         mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
@@ -326,7 +328,7 @@ def fidelity_markdown(params) -> str:
 def mechanisms_markdown(params) -> str:
     """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
     from . import mechanisms
-    df = tables.results_frame(params, grids.DUAL + grids.FUSION)
+    df = results.results_frame(params, grids.DUAL + grids.FUSION)
     if df.empty or "mome" not in set(df.variant):
         return ""
     fusion = [v for v in grids.FUSION if v in set(df.variant)]
@@ -369,12 +371,12 @@ def tolerances_text(preset: str = "demo") -> str:
     """``make verify``'s tolerances on the committed results, as docs/reproducibility.md quotes them."""
     from thesis_lib.training.results import load_results
 
-    from ..statistics import verify
+    from ..claims import verify
     return verify.tolerance_sentence(verify.tolerances(load_results(ROOT / "results", preset)))
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.reporting.report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.report", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None, help="read OUTPUT_DIR/results instead of the repository's results/")

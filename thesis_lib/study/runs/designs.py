@@ -1,0 +1,163 @@
+"""The runs of the fixed designs (``claims/designs.py`` declares them): what a design's block trains, where its runs
+lie, and what is measured once a block is done (the held-out curves of the long schedule's snapshots, the paired
+models' per-item agreement). A design is passed in; nothing here decides a claim."""
+from __future__ import annotations
+
+import dataclasses
+
+from . import Log, grid_jobs, run_grid, run_many
+
+
+def store(params, design):
+    """Where the design's own runs lie: ``results/_designs/<name>/`` (under it, ``results/<preset>/…``)."""
+    return params.results_root / "_designs" / design.name
+
+
+def design_jobs(params, design, block: int | None = None) -> list[dict]:
+    """``run_experiment``'s arguments for the design's runs (of one block, 1-based; None: all), the study's shared
+    runs left out; the study's parameters (preset, device, paths) with the design's overrides."""
+    blocks = design.blocks_for(params.preset)
+    seeds = blocks[block - 1] if block else tuple(s for b in blocks for s in b)
+    block_params = dataclasses.replace(params, seeds=tuple(seeds), output_dir=str(store(params, design)),
+                                       extra=tuple(sorted({**dict(params.extra),
+                                                           **design.overrides_for(params.preset)}.items())))
+    jobs = grid_jobs(block_params, [v for v in design.variants if v not in design.shared])
+    return sorted(jobs, key=lambda j: seeds.index(j["seed"]))     # seed by seed: a block cut short leaves whole pairs
+
+
+def run_design(params, design, block: int | None = None) -> list[dict]:
+    """Train the design's runs (one block, or all), reusing finished ones (none at a preset it is not declared for);
+    the runs of ``design.shared`` are the
+    study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
+    seeds 4-23: nothing to train)."""
+    if params.preset not in design.presets:
+        Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
+                     f"at {params.preset}")
+        return []
+    if design.shared_from:                        # another design's runs: read, never trained here
+        missing = shared_missing(params, design)
+        if missing:
+            from thesis_lib.errors import ThesisError
+            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from.name}'s, and these are not finished "
+                              f"under {store(params, design.shared_from)}: {', '.join(missing)}; train them "
+                              f"first (python -m thesis_lib.study.claims.designs {design.shared_from.name})")
+    elif design.shared:                           # the study's own runs: reused where they exist (at the demo: all)
+        run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
+    return run_many(design_jobs(params, design, block))
+
+
+def shared_missing(params, design) -> list[str]:
+    """The shared runs (variant/seed) that ``design.shared_from``'s store lacks at the design's seeds."""
+    from thesis_lib.training.results import RunPaths
+    root = design_params(params, design.shared_from).results_root
+    return [f"{v}/seed{s}" for v in design.shared for s in design.seeds_for(params.preset)
+            if not RunPaths(root, params.preset, v, s).result.exists()]
+
+
+def design_params(params, design, own: bool = True):
+    """The study's parameters at the design's seeds, reading the design's own store (``own``) or where its shared
+    runs lie: ``design.shared_from``'s store, else the study's."""
+    where = store(params, design) if own else store(params, design.shared_from) if design.shared_from \
+        else params.output_dir
+    return dataclasses.replace(params, seeds=design.seeds_for(params.preset), output_dir=str(where) if where else None)
+
+
+def _eval_setup(state: dict, dev):
+    """The evaluation sets and context of a run's checkpoint ``state``, as the run evaluated itself: what every
+    checkpoint of the designs is measured on."""
+    from thesis_lib.config import config_of
+    from thesis_lib.evaluate import evaluation_inputs
+    from thesis_lib.evaluation import EvalContext
+    cfg = config_of(state["config"])
+    tokenizer, sets = evaluation_inputs(cfg)
+    return sets, EvalContext.of(cfg, dev, tokenizer.pad_id)
+
+
+def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
+    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
+    order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
+    from thesis_lib.analysis import load_trained, read_checkpoint
+    from thesis_lib.evaluation import evaluate
+    from thesis_lib.numerics import one_thread
+    from thesis_lib.training.run import resolve_device
+    rows, sets, dev = [], None, resolve_device(device)
+    with one_thread():
+        for path in checkpoints:
+            state = read_checkpoint(path)
+            if sets is None:
+                sets, ctx = _eval_setup(state, dev)
+            metrics = evaluate(load_trained(state, dev), *sets, ctx)
+            rows.append({"step": int(state["step"]), **{k: metrics[k] for k in HELDOUT_METRICS}})
+    return sorted(rows, key=lambda r: r["step"])
+
+
+HELDOUT_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
+
+
+def heldout_curves(params, design, device: str = "cpu") -> None:
+    """For each finished run of the design: its kept snapshots and final checkpoint evaluated on the held-out sets,
+    written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
+    import json
+
+    from thesis_lib.training.results import RunPaths
+    root = design_params(params, design).results_root
+    for v in [v for v in design.variants if v not in design.shared]:
+        for s in design.seeds_for(params.preset):
+            paths = RunPaths(root, params.preset, v, s)
+            out = paths.dir / "heldout.jsonl"
+            if out.exists() or not paths.result.exists():
+                continue
+            snaps = sorted(paths.dir.glob("checkpoint-step*.pt"), key=lambda p: int(p.stem.split("step")[1]))
+            snaps = [p for p in snaps if int(p.stem.split("step")[1]) != _final_step(paths)] + [paths.checkpoint]
+            rows = snapshot_metrics([p for p in snaps if p.exists()], device)
+            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _final_step(paths) -> int:
+    import json
+    return int(json.loads(paths.result.read_text())["train"]["steps"])
+
+
+def agreement_file(params, design):
+    """Where the per-item agreement measured on the design's paired checkpoints is recorded."""
+    return design_params(params, design).results_root / params.preset / "item_agreement.json"
+
+
+def merged_agreement(path, measured: dict) -> dict:
+    """The seeds measured now and those recorded in ``path`` before (their checkpoints, git-ignored, may be gone: a
+    block trained in an earlier session or on another machine), a seed measured now replacing its record."""
+    import json
+    recorded = {int(k): v for k, v in json.loads(path.read_text())["per_seed"].items()} if path.exists() else {}
+    return dict(sorted({**recorded, **measured}.items()))
+
+
+def measure_agreement(params, design, device: str = "cpu") -> dict:
+    """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
+    checkpoints; seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to
+    ``agreement_file``: how much closer than two independent
+    samples of the test set two paired models' scores are (``item_agreement``)."""
+    import json
+
+    from thesis_lib.analysis import load_trained, read_checkpoint
+    from .item_agreement import agreement, item_hits
+    from thesis_lib.numerics import one_thread
+    from thesis_lib.training.results import RunPaths
+    from thesis_lib.training.run import resolve_device
+    root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
+    with one_thread():
+        for s in design.seeds_for(params.preset):
+            paths = [RunPaths(root, params.preset, v, s).checkpoint for v in design.variants]
+            if not all(p.exists() for p in paths):
+                continue
+            states = [read_checkpoint(p) for p in paths]
+            if sets is None:
+                sets, ctx = _eval_setup(states[0], dev)
+            hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
+            per_seed[s] = agreement(*hits)
+    per_seed = merged_agreement(agreement_file(params, design), per_seed)
+    kinds = sorted({k for a in per_seed.values() for k in a})
+    out = {"pairs": f"{design.variants[0]} vs {design.variants[1]}", "seeds": sorted(per_seed), "per_seed": per_seed,
+           "mean_phi": {k: sum(a[k]["phi"] for a in per_seed.values()) / len(per_seed) for k in kinds}}
+    if per_seed:
+        agreement_file(params, design).write_text(json.dumps(out, indent=1) + "\n")
+    return out

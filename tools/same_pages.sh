@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# What the reader sees, drawn twice from the same stored results: by BASE's code and by this checkout's. Every figure
+# (PNG), the README's results block and docs/results.md, compared byte for byte; the module paths a page names are
+# mapped first (MOVED: old → new), since a page that says where the code lives must follow the code.
+#   bash tools/same_pages.sh BASE [PRESET]     (BASE: a commit; PRESET: demo)
+# Both draw from BASE's results/ (the starting results), with this machine's world (THESIS_DATA) for the gallery.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+base=${1:?usage: bash tools/same_pages.sh BASE [PRESET]}; preset=${2:-demo}
+PY=${PYTHON:-.venv/bin/python}; case $PY in /*) ;; *) PY=$PWD/$PY ;; esac
+work=$(mktemp -d); trap 'git worktree remove --force "$work/base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+git worktree add --quiet --detach "$work/base" "$base"
+cp -R "$work/base/results" "$work/results"
+MOVED='s#study/statistics/item_agreement.py#study/runs/item_agreement.py#g; s#study/statistics/#study/claims/#g; s#study/reporting/#study/pages/#g; s#study\.statistics\.#study.claims.#g; s#study\.reporting\.#study.pages.#g; s#study/full_scale/#full_scale/#g; s#study\.full_scale\.#full_scale.#g'
+draw() {   # draw TREE OUT: the figures, the README block and docs/results.md by TREE's code into OUT
+  local tree=$1 out=$2 pkg=pages; mkdir -p "$out"
+  [ -d "$tree/thesis_lib/study/pages" ] || pkg=reporting                  # the package's name before the stages
+  cp "$tree/README.md" "$tree/docs/results.md" "$out/"            # restored below: the report rewrites them in place
+  (cd "$tree" && export THESIS_PROGRESS=0 THESIS_RESULTS="$work/results" THESIS_FIGURES="$out/figures" MPLBACKEND=Agg
+   "$PY" -m "thesis_lib.study.$pkg.figures" --preset "$preset" >"$out/figures.log" 2>&1
+   "$PY" -m "thesis_lib.study.$pkg.report" --preset "$preset" --update-readme >"$out/report.log" 2>&1)
+  cp "$tree/README.md" "$out/README.drawn.md"; cp "$tree/docs/results.md" "$out/results.drawn.md"
+  cp "$out/README.md" "$tree/README.md"; cp "$out/results.md" "$tree/docs/results.md"
+}
+draw "$work/base" "$work/old"
+draw "$PWD" "$work/new"
+sed -i "$MOVED" "$work/old/README.drawn.md" "$work/old/results.drawn.md"
+status=0
+for f in README.drawn.md results.drawn.md; do
+  cmp -s "$work/old/$f" "$work/new/$f" && echo "same   $f" || { echo "DIFFER $f"; diff "$work/old/$f" "$work/new/$f" | head -20; status=1; }
+done
+old=$(cd "$work/old/figures" && find . -name '*.png' | sort); new=$(cd "$work/new/figures" && find . -name '*.png' | sort)
+[ "$old" = "$new" ] || { echo "DIFFER the figures drawn: $(diff <(echo "$old") <(echo "$new") | tr '\n' ' ')"; status=1; }
+n=0; for f in $old; do n=$((n + 1)); cmp -s "$work/old/figures/$f" "$work/new/figures/$f" || { echo "DIFFER figure $f"; status=1; }; done
+echo "$n figures compared; BASE $(git rev-parse --short "$base"), this checkout $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + uncommitted changes')"
+exit $status
