@@ -218,7 +218,8 @@ def test_the_timed_step_runs_the_recipes_config(gpu):
     of each step's float32 matmul precision holds)."""
     from dataclasses import asdict
 
-    from thesis_lib.config import config_diff, get_config
+    from thesis_lib.config import get_config
+    from thesis_lib.stored_config import config_diff
     recipe = asdict(get_config("thesis", "tte_after_ls"))
     assert config_diff(recipe, asdict(gpu.step_config("thesis", 512, False))) == [
         "train.batch_size: 256 -> 512", "weights.source: 'thesis' -> 'random'"]

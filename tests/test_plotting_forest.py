@@ -661,7 +661,7 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
     from thesis_lib.study import grids, reference
     params = _demo_params()
     default = get_config("demo").model.tte_layer_scale
-    doses = figures.dose_claims(default)
+    doses = figures.dose_claims("demo")
     assert sorted(doses) == sorted([1e-5, 1e-3, 1e-1, 1.0]) and default == 1e-5
     assert doses[default][1].family == reference.TABLE2 and {c.family for d, (_, c) in doses.items()
                                                               if d != default} == {reference.DOSE}

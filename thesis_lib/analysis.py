@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import config_of
+from .stored_config import config_of
 from .errors import CheckpointError, ConfigError
 from .evaluation import EvalContext, evaluate
 from .metrics import ABLATED
@@ -162,7 +162,7 @@ def _is_run_checkpoint(state) -> bool:
 
 
 def checkpoint_config(state: dict, source="the checkpoint", paths: dict | None = None):
-    """The resolved config of a checkpoint's run (``config.config_of`` of its stored config), with ``paths``
+    """The resolved config of a checkpoint's run (``stored_config.config_of`` of its stored config), with ``paths``
     replacing where the files lie on this machine ({"data.root": …, "weights.checkpoint_dir": …}). A stored config
     this thesis_lib cannot resolve (an unknown preset, variant or field) is a ConfigError naming ``source``."""
     stored = copy.deepcopy(state["config"])

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
 from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, DROPOUT, FINITE, NON_NEGATIVE, POSITIVE,
                             SEED, TEMPERATURES, UNIT_HALF_OPEN, UNIT_OPEN, Rule, check_config, one_of, replace_path)
@@ -361,20 +361,32 @@ def _smoke() -> ExperimentConfig:
     )
 
 
-PRESET_BUILDERS = {"thesis": _thesis, "demo": _demo, "smoke": _smoke}   # each preset: the function that builds it
-PRESETS = tuple(PRESET_BUILDERS)
+@dataclass(frozen=True)
+class Preset:
+    """A named scale: the function that builds its config, and what the study does with it (read as fields: no
+    module branches on a preset's name, tests/test_layout.py)."""
+    build: Callable[[], ExperimentConfig]
+    committed: bool = False   # its results and figures are the repository's: figures/ itself, not figures/<preset>/
+    path_test: bool = False   # tests the code's path only: a fixed design trains two seeds, a long one twice its steps
+    real_data: bool = False   # trains on the real sets: a study needs the data folder and the checkpoints
+    drawn_as: str = ""        # the preset whose model sizes the notation figures draw ("": its own)
+
+
+PRESET_SPECS = {"thesis": Preset(_thesis, real_data=True, drawn_as="demo"), "demo": Preset(_demo, committed=True),
+                "smoke": Preset(_smoke, path_test=True)}
+PRESETS = tuple(PRESET_SPECS)
 
 
 def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
                overrides: dict | None = None) -> ExperimentConfig:
     """The resolved config of one run; ``overrides`` maps dotted field names to values."""
-    if preset not in PRESET_BUILDERS:
+    if preset not in PRESET_SPECS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     if variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    cfg = PRESET_BUILDERS[preset]()
+    cfg = PRESET_SPECS[preset].build()
     cfg = replace_path(cfg, "model.variant", variant)
     cfg = dataclasses.replace(cfg, seed=seed)
     for key, value in (overrides or {}).items():
@@ -385,27 +397,3 @@ def get_config(preset: str = "demo", variant: str = "baseline", seed: int = 0,
     return cfg
 
 
-def config_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
-    """Human-readable differences between two resolved configs (``asdict`` form)."""
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k), b.get(k)
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += config_diff(va, vb, f"{prefix}{k}.")
-        elif (list(va) if isinstance(va, (list, tuple)) else va) != (list(vb) if isinstance(vb, (list, tuple)) else vb):
-            out.append(f"{prefix}{k}: {va!r} -> {vb!r}")
-    return out
-
-
-def config_of(stored: dict) -> ExperimentConfig:
-    """A run's config from its stored form (``asdict``: a checkpoint's or a result's ``config``): its preset, variant
-    and seed, with every field that differs from them as an override (checked as any override is)."""
-    base = dataclasses.asdict(get_config(stored["preset"], stored["model"]["variant"], stored["seed"]))
-
-    def changed(a: dict, b: dict, prefix: str = ""):
-        for k, vb in b.items():
-            if isinstance(vb, dict):
-                yield from changed(a.get(k, {}), vb, f"{prefix}{k}.")
-            elif config_diff({k: a.get(k)}, {k: vb}):
-                yield f"{prefix}{k}", vb
-    return get_config(stored["preset"], stored["model"]["variant"], stored["seed"], dict(changed(base, stored)))

@@ -25,6 +25,7 @@ from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
 from .errors import CliErrors
 from .numerics import one_thread
+from .metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5
 from .paths import show_progress
 from .training.prepare import prepare_assets
 from .training.results import check_writable
@@ -73,11 +74,11 @@ def summary(result: dict) -> str:
     """The result in a few lines: the metrics, and the TTE ablation and γ where the variant has them."""
     m = result["metrics"]
     lines = [f"{result['preset']} {result['variant']} seed {result['seed']}, step {result['step']} of "
-             f"{result['steps']}: ImageNet top-1 {m['imagenet_top1']:.2f}  top-5 {m['imagenet_top5']:.2f}  "
-             f"COCO {m['coco_mean']:.2f}  Flickr {m['flickr_mean']:.2f}"]
+             f"{result['steps']}: ImageNet top-1 {m[IMAGENET_TOP1]:.2f}  top-5 {m[IMAGENET_TOP5]:.2f}  "
+             f"COCO {m[COCO_MEAN]:.2f}  Flickr {m[FLICKR_MEAN]:.2f}"]
     for mode, a in result.get("tte_ablation", {}).items():
-        lines.append(f"  TTE {mode + ':':9} ImageNet top-1 {a['imagenet_top1']:.2f}  top-5 {a['imagenet_top5']:.2f}  "
-                     f"COCO {a['coco_mean']:.2f}  Flickr {a['flickr_mean']:.2f}")
+        lines.append(f"  TTE {mode + ':':9} ImageNet top-1 {a[IMAGENET_TOP1]:.2f}  top-5 {a[IMAGENET_TOP5]:.2f}  "
+                     f"COCO {a[COCO_MEAN]:.2f}  Flickr {a[FLICKR_MEAN]:.2f}")
     if "tte_contribution" in result:
         c = result["tte_contribution"]
         lines.append(f"  TTE share ‖γ ⊙ t‖ / ‖H‖: image {c['image']:.4g}  text {c['text']:.4g}")

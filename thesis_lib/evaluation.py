@@ -20,7 +20,7 @@ from .data.eval_sets import RetrievalSet, ZeroShotSet, image_batches
 from .data.tokenizer import trim
 from .data.transforms import ImageView
 from .models.emkum import EMKUM
-from .metrics import METRICS, RECALLS, keyed
+from .metrics import IMAGENET_TOP1, IMAGENET_TOP5, METRICS, RECALLS, keyed
 from .models.fusion import FusionHead
 
 
@@ -128,7 +128,7 @@ def evaluate(model: EMKUM, retrieval_sets: list[RetrievalSet], zero_shot: ZeroSh
     metrics = {}
     classes = zero_shot_classifier(model, zero_shot, pad_id, device, bs, autocast)
     acc = zero_shot_accuracy(embed_images(model, zero_shot.images, ctx), classes, zero_shot.labels)
-    metrics.update({"imagenet_top1": acc["top1"], "imagenet_top5": acc["top5"]})
+    metrics.update({IMAGENET_TOP1: acc["top1"], IMAGENET_TOP5: acc["top5"]})
     for rs in retrieval_sets:
         name = test_set(rs)
         img = embed_images(model, rs.images, ctx)

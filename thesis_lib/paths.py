@@ -34,13 +34,14 @@ def results_dir(output_dir: str | os.PathLike | None = None) -> Path:
     return Path(os.environ.get("THESIS_RESULTS", ROOT / "results"))
 
 
-def figures_dir(preset: str = "demo", output_dir: str | os.PathLike | None = None) -> Path:
-    """``figures/`` holds the committed demo figures; other presets write to ``figures/<preset>/``."""
+def figures_dir(preset: str, output_dir: str | os.PathLike | None = None, committed: bool = False) -> Path:
+    """``figures/`` holds the committed preset's figures (``config.Preset.committed``); another preset writes to
+    ``figures/<preset>/``."""
     if output_dir:
         base = Path(output_dir) / "figures"
     else:
         base = Path(os.environ.get("THESIS_FIGURES", ROOT / "figures"))
-    return base if preset == "demo" else base / preset
+    return base if committed else base / preset
 
 
 def show_progress() -> bool:

@@ -7,6 +7,8 @@ what each changes); elsewhere it is one of the names below.
 The chapter's rows are its Tables 1-2 (TTE chapter Eqs. 1-5); notebook 05's groups go beyond the chapter (VLMo,
 arXiv:2111.02358; Switch-BERT, ECCV 2022).
 """
+from thesis_lib import metrics
+
 TTE = ("baseline", "tte_before", "tte_after", "tte_after_ls")       # the chapter's rows (the README's first table)
 TABLE1 = ("baseline", "tte_before", "noln", "tte_before_noln")      # Table 1 as a 2 × 2 (notebook 02)
 BASELINE, TTE_BEFORE, TTE_AFTER, TTE_AFTER_LS = TTE                # the chapter's rows by name
@@ -44,9 +46,11 @@ NOTEBOOKS = {  # notebook -> the variants it trains (01 trains the baseline alon
 
 # metric groups a table shows (the metrics themselves, their labels and roles: thesis_lib.metrics; notebook 05's
 # dual-encoder comparisons show metrics.HEADLINE)
-FUSION_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_mean", "flickr_rerank_mean")   # + fusion heads
-FUSION_COMPARED_METRICS = ("flickr_itm_acc_random", "flickr_itm_acc", "flickr_rerank_mean")  # between fusion heads
+FUSION_METRICS = (metrics.FLICKR_ITM_RANDOM, metrics.FLICKR_ITM, metrics.FLICKR_MEAN,
+                  metrics.FLICKR_RERANK_MEAN)                                            # + fusion heads
+FUSION_COMPARED_METRICS = (metrics.FLICKR_ITM_RANDOM, metrics.FLICKR_ITM, metrics.FLICKR_RERANK_MEAN)  # between heads
 NOISE_SEED_FROM = (("tte_after_ls", "tte_after"),)   # whose seed noise the thesis-noise table carries for a row: the
                                                  # TTE' barely trains at the demo's budget, TTE after without LS does
-NOISE_METRICS = ("coco_mean", "flickr_mean", "imagenet_top1", "imagenet_top5")      # the thesis's differences vs noise
-WHY_METRICS = ("probe_accuracy_vector", "probe_accuracy_norm", "tte_ratio_image", "tte_ratio_text")  # notebook 04
+# the thesis's differences against noise: the chapter's table metrics, the retrieval means first
+NOISE_METRICS = tuple(sorted(metrics.TABLE, key=lambda m: metrics.METRICS[m].test_set == "imagenet"))
+WHY_METRICS = (metrics.PROBE_VECTOR, metrics.PROBE_NORM, metrics.TTE_SHARE_IMAGE, metrics.TTE_SHARE_TEXT)  # notebook 04

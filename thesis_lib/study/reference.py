@@ -12,21 +12,21 @@ from dataclasses import dataclass
 import math
 
 from thesis_lib.config import get_config
-from thesis_lib.metrics import METRICS
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5, METRICS
 from thesis_lib.variants import VARIANT_SPECS
 from . import grids
 from .grids import BASELINE, NOLN, TTE_AFTER, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
 
 THESIS_AUG = {  # TTE chapter, Aug-2024 version, Tables 1-2 (docs/sources.md §5)
-    BASELINE: {"imagenet_top1": 26.1, "imagenet_top5": 50.4, "coco_mean": 66.3, "flickr_mean": 77.83},
-    TTE_BEFORE: {"imagenet_top1": 25.6, "imagenet_top5": 49.5, "coco_mean": 66.0, "flickr_mean": 77.36},
-    TTE_AFTER_LS: {"imagenet_top1": 26.7, "imagenet_top5": 50.9, "coco_mean": 66.6, "flickr_mean": 78.09},
+    BASELINE: {IMAGENET_TOP1: 26.1, IMAGENET_TOP5: 50.4, COCO_MEAN: 66.3, FLICKR_MEAN: 77.83},
+    TTE_BEFORE: {IMAGENET_TOP1: 25.6, IMAGENET_TOP5: 49.5, COCO_MEAN: 66.0, FLICKR_MEAN: 77.36},
+    TTE_AFTER_LS: {IMAGENET_TOP1: 26.7, IMAGENET_TOP5: 50.9, COCO_MEAN: 66.6, FLICKR_MEAN: 78.09},
 }
 THESIS_FINAL = {  # final text tte.typ@HEAD, Tables 1-2 (BERT text encoder)
-    BASELINE: {"imagenet_top1": 30.4, "coco_mean": 66.87, "flickr_mean": 77.1},
-    TTE_BEFORE: {"imagenet_top1": 29.6, "coco_mean": 66.0, "flickr_mean": 76.5},
-    TTE_AFTER: {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.08},
-    TTE_AFTER_LS: {"imagenet_top1": 30.3, "coco_mean": 67.2, "flickr_mean": 78.29},
+    BASELINE: {IMAGENET_TOP1: 30.4, COCO_MEAN: 66.87, FLICKR_MEAN: 77.1},
+    TTE_BEFORE: {IMAGENET_TOP1: 29.6, COCO_MEAN: 66.0, FLICKR_MEAN: 76.5},
+    TTE_AFTER: {IMAGENET_TOP1: 30.3, COCO_MEAN: 67.2, FLICKR_MEAN: 78.08},
+    TTE_AFTER_LS: {IMAGENET_TOP1: 30.3, COCO_MEAN: 67.2, FLICKR_MEAN: 78.29},
 }
 SOURCES = {"aug": "thesis, Aug 2024 chapter (Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
 LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training

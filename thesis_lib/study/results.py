@@ -9,6 +9,7 @@ import pandas as pd
 
 from thesis_lib.config import get_config
 from thesis_lib.data.world import CLASSES
+from thesis_lib.metrics import IMAGENET_TOP1, IMAGENET_TOP5
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 from . import grids, reference
 from .runs import StudyParams
@@ -114,7 +115,7 @@ def recorded_agreement(params, design) -> dict | None:
     if not path.exists():
         return None
     per = json.loads(path.read_text())["mean_phi"]
-    out = {"imagenet_top1": per["imagenet_top1"], "imagenet_top5": per["imagenet_top1"]}
+    out = {IMAGENET_TOP1: per[IMAGENET_TOP1], IMAGENET_TOP5: per[IMAGENET_TOP1]}
     for test in ("coco", "flickr"):
         kinds = [per[k] for k in (f"{test}_ir@1", f"{test}_tr@1") if k in per]
         if kinds:

@@ -14,7 +14,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..cache import write_text_atomic
-from ..config import WANTED, config_diff, field_metadata, fields_with
+from ..config import WANTED, field_metadata, fields_with
+from ..stored_config import config_diff
 from ..errors import OutputDirError, ResultConflictError
 from ..metrics import HEADLINE
 

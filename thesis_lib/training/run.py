@@ -48,6 +48,7 @@ from .engine import (
     make_optimizer,
     train_loop,
 )
+from ..metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5
 from .prepare import prepare_assets
 from .teacher_targets import teacher_targets
 from .results import RunPaths, check_writable, existing_result, read_result
@@ -307,15 +308,17 @@ def add_user_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
 
 
+def location_overrides(data_root: str | None, checkpoints: str | None) -> dict:
+    """Where the data and the pretrained checkpoints lie, as config overrides (``data.root``,
+    ``weights.checkpoint_dir``; none for what is not given): the command line's ``--data-root`` and ``--checkpoints``,
+    a notebook's ``data_root`` and ``checkpoints`` parameters."""
+    return {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
+
+
 def overrides_of(args: argparse.Namespace) -> dict:
     """The config overrides the parsed command line names: every ``--set KEY=VALUE``, ``--data-root`` and
     ``--checkpoints`` (what docs/full_scale.md's check compares with the notebooks' own)."""
-    overrides = parse_sets(args.set)
-    if args.data_root:
-        overrides["data.root"] = args.data_root
-    if args.checkpoints:
-        overrides["weights.checkpoint_dir"] = args.checkpoints
-    return overrides
+    return {**parse_sets(args.set), **location_overrides(args.data_root, args.checkpoints)}
 
 
 def main(argv=None) -> int:
@@ -330,8 +333,8 @@ def main(argv=None) -> int:
         return cli.code
     if result:
         m = result["metrics"]
-        print(f"{result['variant']} seed {result['seed']}: ImageNet top-1 {m['imagenet_top1']:.2f}  "
-              f"top-5 {m['imagenet_top5']:.2f}  COCO {m['coco_mean']:.2f}  Flickr {m['flickr_mean']:.2f}")
+        print(f"{result['variant']} seed {result['seed']}: ImageNet top-1 {m[IMAGENET_TOP1]:.2f}  "
+              f"top-5 {m[IMAGENET_TOP5]:.2f}  COCO {m[COCO_MEAN]:.2f}  Flickr {m[FLICKR_MEAN]:.2f}")
     return 0
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.metrics import PRIMARY
 from .. import reference
 from ..grids import BASELINE, BUDGET, NOLN, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
@@ -73,19 +74,19 @@ class FixedDesign:
                                          # budget and length already
 
     def seeds_for(self, preset: str) -> tuple:
-        return self.smoke_seeds if preset == "smoke" else self.seeds
+        return self.smoke_seeds if PRESET_SPECS[preset].path_test else self.seeds
 
     def blocks_for(self, preset: str) -> tuple:
-        return (self.smoke_seeds,) if preset == "smoke" else self.blocks
+        return (self.smoke_seeds,) if PRESET_SPECS[preset].path_test else self.blocks
 
     def overrides_for(self, preset: str) -> dict:
         """The design's config overrides at ``preset``: the long schedule's step count is computed for the preset's
         own optimiser (at smoke, whose learning rate is tiny, a path test: twice its steps)."""
         out = dict(self.overrides)
-        if out.get("train.steps") == "thesis summed lr" or ("train.steps" in out and preset == "smoke"):
+        path_test = PRESET_SPECS[preset].path_test
+        if out.get("train.steps") == "thesis summed lr" or ("train.steps" in out and path_test):
             out["train.steps"] = long_steps(preset)
-        if "train.keep_every" in out and preset == "smoke":
-            from thesis_lib.config import get_config
+        if "train.keep_every" in out and path_test:
             out["train.keep_every"] = get_config(preset).train.ckpt_every     # snapshots at the smoke scale too
         return out
 
@@ -93,10 +94,9 @@ class FixedDesign:
 def long_steps(preset: str) -> int:
     """The steps whose summed learning rate equals the thesis run's, for ``preset``'s schedule (demo: 5,952); at the
     smoke scale twice its steps (its summed rate is 1/40,000 of the thesis's: a path test)."""
-    from thesis_lib.config import get_config
     from thesis_lib.training.engine import steps_for_summed_lr, thesis_summed_lr
     t = get_config(preset).train
-    return 2 * t.steps if preset == "smoke" else steps_for_summed_lr(t, t.batch_size, thesis_summed_lr())
+    return 2 * t.steps if PRESET_SPECS[preset].path_test else steps_for_summed_lr(t, t.batch_size, thesis_summed_lr())
 
 
 BUDGET_CONFIRM_FAMILY = "TTE' at the thesis's budget, confirmatory (seeds 4-23)"

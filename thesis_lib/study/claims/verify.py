@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
 from .. import grids
 from ..runs import SEEDS
 from . import paired
@@ -63,8 +64,8 @@ def tolerance_sentence(tolerance: dict[str, float]) -> str:
     """The tolerances docs/reproducibility.md quotes, in words (written there by ``make figures``)."""
     from thesis_lib.metrics import label
     smallest = min(tolerance, key=tolerance.get)
-    return (f"{tolerance['coco_mean']:.2f} points for COCO retrieval, {tolerance['flickr_mean']:.2f} for Flickr "
-            f"retrieval, {tolerance['imagenet_top1']:.2f} for ImageNet top-1, and {tolerance[smallest]:.2f} for the "
+    return (f"{tolerance[COCO_MEAN]:.2f} points for COCO retrieval, {tolerance[FLICKR_MEAN]:.2f} for Flickr "
+            f"retrieval, {tolerance[IMAGENET_TOP1]:.2f} for ImageNet top-1, and {tolerance[smallest]:.2f} for the "
             f"smallest ({label(smallest)})")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from thesis_lib.metrics import CLAIMED, PRIMARY, label
+from thesis_lib.metrics import CLAIMED, PRIMARY, TTE_SHARE_IMAGE, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from ..claims.stats import fmt
@@ -25,7 +25,7 @@ def _said(r: dict) -> str:
 
 def _share(df: pd.DataFrame, variant: str) -> float | None:
     runs = results.runs_of(df, variant)
-    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and "tte_ratio_image" in runs else None
+    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else None
 
 
 def table1(df: pd.DataFrame, steps: int) -> str:

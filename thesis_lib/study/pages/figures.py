@@ -22,14 +22,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from thesis_lib.config import get_config
+from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.data import world
 from thesis_lib.errors import MissingResultsError, ThesisError
 from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
 from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
-from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS
+from thesis_lib.variants import VARIANT_LABELS
 from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting
 from .. import grids, reference, runs
 from ..claims import sequential
@@ -135,7 +135,7 @@ def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
 
 
 def fig_pre_vs_post_ln(params, variants=()):
-    return plotting.pre_vs_post_ln(pre_post_ln_scales("smoke" if params.preset == "smoke" else "demo"))
+    return plotting.pre_vs_post_ln(pre_post_ln_scales(PRESET_SPECS[params.preset].drawn_as or params.preset))
 
 
 def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
@@ -219,15 +219,14 @@ def fig_table1_forest(params, variants):
                                       f"02's tables)", primary=None, eq_notes=_eq_notes(frame))
 
 
-def dose_claims(default: float) -> dict:
+def dose_claims(preset: str) -> dict:
     """dose -> (variant, its claim): per variant of ``grids.DOSE`` the claim that it beats the baseline, at γ's
-    initial value (``VariantSpec.layerscale_init``; None: the config's ``default``). The default's claim is Table
-    2's ("TTE after the encoders with LayerScale helps"), the others the γ-init family's."""
+    initial value in its config (``ModelConfig.tte``). The TTE' arm's claim is Table 2's ("TTE after the encoders with
+    LayerScale helps"), the others the γ-init family's."""
     out = {}
     for v in grids.DOSE:
         (claim,) = [c for c in reference.CLAIMS if c.arms == ((v, "none"), (grids.BASELINE, "none"))]
-        init = VARIANT_SPECS[v].layerscale_init
-        out[default if init is None else init] = (v, claim)
+        out[get_config(preset, v).model.tte.gamma_init] = (v, claim)
     return out
 
 
@@ -235,8 +234,8 @@ def fig_dose_response(params, variants):
     """Notebook 04's dose-response: γ's initial value (log x) against the paired difference to the baseline, the
     1e-5 arm being the TTE' itself (Table 2's claim), the others the γ-init claims (``reference.DOSE``)."""
     df = _claim_results(params, variants)
-    default = get_config(params.preset).model.tte_layer_scale
-    doses = dose_claims(default)
+    default = get_config(params.preset, grids.TTE_AFTER_LS).model.tte.gamma_init
+    doses = dose_claims(params.preset)
     frames = {family: paired.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
     rows = []
     for dose, (v, claim) in doses.items():

@@ -21,14 +21,15 @@ from matplotlib.patches import Patch
 
 from thesis_lib.analysis import checkpoint_config, load_trained, read_checkpoint
 from thesis_lib.api import Loaded, rank
-from thesis_lib.config import config_diff, get_config
+from thesis_lib.config import get_config
+from thesis_lib.stored_config import config_diff
 from thesis_lib.data import datasets as ds
 from thesis_lib.data.eval_sets import RetrievalSet
 from thesis_lib.data.roots import data_root, pair_records
 from thesis_lib.errors import DataError
 from thesis_lib.evaluate import evaluation_inputs
 from thesis_lib.evaluation import retrieval_recalls
-from thesis_lib.metrics import METRICS
+from thesis_lib.metrics import COCO_TR1, METRICS
 from thesis_lib.numerics import one_thread
 
 INKS = {"own": "#1b7837", "fits": "#b35806", "wrong": "#b2182b"}
@@ -206,7 +207,7 @@ def top1(loaded: Loaded, test: TestSet, embedded=None) -> dict:
     sizes = {"coco": (n, len(t2i))}
     return dict(wrong=top1_wrong(loaded, test, (img, txt)), argmax_wrong=100 * foreign.sum().item() / n,
                 ties=100 * tied.sum().item() / n, fits=100 * fits.sum().item() / n,
-                chance=METRICS["coco_tr@1"].chance(sizes), pictures=n, captions=len(t2i))
+                chance=METRICS[COCO_TR1].chance(sizes), pictures=n, captions=len(t2i))
 
 
 def said(found: dict) -> str:

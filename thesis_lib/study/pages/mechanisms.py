@@ -14,7 +14,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
 from thesis_lib.config import get_config
-from thesis_lib.metrics import METRICS, label
+from thesis_lib.metrics import FLICKR_ITM, FLICKR_ITM_RANDOM, FLICKR_MEAN, FLICKR_RERANK_MEAN, METRICS, label
 from thesis_lib.models.emkum import build_model
 from .parameters import parameter_table
 from thesis_lib.models.fusion import INPUTS, MODES
@@ -84,7 +84,7 @@ def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
     rows, tests = [], []
     for v in variants:
         sub = runs_of(df, v)
-        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, METRICS["flickr_mean"].resolution(items))
+        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, METRICS[FLICKR_MEAN].resolution(items))
         tests.append(t)
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(t.mean, t.half95),
                      "seeds": len(sub)})
@@ -140,10 +140,10 @@ def switch_choices(params, variants=SWITCHES, dataset: str = "flickr") -> pd.Dat
 
 FUSION_TICKS = {"fusion_joint": "joint attention\n(VLMo)", "switch": "Switch-Attention\n(Switch-BERT)",
                 "switch_sib": "Switch-Attention\n+ Switch-Input"}           # 05_fusion_bars: the heads, in words
-FUSION_TITLES = {"flickr_itm_acc_random": "true caption above\nan unrelated one",
-                 "flickr_itm_acc": "true caption above the dual\nencoder's closest wrong one",
-                 "flickr_mean": "the dual encoder alone",
-                 "flickr_rerank_mean": "its top candidates\nre-scored by the ITM head"}
+FUSION_TITLES = {FLICKR_ITM_RANDOM: "true caption above\nan unrelated one",
+                 FLICKR_ITM: "true caption above the dual\nencoder's closest wrong one",
+                 FLICKR_MEAN: "the dual encoder alone",
+                 FLICKR_RERANK_MEAN: "its top candidates\nre-scored by the ITM head"}
 MODE_WORDS = {"self-self": "image → image, text → text", "self-cross": "image → image, text → image",
               "cross-self": "image → text, text → text", "joint": "both → both"}    # Switch-BERT Table 1, X = image
 _DEEP = sns.color_palette("deep")

@@ -16,6 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
+from thesis_lib.metrics import TTE_SHARE_IMAGE
 from thesis_lib.variants import VARIANT_SHORT, VARIANTS
 from ..claims.stats import mean_ci
 from ..results import runs_of
@@ -288,7 +289,7 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
         ax = axes[0][-1]
         last, drawn = {}, []
         for v in (v for v in variants if v in set(curves.variant)):
-            mean = curves[curves.variant.eq(v)].groupby("step")["tte_ratio_image"].mean()
+            mean = curves[curves.variant.eq(v)].groupby("step")[TTE_SHARE_IMAGE].mean()
             on = any(np.abs(np.log(mean / other).dropna()).max() < np.log(1.25) for other in drawn)  # on another?
             ax.plot(mean.index, mean.values, color=COLOURS[v], lw=1.4 if on else 2.4, ls="--" if on else "-", gid=v)
             drawn.append(mean)

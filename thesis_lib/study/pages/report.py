@@ -17,8 +17,9 @@ import sys
 import pandas as pd
 
 from thesis_lib.cache import write_text_atomic
+from thesis_lib.config import PRESET_SPECS
 from thesis_lib.errors import ThesisError
-from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, TABLE, label, short
+from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE_IMAGE, label, short
 from thesis_lib.paths import ROOT
 from thesis_lib.variants import VARIANT_LABELS
 from . import beside, answer, table2, tables
@@ -221,7 +222,7 @@ def why_markdown(params) -> str:
     without TTE (is the modality decodable there already? decodable is not the same as used), and the TTE's share
     of that input (the γ-init doses' claims are in the claims table)."""
     df = results.results_frame(params, grids.WHY)
-    if df.empty or "probe_accuracy_vector" not in df:
+    if df.empty or PROBE_VECTOR not in df:
         return ""
     rows = {}
     for v in [v for v in grids.WHY if v in set(df.variant)]:
@@ -248,7 +249,7 @@ def untested(df: pd.DataFrame) -> dict:
     """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
     TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
     ours, budget = (results.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
-    if not len(ours) or not len(budget) or "tte_ratio_image" not in df:
+    if not len(ours) or not len(budget) or TTE_SHARE_IMAGE not in df:
         return {}
     share, full = ours.tte_ratio_image.mean() * 100, budget.tte_ratio_image.mean() * 100
     if share * UNTESTED_SHARE > full:
@@ -392,7 +393,7 @@ def main(argv=None) -> int:
     if args.update_readme:
         update_readme(text)
         write_text_atomic(RESULTS_PAGE, page)
-        if args.preset == "demo" and args.output_dir is None:      # the committed results' tolerances
+        if PRESET_SPECS[args.preset].committed and args.output_dir is None:   # the committed results' tolerances
             update_readme(tolerances_text(), REPRODUCIBILITY_PAGE, TOLERANCES, joint="")
     print(text)
     return 0

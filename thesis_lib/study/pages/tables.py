@@ -8,7 +8,7 @@ import dataclasses
 
 import pandas as pd
 
-from thesis_lib.metrics import CLAIMED, HEADLINE, PRECISION, PRIMARY, TABLE, label
+from thesis_lib.metrics import CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, PRECISION, PRIMARY, TABLE, label
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from .. import grids, reference
 from ..claims.paired import paired_test
@@ -70,14 +70,14 @@ def results_table(df: pd.DataFrame, variants, metrics=TABLE, version: str | None
     columns = [("seeds", "ours")] + [
         (label(m), source) for m in metrics
         for source in ["ours"] + [short[ver] for ver in ([version] if version else ["aug", "final"])
-                                  if not (ver == "final" and m == "imagenet_top5")]]
+                                  if not (ver == "final" and m == IMAGENET_TOP5)]]
     rows = []
     for v in variants:
         row = {("seeds", "ours"): ours.loc[VARIANT_LABELS[v], "seeds"]}
         for m in metrics:
             row[(label(m), "ours")] = ours.loc[VARIANT_LABELS[v], label(m)]
             for ver in ([version] if version else ["aug", "final"]):
-                if ver == "final" and m == "imagenet_top5":
+                if ver == "final" and m == IMAGENET_TOP5:
                     continue
                 value = reference.thesis_value(ver, v, m)
                 row[(label(m), short[ver])] = "–" if value is None else f"{value:.2f}"
@@ -153,12 +153,12 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
         mean, half, n = paired_difference(dict(zip(pretrained.seed, pretrained[m])),
                                           dict(zip(random_init.seed, random_init[m])))
         rows.append((f"pretrained − random encoders, {label(m)} ({n} seeds, paired 95 % CI)",
-                     fmt(mean, half), "CI above 0" if m == "imagenet_top1" else "reported",
-                     bool(mean - half > 0) if m == "imagenet_top1" else None))
+                     fmt(mean, half), "CI above 0" if m == IMAGENET_TOP1 else "reported",
+                     bool(mean - half > 0) if m == IMAGENET_TOP1 else None))
     top1 = pretrained.imagenet_top1.mean()
     rows.append(("baseline ImageNet top-1 (mean over seeds)", f"{top1:.2f}",
-                 f"≥ {TOP1_MIN:g} (chance {chance['imagenet_top1']:.2f})", bool(top1 >= TOP1_MIN)))
-    for m in ("coco_mean", "flickr_mean"):
+                 f"≥ {TOP1_MIN:g} (chance {chance[IMAGENET_TOP1]:.2f})", bool(top1 >= TOP1_MIN)))
+    for m in (COCO_MEAN, FLICKR_MEAN):
         value = pretrained[m].mean()
         rows.append((f"baseline {label(m)} (mean over seeds)", f"{value:.2f}",
                      f"≥ {OFF_THE_FLOOR:g} × chance ({OFF_THE_FLOOR * chance[m]:.2f})",

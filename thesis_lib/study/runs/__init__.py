@@ -17,12 +17,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from thesis_lib.config import PRESETS, get_config
+from thesis_lib.config import PRESET_SPECS, PRESETS, get_config
 from thesis_lib.data.lifetime import die_with_parent
 from thesis_lib.errors import ConfigError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
-from thesis_lib.training.run import resolve_device, run_config, run_experiment
+from thesis_lib.training.run import location_overrides, resolve_device, run_config, run_experiment
 from thesis_lib.variants import VARIANTS
 
 
@@ -43,15 +43,10 @@ class StudyParams:
 
     @property
     def figures(self) -> Path:
-        return figures_dir(self.preset, self.output_dir)
+        return figures_dir(self.preset, self.output_dir, PRESET_SPECS[self.preset].committed)
 
     def overrides(self) -> dict:
-        out = {}
-        if self.data_root:
-            out["data.root"] = self.data_root
-        if self.checkpoints:
-            out["weights.checkpoint_dir"] = self.checkpoints
-        return {**out, **dict(self.extra)}
+        return {**location_overrides(self.data_root, self.checkpoints), **dict(self.extra)}
 
 
 SEEDS = (0, 1, 2, 3)   # the study's paired seeds: four meet every precision target at the demo scale (the measured paired
@@ -106,8 +101,8 @@ def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_
     if not isinstance(reuse, bool):
         raise ConfigError(f"parameter reuse must be True or False, got {reuse!r}")
     resolve_device(device)                                   # DeviceError when the device does not exist
-    if need_data and preset == "thesis" and not (data_root and checkpoints):
-        raise ConfigError("preset 'thesis' needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
+    if need_data and PRESET_SPECS[preset].real_data and not (data_root and checkpoints):
+        raise ConfigError(f"preset {preset!r} needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
                           "(base_imagenet.pt, nlp_base.pt, beitv2_base_patch16_224_pt1k.pth, tokenizer files)")
     if not isinstance(overrides or {}, dict):
         raise ConfigError(f"parameter overrides must be a mapping of config fields, e.g. {{'train.steps': 100}}, "

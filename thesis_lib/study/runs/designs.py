@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
 from . import Log, grid_jobs, run_grid, run_many
 
 
@@ -65,7 +66,7 @@ def design_params(params, design, own: bool = True):
 def _eval_setup(state: dict, dev):
     """The evaluation sets and context of a run's checkpoint ``state``, as the run evaluated itself: what every
     checkpoint of the designs is measured on."""
-    from thesis_lib.config import config_of
+    from thesis_lib.stored_config import config_of
     from thesis_lib.evaluate import evaluation_inputs
     from thesis_lib.evaluation import EvalContext
     cfg = config_of(state["config"])
@@ -91,7 +92,7 @@ def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
     return sorted(rows, key=lambda r: r["step"])
 
 
-HELDOUT_METRICS = ("imagenet_top1", "coco_mean", "flickr_mean")
+HELDOUT_METRICS = (IMAGENET_TOP1, COCO_MEAN, FLICKR_MEAN)
 
 
 def heldout_curves(params, design, device: str = "cpu") -> None:

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from thesis_lib.metrics import IMAGENET_TOP1
 from thesis_lib.evaluation import EvalContext, embed_images, embed_texts, test_set, zero_shot_classifier
 
 
@@ -25,7 +26,7 @@ def item_hits(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
     model.eval()
     classes = zero_shot_classifier(model, zero_shot, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
     logits = embed_images(model, zero_shot.images, ctx) @ classes.T
-    out = {"imagenet_top1": (logits.argmax(1) == zero_shot.labels.to(logits.device)).cpu()}
+    out = {IMAGENET_TOP1: (logits.argmax(1) == zero_shot.labels.to(logits.device)).cpu()}
     for rs in retrieval:
         img = embed_images(model, rs.images, ctx)
         txt = embed_texts(model, rs.tokens, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
