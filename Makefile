@@ -97,10 +97,12 @@ demo: setup
 	mkdir -p build/demo
 	$(LOGGED) notebooks/03_tte_layerscale.ipynb build/demo/03_tte_layerscale.ipynb -p output_dir build/demo
 
-# The tests on every core (pytest-xdist; TEST_WORKERS=0: all in one process), a file's tests on one worker (they share its
+# The linter first (ruff: pyflakes and pycodestyle, lines up to 120 characters; pyproject.toml's [tool.ruff]), then the
+# tests on every core (pytest-xdist; TEST_WORKERS=0: all in one process), a file's tests on one worker (they share its
 # fixtures), the notebooks under nbval among them.
 TEST_WORKERS ?= auto
 test: setup $(BIN)/.installed-dev
+	$(BIN)/ruff check
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Retrain one committed demo run (seed 0) of each variant family: every metric within its declared tolerance of

@@ -4,13 +4,13 @@
     python benchmarks/bench.py --preset thesis --device cuda     # GPU, synthetic 224 px batches, batch 256
 
 FLOPs are counted from the shapes that actually run by ``torch.utils.flop_counter.FlopCounterMode``
-(``counted_flops``, ``forward_flops``): 2 · (multiply-adds) of every matmul and convolution operator, functional calls (``F.linear``)
-included, and attention through SDPA's math backend, so that QKᵀ and AV count 2 · 2 · B · heads · N² · d_head on
-every device (the CPU's fused SDPA kernel has no FLOP formula); a training step costs 3 × the student's forward
-(backward = 2 × forward) plus the teacher's forward when its targets are not cached. The zero-shot classifier's
-FLOPs are counted on a call of their own, so that the counter does not slow the timed call. Achieved FLOP/s are divided by the peak matmul FLOP/s measured in the same
-run, same device and dtype (a large square matmul). Results are printed as Markdown tables (copy them into
-BENCHMARKS.md).
+(``counted_flops``, ``forward_flops``): 2 · (multiply-adds) of every matmul and convolution operator, functional calls
+(``F.linear``) included, and attention through SDPA's math backend, so that QKᵀ and AV count
+2 · 2 · B · heads · N² · d_head on every device (the CPU's fused SDPA kernel has no FLOP formula); a training step costs
+3 × the student's forward (backward = 2 × forward) plus the teacher's forward when its targets are not cached. The
+zero-shot classifier's FLOPs are counted on a call of their own, so that the counter does not slow the timed call.
+Achieved FLOP/s are divided by the peak matmul FLOP/s measured in the same run, same device and dtype (a large square
+matmul). Results are printed as Markdown tables (copy them into BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -116,7 +116,8 @@ def build(cfg, device, fused_attn=True, synthetic=False):
     from thesis_lib.models.sources import load_teacher
     from thesis_lib.training.prepare import prepare_assets
     from thesis_lib.training.teacher_targets import teacher_targets
-    root = prepare_assets(cfg, pretrained=cfg.weights.source == "demo") if not synthetic or cfg.weights.source == "demo" else None
+    root = (prepare_assets(cfg, pretrained=cfg.weights.source == "demo")
+            if not synthetic or cfg.weights.source == "demo" else None)
     old = timm_cfg._USE_FUSED_ATTN
     timm_cfg.set_fused_attn(fused_attn)
     try:
@@ -292,14 +293,16 @@ def main(argv=None):
     cfg = get_config(args.preset, "tte_after_ls", overrides=over)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     peak = peak_matmul(device, dtype)
-    print(f"# {args.preset} preset on {device} ({torch.cuda.get_device_name() if device.type == 'cuda' else platform.processor() or platform.machine()}, "
+    print(f"# {args.preset} preset on {device} "
+          f"({torch.cuda.get_device_name() if device.type == 'cuda' else platform.processor() or platform.machine()}, "
           f"{torch.get_num_threads()} threads), torch {torch.__version__}, {datetime.date.today()}")
     print(f"peak matmul {dtype}: {peak / 1e9:.1f} GFLOP/s")
     if device.type == "cpu":
         print(f"peak matmul bfloat16 on this CPU: {peak_matmul(device, torch.bfloat16) / 1e9:.1f} GFLOP/s")
     print()
-    naive = get_config(args.preset, "tte_after_ls", overrides={**over, "data.in_memory": False, "train.cache_teacher": False,
-                                                               "train.precision": "fp32", "data.num_workers": 0})
+    naive = get_config(args.preset, "tte_after_ls",
+                       overrides={**over, "data.in_memory": False, "train.cache_teacher": False,
+                                  "train.precision": "fp32", "data.num_workers": 0})
     rows = {"optimised (ours)": train_step_rate(cfg, device, args.steps, synthetic=synthetic)}
     rows["- teacher targets not cached"] = train_step_rate(
         get_config(args.preset, "tte_after_ls", overrides={**over, "train.cache_teacher": False}), device, args.steps,
@@ -330,8 +333,8 @@ def main(argv=None):
     print("|---|---|---|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['pairs/s']:.0f} | {r['ms/step']:.1f} | {r['FLOP/s'] / 1e9:.1f} | "
-              f"{100 * r['FLOP/s'] / peak:.0f} % | {100 * r['teacher share']:.0f} % | {r['peak memory'] / 2**30:.2f} GiB | "
-              f"{r['pairs/s'] / base:.2f}× |")
+              f"{100 * r['FLOP/s'] / peak:.0f} % | {100 * r['teacher share']:.0f} % | "
+              f"{r['peak memory'] / 2**30:.2f} GiB | {r['pairs/s'] / base:.2f}× |")
     if device.type == "cpu" and not synthetic:
         shares, ms = step_breakdown(cfg, device)
         print(f"\n## where the optimised step's time goes (torch.profiler, operator self time; {ms:.0f} ms/step "
@@ -347,7 +350,8 @@ def main(argv=None):
             print(f"| {k} | {big[k]:.2f} | {small[k]:.2f} |")
         cr = classifier_rate(device)
         print(f"\n## zero-shot classifier at the thesis preset ({cr['prompts']} prompts measured)\n")
-        print("| path | seconds | GFLOP/s | % of peak | 1,000 classes × 80 templates (extrapolated) |\n|---|---|---|---|---|")
+        print("| path | seconds | GFLOP/s | % of peak | 1,000 classes × 80 templates (extrapolated) |\n"
+              "|---|---|---|---|---|")
         print(f"| batched, sorted by length (ours) | {cr['batched s']:.2f} | {cr['FLOP/s batched'] / 1e9:.1f} | "
               f"{100 * cr['FLOP/s batched'] / peak:.0f} % | {cr['1000 × 80 extrapolated s']:.0f} s |")
         print(f"| per class, padded to 64 (naive) | {cr['per-class s']:.2f} | | | "

@@ -33,8 +33,8 @@ rewritten after every section, so a call killed at 10 minutes keeps every finish
 6. ``demo assets`` (the world; the demo's pretrained stand-ins are shipped) and ``demo run`` (``demo_run.py``): the
    committed ``results/demo/baseline/seed0.json`` trained again on the device (``python -m
    thesis_lib.training.run --preset demo --variant baseline --seed 0 --device cuda --set train.precision=fp32``),
-   every metric beside the committed one within the declared cross-machine tolerance (``thesis_lib.study.claims.verify``,
-   as make verify); its result and curve are kept under ``OUT/demo_run/``;
+   every metric beside the committed one within the declared cross-machine tolerance
+   (``thesis_lib.study.claims.verify``, as make verify); its result and curve are kept under ``OUT/demo_run/``;
 7. ``step batch B compiled``: the step of 2. with ``train.compile=true`` (``torch.compile`` of the student; dynamo
    reset before each shape), measured to say whether the recipe should use it — it does not yet. Last, as the
    least needed: each may stretch into the time the sections before left unused (``COMPILE_STRETCH_S``).

@@ -1,5 +1,6 @@
-"""Reference forward passes written directly from the raw tensors of the tiny checkpoints (thesis_lib.full_scale.fixtures
-writes them in the original files' key layouts, docs/sources.md §7.5), independent of thesis_lib's modules."""
+"""Reference forward passes written directly from the raw tensors of the tiny checkpoints
+(thesis_lib.full_scale.fixtures writes them in the original files' key layouts, docs/sources.md §7.5),
+independent of thesis_lib's modules."""
 import math
 
 import torch
@@ -55,7 +56,8 @@ def d2v_text_reference(sd, tokens, H, keep):
     D = sd[TXT + "local_encoder.embed_tokens.weight"].shape[1]
     pad = tokens.eq(1)
     positions = torch.cumsum(~pad, 1) * (~pad) + 1                   # fairseq make_positions
-    x = sd[TXT + "local_encoder.embed_tokens.weight"][tokens] + sd[TXT + "local_encoder.embed_positions.weight"][positions]
+    x = (sd[TXT + "local_encoder.embed_tokens.weight"][tokens]
+         + sd[TXT + "local_encoder.embed_positions.weight"][positions])
     x = F.layer_norm(x, (D,), sd[TXT + "local_encoder.layernorm_embedding.weight"],
                      sd[TXT + "local_encoder.layernorm_embedding.bias"], 1e-5)
     for n in range(keep):
@@ -65,7 +67,8 @@ def d2v_text_reference(sd, tokens, H, keep):
 
 def beitv2_reference(sd, images, H, L, patch, final_norm=True):
     D = sd["cls_token"].shape[-1]
-    x = F.conv2d(images, sd["patch_embed.proj.weight"], sd["patch_embed.proj.bias"], stride=patch).flatten(2).transpose(1, 2)
+    x = F.conv2d(images, sd["patch_embed.proj.weight"], sd["patch_embed.proj.bias"],
+                 stride=patch).flatten(2).transpose(1, 2)
     x = torch.cat([sd["cls_token"].expand(len(x), -1, -1), x], 1)
     idx = sd["rel_pos_bias.relative_position_index"]
     bias = sd["rel_pos_bias.relative_position_bias_table"][idx.view(-1)].view(*idx.shape, H).permute(2, 0, 1)[None]

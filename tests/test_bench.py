@@ -44,18 +44,18 @@ def test_step_breakdown_shares_cover_the_whole_step(bench):
 
 
 def test_forward_flops_counts_functional_calls(bench):
-    B, N, D, O = 3, 5, 4, 8
+    B, N, D, D_out = 3, 5, 4, 8
 
     class Functional(nn.Module):
         def __init__(self):
             super().__init__()
-            self.weight = nn.Parameter(torch.randn(O, D))
+            self.weight = nn.Parameter(torch.randn(D_out, D))
 
         def forward(self, x):
             return F.linear(x, self.weight)
 
     module, x = Functional(), torch.randn(B, N, D)
-    assert bench.forward_flops(module, x) == 2 * B * N * D * O
+    assert bench.forward_flops(module, x) == 2 * B * N * D * D_out
     assert module.weight.requires_grad                              # frozen only during the count
     H = 2
     attn = Attention(16, H, qkv_bias=True)                          # fused SDPA, whose CPU kernel has no formula

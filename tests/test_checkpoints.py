@@ -160,7 +160,8 @@ def test_transformers_routes(tmp_path):
     image = hf_encoder(str(tmp_path / "d2vv"), "image", 2).eval()
     assert image(IMAGES)[0].shape == (2, 17, 32)
     h0, _ = image.embed_inputs(IMAGES)
-    assert torch.equal(image.blocks(h0), image(IMAGES)[0]) and not torch.allclose(image.blocks(h0 + 1), image.blocks(h0))
+    assert (torch.equal(image.blocks(h0), image(IMAGES)[0])
+            and not torch.allclose(image.blocks(h0 + 1), image.blocks(h0)))
 
 
 def test_timm_beitv2_route(tmp_path):

@@ -2,7 +2,7 @@
 import pytest
 
 from thesis_lib.study import grids, runs
-from thesis_lib.study.pages import conclusion, table2, tables
+from thesis_lib.study.pages import conclusion, table2
 from thesis_lib.study.claims import paired
 from thesis_lib.study import results
 
@@ -45,7 +45,8 @@ def test_the_ablation_note_names_a_removal_that_raises_a_metric():
     t = paired.paired_test(df, (grids.TTE_AFTER, "removed"), (grids.TTE_AFTER, "none"), "imagenet_top1")
     said = conclusion.ablation_note(df)
     assert (t.mean - t.half95 > 0) == ("raises ImageNet top-1" in said)
-    assert conclusion.ablation_note(df, variants=(grids.TTE_AFTER_LS,)).startswith("Removing the TTE at evaluation raises no")
+    assert conclusion.ablation_note(df, variants=(grids.TTE_AFTER_LS,)).startswith(
+        "Removing the TTE at evaluation raises no")
 
 
 def test_the_rerank_note_follows_the_verdicts():

@@ -57,8 +57,9 @@ def test_roles_decide_what_a_result_is_the_same_run_as():
     """Every operational or path field changed: the same run; a science field changed: another run."""
     assert set(ROLES) == {"science", "operational", "path", "source"}
     cfg = get_config("smoke")
-    same = {"data.num_workers": 3, "train.log_every": 5, "train.ckpt_every": 7, "train.keep_every": 14, "eval.batch_size": 9,
-            "eval.retrieval_chunk": 11, "data.root": "/elsewhere", "weights.checkpoint_dir": "/mnt/ckpts"}
+    same = {"data.num_workers": 3, "train.log_every": 5, "train.ckpt_every": 7, "train.keep_every": 14,
+            "eval.batch_size": 9, "eval.retrieval_chunk": 11, "data.root": "/elsewhere",
+            "weights.checkpoint_dir": "/mnt/ckpts"}
     assert set(same) == set(fields_with(role="operational") + fields_with(role="path"))
     for name, value in same.items():
         assert identity_differences(_stored(cfg), _stored(replace_path(cfg, name, value))) == [], name
@@ -66,7 +67,8 @@ def test_roles_decide_what_a_result_is_the_same_run_as():
         assert name in fields_with(role="science")
         assert identity_differences(_stored(cfg), _stored(replace_path(cfg, name, value))), name
     moved = replace_path(cfg, "weights.image", "/a/folder/base_imagenet.pt")
-    assert identity_differences(_stored(moved), _stored(replace_path(cfg, "weights.image", "/b/base_imagenet.pt"))) == []
+    assert identity_differences(_stored(moved),
+                                _stored(replace_path(cfg, "weights.image", "/b/base_imagenet.pt"))) == []
 
 
 def test_a_field_added_later_reads_a_stored_config_without_it_as_declared():

@@ -1,8 +1,9 @@
 """Our objective, metrics and tokenizer against the field's own libraries on the same inputs.
 
 * ITC loss: open_clip's ``ClipLoss`` (mlfoundations/open_clip, ``open_clip/loss.py``), loss and gradients.
-* Retrieval R@1/5/10: CLIP_benchmark's ``recall_at_k`` + ``batchify`` (``clip_benchmark/metrics/zeroshot_retrieval.py``),
-  called as its ``evaluate`` calls them: a query scores when its recall at k is above 0.
+* Retrieval R@1/5/10: CLIP_benchmark's ``recall_at_k`` + ``batchify``
+  (``clip_benchmark/metrics/zeroshot_retrieval.py``), called as its ``evaluate`` calls them: a query scores when its
+  recall at k is above 0.
 * Zero-shot: CLIP_benchmark's ``zero_shot_classifier`` and ``run_classification``
   (``clip_benchmark/metrics/zeroshot_classification.py``) on stub encoders that return fixed random features, scored
   by scikit-learn's ``top_k_accuracy_score`` (CLIP_benchmark's own ``accuracy`` calls ``float`` on a 1-element array,
@@ -59,8 +60,10 @@ def _clip_benchmark_recalls(images, texts, t2i, batch_size=8):
     positive[torch.arange(len(scores)), t2i] = True
     out = {}
     for k in (1, 5, 10):                                          # their text retrieval is image -> text, our tr
-        out[f"tr@{k}"] = 100 * (batchify(recall_at_k, scores.T, positive.T, batch_size, "cpu", k=k) > 0).float().mean().item()
-        out[f"ir@{k}"] = 100 * (batchify(recall_at_k, scores, positive, batch_size, "cpu", k=k) > 0).float().mean().item()
+        out[f"tr@{k}"] = 100 * (batchify(recall_at_k, scores.T, positive.T, batch_size, "cpu",
+                                         k=k) > 0).float().mean().item()
+        out[f"ir@{k}"] = 100 * (batchify(recall_at_k, scores, positive, batch_size, "cpu",
+                                         k=k) > 0).float().mean().item()
     return out
 
 

@@ -1,5 +1,6 @@
-"""Table 2's fixed-n designs (thesis_lib/study/claims/designs.py), read from the code that declares them: seeds, n, family,
-margin, the long schedule's length, where their runs go; and a smoke run of each through the study's functions."""
+"""Table 2's fixed-n designs (thesis_lib/study/claims/designs.py), read from the code that declares them: seeds, n,
+family, margin, the long schedule's length, where their runs go; and a smoke run of each
+through the study's functions."""
 import dataclasses
 
 import pytest
@@ -7,7 +8,6 @@ import pytest
 from thesis_lib import get_config
 from thesis_lib.study.claims import designs
 from thesis_lib.study import reference, runs
-from thesis_lib.study.pages import tables
 from thesis_lib.study.claims.designs import (BUDGET_CONFIRM, LONG_TABLE1, PILOT, THESIS_LR_SUM,
                                                 THESIS_LR_SUM_CONFIRM)
 from thesis_lib.training.engine import summed_lr, thesis_summed_lr
@@ -177,4 +177,5 @@ def test_the_agreement_keeps_the_seeds_recorded_before_whose_checkpoints_are_gon
     assert design_runs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}}) == {11: {"coco_ir@1": {"phi": 0.5}}}
     path.write_text(json.dumps({"per_seed": {"9": {"coco_ir@1": {"phi": 0.7}}, "11": {"coco_ir@1": {"phi": 0.1}}}}))
     merged = design_runs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}, 10: {"coco_ir@1": {"phi": 0.6}}})
-    assert list(merged) == [9, 10, 11] and merged[11]["coco_ir@1"]["phi"] == 0.5 and merged[9]["coco_ir@1"]["phi"] == 0.7
+    assert (list(merged) == [9, 10, 11] and merged[11]["coco_ir@1"]["phi"] == 0.5
+            and merged[9]["coco_ir@1"]["phi"] == 0.7)

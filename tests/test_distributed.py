@@ -558,7 +558,7 @@ def test_what_each_process_sees_is_compared_with_rank_0s_by_kind(tmp_path):
     err = view_difference(every, generated=False)
     assert isinstance(err, SharedFolderError) and str(err).startswith(
         "the data folder is not the same for every process: rank 2 (on n3) sees no folder at /local/data, rank 0 "
-        f"(on n1) 3 entries two levels down")
+        "(on n1) 3 entries two levels down")
     assert "needs --data-root (data.root) on a file system every node mounts" in str(err)
     every[1] = {**every[1], "env": "Python 3.12.1, torch 2.9.0, thesis_lib 0.1.0", "prefix": "/opt/conda"}
     err = view_difference(every)

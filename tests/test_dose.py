@@ -3,7 +3,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from thesis_lib.study import runs
-from thesis_lib.study.pages import dose, tables
+from thesis_lib.study.pages import dose
 from thesis_lib.study import results
 
 

@@ -3,7 +3,6 @@ of them (or a local HTTP server answers), so nothing leaves the machine. The exp
 passed in (``Source``, ``urls``) where the tiny sets differ from the real ones."""
 import http.server
 import io
-import json
 import tarfile
 import threading
 import zipfile
@@ -439,8 +438,8 @@ def test_the_second_sources_of_the_splits_and_of_flickr30k(mirror, tmp_path):
 
 
 def test_source_names_a_file_of_the_set_and_a_local_shard(mirror, tmp_path, capsys):
-    for argv, said in [(["coco", "d", "--source", "train2015.zip=/x"], "--source train2015.zip: coco reads no file "
-                                                                        "of that name (its files: caption_datasets.zip"),
+    for argv, said in [(["coco", "d", "--source", "train2015.zip=/x"],
+                        "--source train2015.zip: coco reads no file of that name (its files: caption_datasets.zip"),
                        (["coco", "d", "--source", "train2014.zip"], "--source train2014.zip: give NAME=PATH_OR_URL"),
                        (["cc3m", "d", "--pairs", "4", "--source", "cc3m-train-9999.tar=/x"],
                         "(its files: cc3m-train-0000.tar, cc3m-train-0001.tar, cc3m-train-0002.tar, …, "

@@ -7,12 +7,12 @@ from thesis_lib.models.fusion import MODES, FusionHead, FusionLayer, anneal, gum
 
 def test_switch_attention_masks_are_switch_bert_table_1():
     # sequence [t0, t1 | i0, i1, i2]: rows are queries, columns keys, 1 = may attend
-    T, I = [1, 1, 0, 0, 0], [0, 0, 1, 1, 1]
+    TXT, IMG = [1, 1, 0, 0, 0], [0, 0, 1, 1, 1]
     expected = {
-        "self-self": [T, T, I, I, I],       # M_0: image -> image, text -> text
-        "self-cross": [I, I, I, I, I],      # M_1: image self (image keys), text cross (image keys)
-        "cross-self": [T, T, T, T, T],      # M_2: image cross (text keys), text self (text keys)
-        "joint": [[1] * 5] * 5,             # M_3: everything
+        "self-self": [TXT, TXT, IMG, IMG, IMG],     # M_0: image -> image, text -> text
+        "self-cross": [IMG, IMG, IMG, IMG, IMG],    # M_1: image self (image keys), text cross (image keys)
+        "cross-self": [TXT, TXT, TXT, TXT, TXT],    # M_2: image cross (text keys), text self (text keys)
+        "joint": [[1] * 5] * 5,                     # M_3: everything
     }
     masks = mode_masks(2, 3)
     for name, mask in zip(MODES, masks):

@@ -13,7 +13,6 @@ from thesis_lib import get_config, run_experiment
 from thesis_lib.analysis import checkpoint_config, load_trained, read_checkpoint
 from thesis_lib.stored_config import config_of
 from thesis_lib.evaluate import evaluation_inputs
-from thesis_lib.numerics import one_thread
 from thesis_lib.paths import ASSETS, ROOT
 from thesis_lib.study.pages import gallery
 

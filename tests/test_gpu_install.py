@@ -240,7 +240,8 @@ def make(project: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
 
 def installed(venv: Path, env: dict) -> dict:
     probe = ("import json, torch, torchvision, tinydep, thesis_lib; print(json.dumps({'torch': torch.__version__, "
-             "'torchvision': torchvision.__version__, 'tinydep': tinydep.__version__, 'package': thesis_lib.__file__}))")
+             "'torchvision': torchvision.__version__, 'tinydep': tinydep.__version__, "
+             "'package': thesis_lib.__file__}))")
     seen = subprocess.run([str(venv / "bin" / "python"), "-c", probe], env=env, capture_output=True, text=True,
                           cwd=venv, timeout=60)                # (not this checkout's thesis_lib, in the current folder)
     assert seen.returncode == 0, seen.stderr
@@ -269,7 +270,8 @@ def test_a_login_node_without_nvidia_smi_gets_the_cuda_build_it_names(tmp_path):
     """Where no `nvidia-smi` is found (a cluster's login node), `make setup` alone takes the CPU-only torch and says
     how to name the CUDA build; with TORCH_INDEX_URL it installs torch from that index, the CPU one never asked."""
     project, s = stand_in(tmp_path)
-    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d and not (Path(d) / "nvidia-smi").exists())
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if d and not (Path(d) / "nvidia-smi").exists())
     env = {**s["env"], "PATH": path}
     cuda = "https://download.pytorch.org/whl/cu126"
 
@@ -280,8 +282,8 @@ def test_a_login_node_without_nvidia_smi_gets_the_cuda_build_it_names(tmp_path):
         return done.stdout
     plain = planned()
     assert "--index-url https://download.pytorch.org/whl/cpu" in plain
-    assert f"no nvidia-smi here: a CPU-only torch. To set up a venv for GPU nodes here (a login node), name their CUDA " \
-           f"build: make setup TORCH_INDEX_URL={cuda}" in plain
+    assert "no nvidia-smi here: a CPU-only torch. To set up a venv for GPU nodes here (a login node), name their " \
+           f"CUDA build: make setup TORCH_INDEX_URL={cuda}" in plain
     named = planned(f"TORCH_INDEX_URL={cuda}")
     assert f"--index-url {cuda} " in named and "whl/cpu" not in named and "no nvidia-smi" not in named
 

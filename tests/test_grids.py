@@ -28,7 +28,8 @@ def _names(group) -> set:
 
 def test_every_group_names_registered_variants():
     assert {"TABLE1", "TABLE2", "DOSE", "NOTEBOOKS", "DUAL"} <= set(GROUPS)
-    assert {name: sorted(_names(g) - set(VARIANT_SPECS)) for name, g in GROUPS.items() if _names(g) - set(VARIANT_SPECS)} == {}
+    assert {name: sorted(_names(g) - set(VARIANT_SPECS)) for name, g in GROUPS.items()
+            if _names(g) - set(VARIANT_SPECS)} == {}
 
 
 def test_every_name_is_a_registered_variant_and_every_metric_group_registered_metrics():

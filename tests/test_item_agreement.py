@@ -1,5 +1,5 @@
-"""Two models' item-by-item agreement (thesis_lib/study/claims/item_agreement.py): φ against numpy's correlation, the SE of a
-paired difference against a simulation of correlated hits, and the hits of a smoke model against its metrics."""
+"""Two models' item-by-item agreement (thesis_lib/study/claims/item_agreement.py): φ against numpy's correlation, the SE
+of a paired difference against a simulation of correlated hits, and the hits of a smoke model against its metrics."""
 import math
 
 import numpy as np

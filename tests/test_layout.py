@@ -215,7 +215,8 @@ def test_the_readme_notebook_map_lists_the_figures_each_notebook_draws():
     from thesis_lib.study.pages.figures import FIGURES
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Notebook map"):]
-    rows = [r for r in section[:section.index("\n\n", section.index("| notebook"))].splitlines() if r.startswith("| `0")]
+    rows = [r for r in section[:section.index("\n\n", section.index("| notebook"))].splitlines()
+            if r.startswith("| `0")]
     assert len(rows) == len(sorted((ROOT / "notebooks").glob("0*.ipynb")))
     for row in rows:
         number = row[3:5]

@@ -116,7 +116,7 @@ def test_the_worlds_forked_workers_end_with_the_process_generating_it(tmp_path):
         from thesis_lib.data.world_files import ensure_world
         ensure_world(get_config("demo").data.world, {str(tmp_path / "world")!r})
         """, {"THESIS_PROGRESS": "0"})
-    below = _wait_for(main, lambda below: len(below) >= 2)
+    _wait_for(main, lambda below: len(below) >= 2)
     time.sleep(1.0)                                         # writing
     assert not (tmp_path / "world" / "DONE").exists()
     _killed_and_all_gone(main, _below(main.pid))

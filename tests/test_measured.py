@@ -33,7 +33,8 @@ def copy_root(tmp_path) -> Path:
 
 
 def test_the_committed_documents_are_current():
-    """`python -m thesis_lib.study.pages.measured --check` passes: `make figures` renders the documents after a data edit."""
+    """`python -m thesis_lib.study.pages.measured --check` passes: `make figures` renders the documents
+    after a data edit."""
     problems = measured.check()
     assert not problems, "\n".join(problems)
     assert measured.main(["--check"]) == 0
@@ -97,7 +98,8 @@ def test_rendering_rewrites_prose_tables_and_code_blocks_and_then_passes(data, c
     assert set(measured.write(copy_root, changed)) == {"README.md", "BENCHMARKS.md", "docs/commands.md",
                                                        "docs/reproducibility.md"}
     readme = (copy_root / "README.md").read_text()
-    assert f"install included: 900 passed, {data['make_test']['skipped']} skipped\n" in readme                    # the code block, from its template
+    # the code block, from its template
+    assert f"install included: 900 passed, {data['make_test']['skipped']} skipped\n" in readme
     assert "<!-- m:make_test.passed -->900<!-- /m --> tests" in (copy_root / "BENCHMARKS.md").read_text()    # prose
     assert "(<!-- m:make_test.passed -->900<!-- /m --> tests +" in (copy_root / "BENCHMARKS.md").read_text()
     commands = (copy_root / "docs/commands.md").read_text()

@@ -60,7 +60,8 @@ def test_where_the_tte_enters(variant, changes_encoder_input):
     base, other = _twins(variant)
     seen = {}
     for name, model in (("base", base), ("other", other)):
-        model.image_encoder.blocks.blocks[0].register_forward_pre_hook(lambda m, a, name=name: seen.__setitem__(name, a[0]))
+        model.image_encoder.blocks.blocks[0].register_forward_pre_hook(
+            lambda m, a, name=name: seen.__setitem__(name, a[0]))
         model.encode_image(PAIR["images"])
     assert (not torch.allclose(seen["base"], seen["other"])) == changes_encoder_input
     h0, _ = base.encoder_outputs(PAIR["images"], IMAGE)
@@ -113,7 +114,8 @@ def test_shared_block_is_timm_block_and_key_bias_is_inert():
     x = torch.randn(2, 5, 16)
     out, fc1_cls = block(x)
     assert torch.allclose(out, super(SharedBlock, block).forward(x), atol=1e-6)
-    assert torch.allclose(fc1_cls, block.mlp.fc1(block.norm2(x + block.ls1(block.attn(block.norm1(x)))))[:, 0], atol=1e-6)
+    assert torch.allclose(fc1_cls, block.mlp.fc1(block.norm2(x + block.ls1(block.attn(block.norm1(x)))))[:, 0],
+                          atol=1e-6)
     assert torch.allclose(block.ls1.gamma, torch.full((16,), 0.2))
     out.square().sum().backward()
     k_bias_grad = block.attn.qkv.bias.grad[16:32]
@@ -142,7 +144,10 @@ def test_mome_routes_each_modality_only_through_its_own_expert(modality):
     inputs = PAIR["tokens"] if modality == TEXT else PAIR["images"]
     model.encode(inputs, modality).x.sum().backward()
     own, other = ((block.norm2, block.mlp), (block.norm2_image, block.mlp_image))[::1 if modality == TEXT else -1]
-    grads = lambda *ms: [p.grad for m in ms for p in m.parameters()]
+
+    def grads(*ms):
+        return [p.grad for m in ms for p in m.parameters()]
+
     assert all(g is not None and g.abs().sum() > 0 for g in grads(*own))
     assert all(g is None for g in grads(*other))
     assert all(g is not None and g.abs().sum() > 0 for g in grads(block.attn))  # attention is shared
@@ -178,7 +183,8 @@ def test_every_variant_starts_from_the_baselines_weights(seed):
         assert len(shared) >= len(base) - 2, variant                  # only the image input norm may be missing
         assert all(torch.equal(state[k], base[k]) for k in shared), variant
     torch.manual_seed(seed + 1)
-    assert not torch.equal(build_model(get_config("smoke", "baseline")).state_dict()["head.weight"], base["head.weight"])
+    assert not torch.equal(build_model(get_config("smoke", "baseline")).state_dict()["head.weight"],
+                           base["head.weight"])
 
 
 def test_added_parameters_come_from_their_own_stream():

@@ -450,8 +450,8 @@ def test_gamma_per_channel_is_a_sorted_profile_of_points_in_a_hue_per_seed():
 
 
 def test_gamma_evolution_names_its_variant_and_explains_the_dotted_line():
-    curves = pd.DataFrame([{"seed": s, "step": t, "gamma_mean": 1e-5, "gamma_std": 0.001 * t, "gamma_abs_max": 0.002 * t}
-                           for s in range(3) for t in (25, 50, 75)])
+    curves = pd.DataFrame([{"seed": s, "step": t, "gamma_mean": 1e-5, "gamma_std": 0.001 * t,
+                            "gamma_abs_max": 0.002 * t} for s in range(3) for t in (25, 50, 75)])
     fig = gamma.evolution(curves, 1e-5, "the TTE'")
     assert "the TTE'" in fig.get_suptitle()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -483,7 +483,8 @@ def test_fusion_bars_name_the_heads_and_what_each_metric_measures():
                                                                      for m in grids.FUSION_METRICS},
                                 ticks=mechanisms.FUSION_TICKS)
     ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert ticks == [mechanisms.FUSION_TICKS[v] for v in ("fusion_joint", "switch_sib")] and "SIB" not in " ".join(ticks)
+    assert (ticks == [mechanisms.FUSION_TICKS[v] for v in ("fusion_joint", "switch_sib")]
+            and "SIB" not in " ".join(ticks))
     assert all("\n" in ax.get_title() for ax in fig.axes)                       # each metric explained
     plt.close(fig)
 

@@ -1,11 +1,10 @@
 """study/recipe and docs/full_scale.md against the code. Every command of the guide (and of README's full-scale
-subsection, and of the scripts ``python -m thesis_lib.full_scale.recipe commands`` writes) is expanded by bash with every
-program replaced by a recorder (nothing runs), then parsed by the real parser of what it calls: thesis_lib's CLIs
+subsection, and of the scripts ``python -m thesis_lib.full_scale.recipe commands`` writes) is expanded by bash with
+every program replaced by a recorder (nothing runs), then parsed by the real parser of what it calls: thesis_lib's CLIs
 (their own argparse, ``--set`` fields through ``get_config``), torchrun's, papermill's (``-p`` / ``-y`` names
 against the notebook's ``parameters`` cell, overrides through ``get_config``), the Makefile's targets. No two
 commands may write one result file with different setups, and the notebooks must find every run the recipe trains."""
 import argparse
-import ast
 import contextlib
 import io
 import json
@@ -363,8 +362,8 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             assert shard_index.main([mix]) == 0
         steps.append(module)
     assert steps == ["make", "thesis_lib.models.download"] + ["thesis_lib.data.download"] * 5 + [
-        "thesis_lib.full_scale.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index", "thesis_lib.full_scale.pilot",
-        "thesis_lib.full_scale.recipe", "bash"]
+        "thesis_lib.full_scale.recipe", "thesis_lib.models.check", "thesis_lib.data.shard_index",
+        "thesis_lib.full_scale.pilot", "thesis_lib.full_scale.recipe", "bash"]
     assert mix == recipe.mix(str(shared / "data"))
     assert (shared / "data" / "cc12m" / "shards.txt").read_text().split()[0] == "cc12m-train-0000.tar"
 
@@ -538,7 +537,8 @@ def test_cores_per_gpu_default_from_the_hosts_cpus_and_gpus_and_its_warning(no_s
     no_slurm.setenv("SLURM_GPUS_ON_NODE", "2")
     assert recipe.main(["commands", "--layout", "slurm"]) == 0
     out, err = capsys.readouterr()
-    assert "--cores-per-gpu 10: " in out.splitlines()[0] and "--cpus-per-task=10 " in out and "data.num_workers=8" in out
+    assert ("--cores-per-gpu 10: " in out.splitlines()[0] and "--cpus-per-task=10 " in out
+            and "data.num_workers=8" in out)
     assert err.startswith("recipe: --cores-per-gpu 10, from SLURM_CPUS_ON_NODE=20 / 2 (SLURM_GPUS_ON_NODE). Warning")
     assert "hyperthreads, not physical cores" in err
     assert recipe.main(["days", "--cores-per-gpu", "14"]) == 0                # given: no warning, the reference days

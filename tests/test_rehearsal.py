@@ -32,7 +32,8 @@ def test_the_rehearsal_core_trains_kills_resumes_and_notebook_03_reuses_the_run(
     folder = out / "runs" / "results" / "thesis"
     for variant in TABLE2:                                  # what notebook 03 trains
         result = json.loads((folder / variant / "seed0.json").read_text())
-        assert result["train"]["steps"] == rehearsal.TRAIN_STEPS and result["config"]["data"]["teacher_view"] == "augmented"
+        assert (result["train"]["steps"] == rehearsal.TRAIN_STEPS
+                and result["config"]["data"]["teacher_view"] == "augmented")
         assert result["config"]["weights"]["checkpoint_dir"] == str(out / "CKPT")
         assert ("tte_contribution" in result) == variant.startswith("tte_after")   # from the files, as in memory
         assert (result["train"]["world_size"] == 2) == (variant == "tte_after_ls")

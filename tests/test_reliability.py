@@ -75,7 +75,8 @@ def test_catalogue_notebook_parameter_through_papermill(tmp_path):
 
 def test_catalogue_missing_dataset_path(tmp_path):
     with pytest.raises(DataError, match="data root not found"):
-        run_experiment("smoke", out_dir=tmp_path, overrides={"data.source": "karpathy", "data.root": str(tmp_path / "x")})
+        run_experiment("smoke", out_dir=tmp_path,
+                       overrides={"data.source": "karpathy", "data.root": str(tmp_path / "x")})
     with pytest.raises(DataError, match="no data root given"):
         run_experiment("smoke", out_dir=tmp_path, overrides={"data.source": "karpathy"})
 
@@ -121,7 +122,8 @@ def test_catalogue_checkpoint_with_wrong_keys_or_shapes(tmp_path):
 
 def test_catalogue_tokenizer_that_does_not_fit_the_encoder():
     bert = CaptionTokenizer(lambda caps: [[5] for _ in caps], 30522, 101, 102, 0, 103, 64, "bert-like")
-    with pytest.raises(TokenizerError, match=r"uses pad/bos/eos ids \(0, 101, 102\) but the text encoder expects \(1, 0, 2\)"):
+    with pytest.raises(TokenizerError,
+                       match=r"uses pad/bos/eos ids \(0, 101, 102\) but the text encoder expects \(1, 0, 2\)"):
         check_tokenizer(bert, TextConfig())                          # a BERT tokenizer on Data2Vec2 text
     with pytest.raises(TokenizerError, match="has 30522 ids but the text encoder embeds only 512"):
         check_tokenizer(bert, TextConfig(vocab_size=512, pad_id=0, bos_id=101, eos_id=102))
@@ -201,7 +203,8 @@ def test_kill_at_a_random_step_and_resume_gives_the_uninterrupted_result(tmp_pat
     assert resumed.returncode == 0, resumed.stderr
     got = json.loads((run_dir.parent / "seed0.json").read_text())
     assert got["metrics"] == want
-    assert [json.loads(x)["step"] for x in (run_dir / "metrics.jsonl").read_text().splitlines()] == list(range(5, 201, 5))
+    assert [json.loads(x)["step"]
+            for x in (run_dir / "metrics.jsonl").read_text().splitlines()] == list(range(5, 201, 5))
 
 
 def test_two_runs_started_at_once_on_the_same_output(tmp_path):
@@ -375,8 +378,8 @@ def test_make_lab_starts_a_server_that_answers(tmp_path):
         port = s.getsockname()[1]
     args = f"LAB_ARGS=--no-browser --port={port} --ServerApp.token= --ServerApp.root_dir={ROOT / 'notebooks'}"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path)}
-    server = subprocess.Popen(["make", "-s", "-o", ".venv/bin/.installed", "lab", args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    server = subprocess.Popen(["make", "-s", "-o", ".venv/bin/.installed", "lab", args], cwd=ROOT, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         listing = None
         for _ in range(120):
@@ -551,13 +554,15 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
     monkeypatch.chdir(tmp_path)
     assert figures.main(["--preset", "demo", "--output-dir", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
-    notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines() if line.startswith("skipped"))
+    notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines()
+                 if line.startswith("skipped"))
     drawn = {"00_patch_grid", "00_positional_similarity", "00_pre_vs_post_ln", "01_baseline_curves",
              "02_table1_forest", "02_table1_bars", "03_table2_forest", "03_table2_bars", "05_fusion_bars", "headline"}
     assert set(notes) == set(figures.FIGURES) - drawn, err
     assert notes["04_dose_forest"] == (
         "needs results of baseline, tte_after_ls, tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 "
-        "(seeds 0-3), found none of tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 under results/demo")
+        "(seeds 0-3), found none of tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 "
+        "under results/demo")
     assert notes["03_loss_curves"] == ("needs the training curves (metrics.jsonl) of baseline, tte_after_ls "
                                        "(seeds 0-3), found none of tte_after_ls under results/demo")
     assert notes["04_gamma_per_channel"] == ("needs the final LayerScale γ (layerscale.npy) of tte_after_ls "

@@ -1,6 +1,6 @@
-"""The group-sequential design of Table 1's primary claim (thesis_lib/study/claims/sequential.py): its boundaries against the
-published Lan-DeMets O'Brien-Fleming table and an independent multivariate-normal computation, and the whole procedure
-(paired t-tests at the nominal levels, look by look) against a simulation of its error rates."""
+"""The group-sequential design of Table 1's primary claim (thesis_lib/study/claims/sequential.py): its boundaries
+against the published Lan-DeMets O'Brien-Fleming table and an independent multivariate-normal computation, and the whole
+procedure (paired t-tests at the nominal levels, look by look) against a simulation of its error rates."""
 import math
 
 import numpy as np

@@ -79,7 +79,8 @@ def test_thesis_preset_trains_a_few_steps_on_cpu():
     batch = {"images": torch.randn(2, 3, 224, 224), "teacher_images": torch.randn(2, 3, 224, 224),
              "tokens": torch.randint(4, 50000, (2, 64))}
     for _ in range(2):
-        loss, parts = compute_loss(model, model, batch, teacher, cfg.train, SINGLE, torch.autocast("cpu", enabled=False))
+        loss, parts = compute_loss(model, model, batch, teacher, cfg.train, SINGLE,
+                                   torch.autocast("cpu", enabled=False))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -96,8 +97,9 @@ def test_cli_errors_are_one_line(capsys):
 
 
 def test_cli_runs_as_a_module(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant", "tte_before",
-                           "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--variant",
+                           "tte_before", "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True,
+                          timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("tte_before seed 0: ImageNet top-1")
     assert (tmp_path / "results" / "smoke" / "tte_before" / "seed0.json").exists()
@@ -244,7 +246,8 @@ def test_the_budget_variant_gives_the_tte_the_thesis_summed_learning_rate():
         sched.step()
     assert summed_lr(t, 256) == pytest.approx(total * t.base_lr, rel=1e-9)        # HF's own schedule, summed
     thesis = get_config("thesis").train
-    assert summed_lr(thesis, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN) == thesis_summed_lr() == pytest.approx(4.4636, abs=1e-3)
+    assert (summed_lr(thesis, THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN) == thesis_summed_lr()
+            == pytest.approx(4.4636, abs=1e-3))
     assert tte_lr_scale(thesis, THESIS_GLOBAL_BATCH, thesis_summed_lr()) == pytest.approx(1.0, abs=1e-4)
     assert tte_lr_scale(t, 128, None) is None
     model = build_model(get_config("smoke", "tte_after_ls_budget"))
@@ -255,7 +258,8 @@ def test_the_budget_variant_gives_the_tte_the_thesis_summed_learning_rate():
                                                                             "tte_scale.gamma"]
     scale = tte_lr_scale(get_config("smoke").train, get_config("smoke").train.batch_size, thesis_summed_lr())
     assert opt.param_groups[2]["lr"] == pytest.approx(opt.param_groups[1]["lr"] * scale)
-    assert len(make_optimizer(build_model(get_config("smoke", "tte_after_ls")), get_config("smoke").train, 1)[0].param_groups) == 2
+    assert len(make_optimizer(build_model(get_config("smoke", "tte_after_ls")), get_config("smoke").train,
+                              1)[0].param_groups) == 2
 
 
 def test_the_thesis_decay_rule_decays_the_type_vectors_positions_and_cls():

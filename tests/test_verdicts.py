@@ -1,5 +1,5 @@
-"""What the verdicts rest on (thesis_lib/study/claims/verdicts.py, reference.margin_conventions, stats.words): the margin
-conventions against an independent computation, the thesis-noise table against binomial arithmetic, the one-line
+"""What the verdicts rest on (thesis_lib/study/claims/verdicts.py, reference.margin_conventions, stats.words): the
+margin conventions against an independent computation, the thesis-noise table against binomial arithmetic, the one-line
 conclusions against the claims table they come from."""
 import math
 
@@ -96,6 +96,8 @@ def test_words():
     assert words("reproduced", False, (1.0, 0.5, 2.0)) == "confirmed"
     assert words("contradicted", False, (math.nan,) * 3) == "refuted"
     assert words("reproduced", True, (1.0, 0.5, 2.0)) == "reproduced"
-    assert words("reproduced", True, (36.0, COMPATIBLE[1] + 1, 45.0)) == "reproduced in direction, 36 × the thesis's size"
-    assert words("reproduced", True, (0.1, 0.05, COMPATIBLE[0] - 0.01)) == "reproduced in direction, 1/10 of the thesis's size"
+    assert (words("reproduced", True, (36.0, COMPATIBLE[1] + 1, 45.0))
+            == "reproduced in direction, 36 × the thesis's size")
+    assert (words("reproduced", True, (0.1, 0.05, COMPATIBLE[0] - 0.01))
+            == "reproduced in direction, 1/10 of the thesis's size")
     assert words("equivalent", True, (0.0, -1.0, 1.0)) == "equivalent"

@@ -1,6 +1,6 @@
-"""thesis_lib.study.claims.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose enough for
-the last-bit drift measured across kernels and tight enough that a run behaving like another seed fails on every
-family ``make verify`` retrains; a failure is one line naming run, metric, values and tolerance; a verdict that a
+"""thesis_lib.study.claims.verify on the committed demo results: the tolerance is the pooled between-seed SD, loose
+enough for the last-bit drift measured across kernels and tight enough that a run behaving like another seed fails on
+every family ``make verify`` retrains; a failure is one line naming run, metric, values and tolerance; a verdict that a
 swapped run changes is named."""
 import json
 import shutil

@@ -100,5 +100,6 @@ def test_a_caption_names_only_what_its_scene_shows_and_five_captions_name_it_all
     fits = d.fits(torch.arange(len(scenes)), torch.arange(len(flat)))
     own = torch.arange(len(scenes))[:, None] == torch.arange(len(flat))[None, :] // 5
     assert fits[own].all() and fits.sum() > own.sum()                   # another scene's caption can fit too
-    wrong = np.stack([world.named_classes(c) for c in flat])[None] & ~np.stack([s.labels() for s in scenes]).astype(bool)[:, None]
+    wrong = (np.stack([world.named_classes(c) for c in flat])[None]
+             & ~np.stack([s.labels() for s in scenes]).astype(bool)[:, None])
     assert not (fits.numpy() & wrong.any(-1)).any()                      # what fits names nothing absent

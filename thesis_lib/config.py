@@ -98,7 +98,8 @@ class TTEConfig:
 
     place       where t_type is added: "" (nowhere), "before" (to the encoders' input H_0, TTE chapter Eqs. 1-3) or
                 "after" (to their output H_L, TTE chapter Eq. 4)
-    layerscale  after the encoders, t_type is scaled by a LayerScale γ ∈ R^D shared by both modalities (TTE chapter Eq. 5)
+    layerscale  after the encoders, t_type is scaled by a LayerScale γ ∈ R^D shared by both modalities
+                (TTE chapter Eq. 5)
     gamma_init  γ's initial value (the thesis's: 1e-5)
     shared_type both modalities get one vector, the mean of the two rows (a control without modality information)
     """
@@ -247,7 +248,8 @@ THESIS_STEPS_RUN = 44632    # its steps: it stopped 4 before the 44,636 its sche
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.training.pretrain); unused at the thesis scale."""
+    """The demo's stand-in for Data2Vec2 / BEiTv2 pretraining (thesis_lib.training.pretrain);
+    unused at the thesis scale."""
     # masked-patch regression of the image encoder (SimMIM-style)
     image_steps: int = knob(600, rule=AT_LEAST_ZERO)
     text_steps: int = knob(600, rule=AT_LEAST_ZERO)     # masked language modelling of the text encoder

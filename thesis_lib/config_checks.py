@@ -157,8 +157,8 @@ def _coerce(name, current, value):
             raise ConfigError(f"config field {name!r} expects a bool, got {value!r}")
         return value
     if isinstance(current, tuple):
-        items = tuple(value.split(",")) if isinstance(value, str) else tuple(value) if isinstance(value, (list, tuple)) \
-            else (value,)
+        items = (tuple(value.split(",")) if isinstance(value, str)
+                 else tuple(value) if isinstance(value, (list, tuple)) else (value,))
         if current and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in current):
             try:                                              # numeric tuples stay numeric ("0.8,1.0" -> floats)
                 return tuple(float(v) for v in items)

@@ -95,7 +95,8 @@ def embed_images(model: EMKUM, images, ctx: EvalContext) -> torch.Tensor:
 
 
 @torch.no_grad()
-def embed_texts(model: EMKUM, tokens: torch.Tensor, pad_id: int, device, batch_size: int, autocast=None) -> torch.Tensor:
+def embed_texts(model: EMKUM, tokens: torch.Tensor, pad_id: int, device, batch_size: int,
+                autocast=None) -> torch.Tensor:
     """Captions are batched in order of length so each batch carries little padding; the output keeps the input
     order (exact: every caption is encoded on its own, pads are masked)."""
     order = tokens.ne(pad_id).sum(1).argsort()

@@ -9,8 +9,9 @@ seconds, unless ``THESIS_PROGRESS=0``.
 ``THESIS_MIRROR`` (a local folder, or an ``http(s)://`` / ``file://`` URL base): when set, every URL is fetched from
 ``$THESIS_MIRROR/<the URL's file name>`` instead (the last component of its path, without the query string), for a
 lab's own mirror and for the tests. ``fetch(..., mirror=False)`` reads the URL itself, or a local file when it is a
-path (a file named for one download, ``--source`` of ``python -m thesis_lib.data.download``). Every failure is a ``DownloadError`` naming the URL and, for HTTP, the status
-(with Azure's error code where the server sends one, e.g. ``409 PublicAccessNotPermitted``).
+path (a file named for one download, ``--source`` of ``python -m thesis_lib.data.download``). Every failure is a
+``DownloadError`` naming the URL and, for HTTP, the status (with Azure's error code where the server sends one, e.g.
+``409 PublicAccessNotPermitted``).
 """
 from __future__ import annotations
 

@@ -222,7 +222,8 @@ def open_image(image) -> Image.Image:
     try:
         if isinstance(image, TarMember):
             image = image.read()
-        img = image if isinstance(image, Image.Image) else Image.open(io.BytesIO(image) if isinstance(image, bytes) else image)
+        img = (image if isinstance(image, Image.Image)
+               else Image.open(io.BytesIO(image) if isinstance(image, bytes) else image))
         img.load()
         return img.convert("RGB")
     except (OSError, UnidentifiedImageError, SyntaxError, Image.DecompressionBombError) as err:

@@ -349,7 +349,8 @@ def karpathy(root: Path, source: Source = SOURCES["coco"], given: dict | None = 
     """Karpathy's split files into ``coco/`` and ``flickr30k/`` (those of ``wanted`` not there yet), each checked by
     its images per split; returns them. Each JSON given on its own (``--source dataset_coco.json=…``, or placed in
     ``DATA/downloads/``) first, then ``caption_datasets.zip`` (``--source``, placed, or its link), then each JSON from
-    its second source (``KARPATHY_SECOND``). A JSON already in place is counted too: a wrong one is an error naming it."""
+    its second source (``KARPATHY_SECOND``). A JSON already in place is counted too:
+    a wrong one is an error naming it."""
     given, downloads = given or {}, root / "downloads"
     targets = {name: root / KARPATHY_JSON[name] / name for name in wanted}
     absent = [name for name, target in targets.items() if not target.is_file()]

@@ -108,8 +108,8 @@ def build_eval_sets(cfg: ExperimentConfig, tokenizer: CaptionTokenizer, root: Pa
     if cfg.data.zeroshot_templates == "openai":
         templates = ds.imagenet_templates()
     prompts = [t.format(c) for c in classnames for t in templates]
-    zs = ZeroShotSet(_images([r.image for r in records], size, cfg.data.in_memory), torch.tensor([r.label for r in records]),
-                     classnames, templates, tokenize(tokenizer, prompts))
+    zs = ZeroShotSet(_images([r.image for r in records], size, cfg.data.in_memory),
+                     torch.tensor([r.label for r in records]), classnames, templates, tokenize(tokenizer, prompts))
     return sets, zs
 
 

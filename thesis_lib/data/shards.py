@@ -30,8 +30,8 @@ A shard that is missing (a gap in a download) is skipped: a ``DataWarning`` name
 blocks of zeros) was cut short, possibly exactly at a member's header, where the tar reads as complete: its whole
 samples are kept, the samples after the cut are lost uncounted, so a ``DataWarning`` names the shard and the report
 counts it (``cut_shards``, ``cut_shard_names``). More than ``MAX_MISSING`` of the shards looked at missing or cut
-short is a ``DataError`` (a wrong path or an unfinished download, not a gap). A shard that exists but cannot be read as a tar
-file stays a ``DataError`` naming it: a corrupt file is not a gap (delete it to have it skipped as missing, or
+short is a ``DataError`` (a wrong path or an unfinished download, not a gap). A shard that exists but cannot be read as
+a tar file stays a ``DataError`` naming it: a corrupt file is not a gap (delete it to have it skipped as missing, or
 download it again).
 """
 from __future__ import annotations
@@ -138,7 +138,8 @@ def split_limit(spec: str) -> tuple[str, int | None]:
 
 def _index_file(shard: Path) -> Path:
     st = shard.stat()
-    return data_dir() / "shard-index" / f"{fingerprint([INDEX_VERSION, str(shard.resolve()), st.st_size, st.st_mtime_ns])}.json"
+    return (data_dir() / "shard-index"
+            / f"{fingerprint([INDEX_VERSION, str(shard.resolve()), st.st_size, st.st_mtime_ns])}.json")
 
 
 def index_shard(shard: str | os.PathLike, fresh: bool = False) -> tuple[list[dict], ShardReport]:
@@ -253,7 +254,8 @@ def _check_missing(spec: str, total: ShardReport) -> None:
     gaps, cut = total.missing_shards + total.cut_shards, total.cut_shard_names
     if gaps > MAX_MISSING * looked:
         raise DataError(f"{total.cut_shards} of {looked} shards of {spec!r} are cut short (e.g. {', '.join(cut[:3])}: "
-                        f"no end-of-archive blocks){f' and {total.missing_shards} missing' * bool(total.missing_shards)}"
+                        "no end-of-archive blocks)"
+                        f"{f' and {total.missing_shards} missing' * bool(total.missing_shards)}"
                         f", more than MAX_MISSING = {MAX_MISSING:.0%} of those looked at: download them again")
     for name in cut:
         warnings.warn(f"shard cut short: {name} ends without tar's end-of-archive blocks; its whole samples are "

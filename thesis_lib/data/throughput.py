@@ -110,7 +110,8 @@ def wait_warning(waited: float, elapsed: float, pairs_per_s: float, rate: DataPa
     return (f"the data path limits training: {100 * waited / elapsed:.0f} % of the time went into waiting for "
             f"batches ({pairs_per_s:,.0f} pairs/s reached{expected}). Raise data.num_workers (up to the CPU cores), "
             "use --set data.decoder=pil_draft (2.2 × faster, not bit-identical views), or "
-            "--set data.teacher_view=fixed (the teacher's targets computed once and cached: one view per sample, not two)")
+            "--set data.teacher_view=fixed (the teacher's targets computed once and cached: one view per sample, "
+            "not two)")
 
 
 def warn_if_waiting(waited: float, elapsed: float, pairs_per_s: float, rate: DataPathRate | None) -> bool:

@@ -105,7 +105,8 @@ def _polygon(shape: str, cx: float, cy: float, r: float, angle: float) -> list[t
         pts = [(0, -1), (0.6, 0), (0, 1), (-0.6, 0)]
     elif shape == "cross":
         a, b = 0.3, 1.0
-        pts = [(-a, -b), (a, -b), (a, -a), (b, -a), (b, a), (a, a), (a, b), (-a, b), (-a, a), (-b, a), (-b, -a), (-a, -a)]
+        pts = [(-a, -b), (a, -b), (a, -a), (b, -a), (b, a), (a, a),
+               (a, b), (-a, b), (-a, a), (-b, a), (-b, -a), (-a, -a)]
     elif shape == "star":
         pts = [((1.0 if k % 2 == 0 else 0.45) * np.cos(np.deg2rad(-90 + 36 * k)),
                 (1.0 if k % 2 == 0 else 0.45) * np.sin(np.deg2rad(-90 + 36 * k))) for k in range(10)]
@@ -188,13 +189,14 @@ def _coco_caption(scene: Scene, rng: np.random.Generator) -> str:
     nouns = [_noun(t, rng) for t in things]
     if len(things) == 1:
         forms = [f"{nouns[0]}", f"{nouns[0]} in the {_region(things[0])}", f"a picture of {nouns[0]}",
-                 f"there is {nouns[0]} in the {_region(things[0])} of the image", f"{nouns[0]} on a {scene.background} background",
-                 f"an image showing {nouns[0]}"]
+                 f"there is {nouns[0]} in the {_region(things[0])} of the image",
+                 f"{nouns[0]} on a {scene.background} background", f"an image showing {nouns[0]}"]
     else:
         listing = ", ".join(nouns[:-1]) + f" and {nouns[-1]}"
         rel = f"{nouns[0]} {_relation(things[0], things[1])} {nouns[1]}"
         forms = [listing, f"{_COUNT[len(things)]} shapes: {listing}", f"a picture of {listing}",
-                 rel, f"an image with {rel}", f"{rel} and more" if len(things) > 2 else f"{nouns[0]} next to {nouns[1]}"]
+                 rel, f"an image with {rel}",
+                 f"{rel} and more" if len(things) > 2 else f"{nouns[0]} next to {nouns[1]}"]
     return _pick(rng, forms)
 
 
@@ -242,7 +244,8 @@ def class_scene(rng: np.random.Generator, label: int) -> Scene:
 # ---------------------------------------------------------------------------------------------------- what fits
 
 _WORD_SHAPE = {w: s for s, words in SHAPES.items() for w in words}
-_NAMED = re.compile(r"\b(" + "|".join(COLOURS) + r")\s+(" + "|".join(sorted(_WORD_SHAPE, key=len, reverse=True)) + r")\b")
+_NAMED = re.compile(r"\b(" + "|".join(COLOURS) + r")\s+(" + "|".join(sorted(_WORD_SHAPE, key=len, reverse=True))
+                    + r")\b")
 
 
 def named_classes(caption: str) -> np.ndarray:

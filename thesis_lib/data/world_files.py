@@ -37,7 +37,8 @@ _SPLIT_STREAMS = {"coco": 1, "flickr": 2, "imagenet": 3, "corpus_images": 4, "co
 
 
 def world_folder(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
-    return Path(root) if root else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}"
+    return (Path(root) if root
+            else data_dir() / f"world-{fingerprint({'version': WORLD_VERSION, **dataclasses.asdict(cfg)})}")
 
 
 def _check_foreign(root: Path) -> None:
@@ -53,7 +54,8 @@ def world_root(cfg: WorldConfig, root: str | os.PathLike | None = None) -> Path:
     _check_foreign(root)
     if not (root / "DONE").exists():
         raise DataError(f"the embedded world is not generated at {root}; generate it first: python -m "
-                        "thesis_lib.training.prepare --preset <preset> (thesis_lib.training.prepare.prepare_assets(cfg)); "
+                        "thesis_lib.training.prepare --preset <preset> "
+                        "(thesis_lib.training.prepare.prepare_assets(cfg)); "
                         "run_experiment and the notebooks do this themselves")
     return root
 
@@ -152,7 +154,8 @@ def write_world(cfg: WorldConfig, out: Path) -> None:
     parts = [_write_coco, _write_corpora, _write_flickr, _write_zero_shot]
     with ProcessPoolExecutor(max_workers=min(2, os.cpu_count() or 1), initializer=die_with_parent,
                              initargs=(os.getpid(),)) as pool, \
-            tqdm(total=len(parts), desc="generating the embedded world", unit="part", disable=not show_progress()) as bar:
+            tqdm(total=len(parts), desc="generating the embedded world", unit="part",
+                 disable=not show_progress()) as bar:
         for done in as_completed([pool.submit(part, cfg, out) for part in parts]):
             done.result()
             bar.update()

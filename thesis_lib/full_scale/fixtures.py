@@ -3,8 +3,8 @@ their original key layouts (random weights) with what the originals pickle besid
 state and argparse ``args``, unilm's argparse ``args``: only the guarded unpickler reads them), GPT-2 BPE tokenizer
 files in fairseq's dictionary order, Karpathy-format COCO and Flickr30K (JSON + JPEGs), ImageNet-1K's 1,000 class
 folders read with the shipped class names, and img2dataset-style webdataset shards with the broken samples a real
-download holds, one of which is only found when a training batch decodes it. ``make rehearsal`` (full_scale/rehearsal.py) and the tests use them; the key
-layouts are documented in docs/sources.md §7.5.
+download holds, one of which is only found when a training batch decodes it. ``make rehearsal``
+(full_scale/rehearsal.py) and the tests use them; the key layouts are documented in docs/sources.md §7.5.
 """
 from __future__ import annotations
 
@@ -90,7 +90,8 @@ def sincos(D, grid):
     out = []
     for r in range(grid):
         for c in range(grid):
-            out.append(torch.cat([torch.sin(c * omega), torch.cos(c * omega), torch.sin(r * omega), torch.cos(r * omega)]))
+            out.append(torch.cat([torch.sin(c * omega), torch.cos(c * omega),
+                                  torch.sin(r * omega), torch.cos(r * omega)]))
     return torch.stack(out).float()
 
 
@@ -306,7 +307,8 @@ def web_shards(folder: Path, name: str, shards: int = 2, per_shard: int = 8, see
         samples = {f"{s:05d}{k:04d}": {"jpg": jpeg_bytes(seed + 10 * s + k, (48, 64)), "txt": f"{name} {k} of {s}",
                                        "json": {"url": "x", "status": "success"}} for k in range(per_shard)}
         if s == shards - 1:
-            samples[f"{s:05d}89"] = {"jpg": undecodable_jpeg(seed + 96), "txt": f"{name}: a picture that does not decode"}
+            samples[f"{s:05d}89"] = {"jpg": undecodable_jpeg(seed + 96),
+                                     "txt": f"{name}: a picture that does not decode"}
             samples[f"{s:05d}90"] = {"jpg": b"<html>not an image</html>", "txt": "an error page"}
             samples[f"{s:05d}91"] = {"jpg": jpeg_bytes(seed + 99), "txt": "   "}
             samples[f"{s:05d}92"] = {"txt": "no image", "json": {"status": "failed_to_download"}}

@@ -51,7 +51,8 @@ def _result(spec: dict) -> dict:
 def _check(done: subprocess.CompletedProcess, what: str, log: Path) -> None:
     log.write_text(done.stdout + done.stderr)
     if done.returncode:
-        raise SystemExit(f"rehearsal: {what} failed (exit {done.returncode}); log {log}\n{(done.stdout + done.stderr)[-3000:]}")
+        raise SystemExit(f"rehearsal: {what} failed (exit {done.returncode}); log {log}\n"
+                         f"{(done.stdout + done.stderr)[-3000:]}")
 
 
 def lane(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs: Path) -> tuple[dict, str]:

@@ -5,7 +5,8 @@ train each run once from the command line (one GPU, one node of 8, SLURM) so tha
     python -m thesis_lib.full_scale.recipe mix "$DATA"                   # the training mixture, as data.train_sets
     python -m thesis_lib.full_scale.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
     python -m thesis_lib.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
-    python -m thesis_lib.full_scale.recipe commands --layout 8gpu > train.bash   # every training command, 4 runs at a time
+    python -m thesis_lib.full_scale.recipe commands --layout 8gpu > train.bash
+                                                                         # every training command, 4 runs at a time
 
 Times use the slower of the GPU and the data path (``pace``): a GPU steps ``H100_PAIRS_PER_S`` (a goal, not a
 measurement), and the DataLoader workers of its process decode ``workers × r`` pairs/s, r being the per-core rate
@@ -33,7 +34,8 @@ from ..study.runs import (THESIS_REGULARISATION, StudyParams, ablation_jobs, gri
 
 THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/MasterThesis, docs/thesis/experiments/
 #                                      differences_to_unimodal_kd.typ), for 44,632 steps of 512 pairs
-THESIS_PAIRS_PER_S = THESIS_STEPS_RUN * THESIS_GLOBAL_BATCH / (THESIS_HOURS * 3600)        # ≈ 920 on the two GPUs together (derived)
+THESIS_PAIRS_PER_S = THESIS_STEPS_RUN * THESIS_GLOBAL_BATCH / (THESIS_HOURS * 3600)   # ≈ 920 on the two GPUs
+#                                                                                       together (derived)
 H100_PAIRS_PER_S = 2500     # this repository's goal for one H100, NOT a measurement: the step measured on one H100
 #                             (BENCHMARKS.md, measured.json gpu_h100) is printed beside it (caveats)
 BYTES_PER_PARAMETER = 12    # checkpoint.pt: fp32 weights + AdamW's two fp32 moments
@@ -111,8 +113,8 @@ def cores_warning(cores: int, source: str, threads: int | None = None) -> str:
     here = (f" (here {threads} threads per core: {cores} CPUs are about {max(1, cores // threads)} physical cores)"
             if threads and threads > 1 else "")
     return (f"--cores-per-gpu {cores}, from {source}. Warning: SLURM's CPUs (and os.cpu_count()'s) are often "
-            f"hyperthreads, not physical cores{here}, and the data path's decode rate is per physical core: the recipe's "
-            f"days assume physical cores; give --cores-per-gpu the physical cores per GPU to plan with them.")
+            f"hyperthreads, not physical cores{here}, and the data path's decode rate is per physical core: the "
+            "recipe's days assume physical cores; give --cores-per-gpu the physical cores per GPU to plan with them.")
 
 
 def mix(data: str = "$DATA") -> str:
@@ -154,11 +156,11 @@ def caveats(rates: dict | None = None) -> str:
     return (f"The H100's {H100_PAIRS_PER_S:,} is the goal: measured on one H100 on one synthetic batch, the step ran "
             f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256 and "
             f"{value(data, 'gpu_h100.compiled_256.pairs_per_s')} compiled (BENCHMARKS.md). The cores are physical "
-            f"cores decoding at the rate of a {value(data, 'data_path_shapes.machine.short')} VM; SLURM's CPUs are often "
-            f"hyperthreads, two to a physical core, and the same benchmark decoded COCO at {other:.0f} images/s per "
-            f"core on an {value(data, 'data_path.machine.name')}, {said} the rate above. Only decoding is modelled: "
-            f"random reads of the mixture's ≈ {SHARDS_GB} GB of tar shards from shared storage may be the real limit. "
-            f"The pilot measures both on your nodes.")
+            f"cores decoding at the rate of a {value(data, 'data_path_shapes.machine.short')} VM; SLURM's CPUs are "
+            f"often hyperthreads, two to a physical core, and the same benchmark decoded COCO at {other:.0f} images/s "
+            f"per core on an {value(data, 'data_path.machine.name')}, {said} the rate above. Only decoding is "
+            f"modelled: random reads of the mixture's ≈ {SHARDS_GB} GB of tar shards from shared storage may be the "
+            "real limit. The pilot measures both on your nodes.")
 
 
 def per_core_pairs(rates: dict, decoder: str = DECODER) -> float:
@@ -282,9 +284,9 @@ def cores_to_feed(rates: dict, decoder: str = DECODER, goal: float = H100_PAIRS_
 
 def fed_sentence(rates: dict) -> str:
     cores = cores_to_feed(rates)
-    return (f"To feed one H100 at {H100_PAIRS_PER_S:,} pairs/s a node needs {cores} physical cores per GPU ({8 * cores} for "
-            f"8 GPUs) at these rates, or {cores_to_feed(rates, 'pil_draft')} with data.decoder=pil_draft, which "
-            f"decodes at reduced scale and so changes what a run computes.")
+    return (f"To feed one H100 at {H100_PAIRS_PER_S:,} pairs/s a node needs {cores} physical cores per GPU "
+            f"({8 * cores} for 8 GPUs) at these rates, or {cores_to_feed(rates, 'pil_draft')} with "
+            "data.decoder=pil_draft, which decodes at reduced scale and so changes what a run computes.")
 
 
 def table(table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU) -> str:
@@ -297,8 +299,8 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = CORES_PER_GPU) -
     for nb, job in planned_jobs(table1_seeds or sequential.TABLE1_PRIMARY.looks[-1]):
         later = nb == "02" and job["seed"] >= first
         groups.setdefault((nb, later), []).append(job)
-    lines = ["| notebook | runs it adds (variant × seeds) | runs | GPU-hours at the thesis's rate | GPU-hours on H100s, "
-             "estimated | checkpoints (GB) |", "|---|---|---:|---:|---:|---:|"]
+    lines = ["| notebook | runs it adds (variant × seeds) | runs | GPU-hours at the thesis's rate | "
+             "GPU-hours on H100s, estimated | checkpoints (GB) |", "|---|---|---:|---:|---:|---:|"]
     for (nb, later), jobs in groups.items():
         by = {}
         for j in jobs:
@@ -353,8 +355,8 @@ def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
             f"--nodes=1 --ntasks={SLURM_GPUS} --gpus-per-node={SLURM_GPUS} --cpus-per-task={cores_per_gpu} "
             f"--mem={SLURM_GPUS * MEM_PER_GPU_GB}G "
             f"--time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x-%j.out\" --wrap \"srun --kill-on-bad-exit=1 "
-            f"--cpus-per-task={cores_per_gpu} python " + " ".join(cli_args(job, SLURM_GPUS, lambda v: f"'{v}'", cores_per_gpu,
-                                                                          device))
+            f"--cpus-per-task={cores_per_gpu} python "
+            + " ".join(cli_args(job, SLURM_GPUS, lambda v: f"'{v}'", cores_per_gpu, device))
             + '"')
 
 
@@ -384,7 +386,8 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
             out += [f"CUDA_VISIBLE_DEVICES={gpus} torchrun --nproc_per_node 2 --master_port {FIRST_PORT + i} "
                     + " ".join(cli_args(j, 2, cores_per_gpu=cores_per_gpu, device=device)) for j in lane]
             out.append(f') > lane{i}.log 2>&1 & pids+=($!)')
-        return "\n".join(out + ['status=0; for pid in "${pids[@]}"; do wait "$pid" || status=1; done; exit $status']) + "\n"
+        return "\n".join(
+            out + ['status=0; for pid in "${pids[@]}"; do wait "$pid" || status=1; done; exit $status']) + "\n"
     if layout == "slurm":
         return "\n".join(head + ['mkdir -p "$OUT/slurm"'] + [sbatch(j, cores_per_gpu, device) for j in jobs]) + "\n"
     raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")

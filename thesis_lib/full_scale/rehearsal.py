@@ -1,7 +1,8 @@
 """The full-scale path rehearsed end to end in minutes, on tiny files in the real formats (full_scale/fixtures.py):
 
-    make rehearsal                                        # = python -m thesis_lib.full_scale.rehearsal --out build/rehearsal
-    python -m thesis_lib.full_scale.rehearsal --device cuda    # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
+    make rehearsal                          # = python -m thesis_lib.full_scale.rehearsal --out build/rehearsal
+    python -m thesis_lib.full_scale.rehearsal --device cuda
+                                            # the same on a GPU host (bash benchmarks/gpu.sh --rehearsal)
 
 It takes the full-scale recipe at the thesis preset with the model shrunk to width 32 (``fixtures.SHRINK``; real
 loaders, DataLoader workers, the fairseq tokenizer, OpenAI's 80 templates over ImageNet's 1,000 shipped class names)
@@ -14,9 +15,9 @@ and runs, in order:
    batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
 3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
    continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
-4. the recipe's generated launches (full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash (its
-   shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun starts
-   its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
+4. the recipe's generated launches (full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash
+   (its shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun
+   starts its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
    both tasks in parts), and the pilot;
 5. notebooks at that scale (default: all six; 03 must reuse the torchrun run instead of retraining it), one seed,
    then the figures and the README-style report of that scale.
@@ -83,7 +84,8 @@ def torchrun_device(device: str) -> tuple[str, str]:
     count = _cuda_count()
     if count >= 2:
         return device, "NCCL, one GPU each"
-    return "cpu", f"gloo on the CPU: this host has {count} GPU{'' if count == 1 else 's'} and NCCL needs one per process"
+    return "cpu", (f"gloo on the CPU: this host has {count} GPU{'' if count == 1 else 's'} and NCCL needs one "
+                   "per process")
 
 
 def _cuda_count() -> int:
@@ -272,8 +274,8 @@ def recipe_launches(device: str, data: Path, ckpt: Path, mix: str, out: Path, lo
     if result["train"]["world_size"] != 2:
         raise SystemExit(f"rehearsal: the srun-style launch trained on {result['train']['world_size']} process(es)")
     text = "".join((logs / f"srun-task{r}.log").read_text() for r in range(2))
-    lines += [f"`recipe commands --layout slurm`'s training command started as srun starts 2 tasks (SLURM_PROCID, "
-              f"SLURM_STEP_NODELIST, no torchrun): 2 processes", cache_lines(result, text, out / "cache" /
+    lines += ["`recipe commands --layout slurm`'s training command started as srun starts 2 tasks (SLURM_PROCID, "
+              "SLURM_STEP_NODELIST, no torchrun): 2 processes", cache_lines(result, text, out / "cache" /
                                                                             "teacher-targets")]
     report = launches.pilot(data, ckpt, out / "pilot-out", mix, overrides(mix), device, logs)
     text = report.splitlines()

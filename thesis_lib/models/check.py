@@ -67,11 +67,13 @@ def describe(part: str, path: Path) -> str:
         if release == "1.0":
             raise ThesisError(f"{path.name} is the data2vec 1.0 text model ({D2V1_TEXT}); the thesis uses data2vec "
                               f"2.0's, published under the same name: {D2V2_TEXT}")
-        return f"data2vec {release or '?'} text, {len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks"
+        return (f"data2vec {release or '?'} text, "
+                f"{len({k.split('.')[1] for k in keys if k.startswith('blocks.')})} blocks")
     if part == "image":
         prenet = {k.split(".")[4] for k in keys if ".context_encoder.blocks." in k}
         blocks = {k.split(".")[1] for k in keys if k.startswith("blocks.")}
-        return f"data2vec 2.0 image, {len(prenet)} prenet + {len(blocks)} blocks, EMA {'yes' if '_ema' in state else 'no'}"
+        return (f"data2vec 2.0 image, {len(prenet)} prenet + {len(blocks)} blocks, "
+                f"EMA {'yes' if '_ema' in state else 'no'}")
     pretraining = any(k.startswith("cls_pt_layers.") for k in keys)
     head = "head.weight" in keys or "fc_norm.weight" in keys
     release = "pretraining (pt1k)" if pretraining else "fine-tuned (a pt1k_ft* file?)" if head else "?"

@@ -98,7 +98,8 @@ def torch_load(path: str | os.PathLike) -> dict:
     except pickle.UnpicklingError:
         pass
     except Exception as err:
-        raise CheckpointError(f"cannot read checkpoint {path}: {err}; the file is truncated or not a torch file") from None
+        raise CheckpointError(f"cannot read checkpoint {path}: {err}; "
+                              "the file is truncated or not a torch file") from None
     try:
         return torch.load(path, map_location="cpu", weights_only=False, pickle_module=_guarded_pickle)
     except Exception as err:

@@ -6,8 +6,9 @@ The head sees both token sequences of the shared part at once, ``X = [text; imag
   joint   every layer is a pre-LN block with joint attention over the whole sequence (VLMo's VL-expert layers)
   switch  every layer's attention is a Switch-Attention Block (SAB): one set of attention weights, four
           interaction modes M_0..M_3 of Switch-BERT Table 1 as attention masks, chosen per sample by a switcher
-          (Switch-BERT Eq. 6: π = softmax(MLP(z_i ⊙ z_t)), z = average pooling) through Gumbel-softmax (Switch-BERT Eq. 7): soft weighting in
-          training (Switch-BERT Eq. 8, y_soft), hard selection at inference (y_hard). X = image, ¬X = text.
+          (Switch-BERT Eq. 6: π = softmax(MLP(z_i ⊙ z_t)), z = average pooling) through Gumbel-softmax
+          (Switch-BERT Eq. 7): soft weighting in training (Switch-BERT Eq. 8, y_soft), hard selection at inference
+          (y_hard). X = image, ¬X = text.
   +SIB    the Switch-Input Block: layer l ≥ 2 takes its image part and its text part each from the output of
           layer l-1 or l-2 (four candidates), chosen by a switcher of its own.
 
@@ -52,7 +53,8 @@ def gumbel_weights(logits: torch.Tensor, tau: float, noise: torch.Tensor | None 
 
 
 class Switcher(nn.Module):
-    """Switch-BERT Eq. 6: log π from the alignment degree d = AvgPool(X_i) ⊙ AvgPool(X_t); soft (training) or hard (eval)."""
+    """Switch-BERT Eq. 6: log π from the alignment degree d = AvgPool(X_i) ⊙ AvgPool(X_t);
+    soft (training) or hard (eval)."""
 
     def __init__(self, dim: int, n_choices: int = 4):
         super().__init__()
@@ -91,8 +93,8 @@ class FusionLayer(PreLNBlock):
 
 
 def switch_attention(attn, x: torch.Tensor, masks: torch.Tensor, w: torch.Tensor, hard: bool) -> torch.Tensor:
-    """Switch-BERT Eq. 8 with one set of attention weights (timm ``Attention``): q, k, v are computed once and the modes differ
-    only in their masks; Σ_n p(M_n) proj(o_n) = proj(Σ_n p(M_n) o_n) because the weights sum to 1. ``hard``
+    """Switch-BERT Eq. 8 with one set of attention weights (timm ``Attention``): q, k, v are computed once and the modes
+    differ only in their masks; Σ_n p(M_n) proj(o_n) = proj(Σ_n p(M_n) o_n) because the weights sum to 1. ``hard``
     (one-hot ``w``, inference): each sample's selected mask only."""
     B, T, _ = x.shape
     q, k, v = attn.qkv(x).reshape(B, T, 3, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
@@ -101,7 +103,10 @@ def switch_attention(attn, x: torch.Tensor, masks: torch.Tensor, w: torch.Tensor
         o = F.scaled_dot_product_attention(q, k, v, attn_mask=masks[w.argmax(-1), torch.arange(B, device=x.device)])
     else:
         M = masks.shape[0]
-        rep = lambda t: t.unsqueeze(0).expand(M, *t.shape).flatten(0, 1)
+
+        def rep(t):
+            return t.unsqueeze(0).expand(M, *t.shape).flatten(0, 1)
+
         o = F.scaled_dot_product_attention(rep(q), rep(k), rep(v), attn_mask=masks.flatten(0, 1))
         weights = w.T.to(o.dtype)[:, :, None, None, None]                   # (M, B, 1, 1, 1)
         o = (weights * o.view(M, B, *o.shape[1:])).sum(0)

@@ -2,7 +2,8 @@
 
 The thesis's notation chapter ("Notations and Definitions", TimCares/MasterThesis): docs/sources.md §8, errata §6.
 Standard parts come from timm (PatchEmbed, Attention, Mlp, Block); written out here is only what the
-chapter defines: where the positional encodings go (notation Eq. 2, notation Eq. 7) and which block is pre-LN (notation Eqs. 9-10).
+chapter defines: where the positional encodings go (notation Eq. 2, notation Eq. 7) and which block is
+pre-LN (notation Eqs. 9-10).
 The post-LN block is Data2Vec2's ``AltBlock`` (docs/sources.md §7.2), needed to carry its weights.
 """
 from __future__ import annotations
@@ -71,8 +72,8 @@ class TextEmbedding(nn.Module):
     """E_w and T^pos_w: token embeddings of [T_CLS, w_1..w_M, T_SEP] plus learned positions (notation Eqs. 6-7).
 
     The position table follows fairseq (Data2Vec2 text): row ``pad_id`` is zero and never trained, real tokens
-    count from ``pad_id + 1``. ``cls_position="zero"`` realises notation Eq. 7 literally (T_CLS gets the zero row, T_SEP a
-    position); ``"learned"`` gives T_CLS its own position, as Data2Vec2 text and BERT do (errata 6).
+    count from ``pad_id + 1``. ``cls_position="zero"`` realises notation Eq. 7 literally (T_CLS gets the zero row, T_SEP
+    a position); ``"learned"`` gives T_CLS its own position, as Data2Vec2 text and BERT do (errata 6).
     """
 
     def __init__(self, cfg: TextConfig, dim: int):
@@ -86,7 +87,8 @@ class TextEmbedding(nn.Module):
                 emb.weight[cfg.pad_id].zero_()
 
     def positions(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Position ids (B, T): fairseq ``make_positions``; pads (and T_CLS under notation Eq. 7) point at the zero row."""
+        """Position ids (B, T): fairseq ``make_positions``; pads (and T_CLS under notation Eq. 7) point at
+        the zero row."""
         real = tokens.ne(self.cfg.pad_id).long()
         count = torch.cumsum(real, dim=1)
         if self.cfg.cls_position == "zero":

@@ -15,9 +15,11 @@ from .claims.verdicts import conclusions, gamma_table, run_sequential, sensitivi
 from .pages.tables import ablation_table, declared_claims, declared_variants, difference_table, factorial_means
 from .pages.tables import precision_table, preconditions, results_table, summary
 
-__all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init", "run_thesis_regularisation", "start", "study_params",
+__all__ = ["SEEDS", "StudyParams", "cpu_workers", "expects_learning", "run_grid", "run_many", "run_random_init",
+           "run_thesis_regularisation", "start", "study_params",
            "ablation_table", "arm_values", "claim_table", "claims_frame", "contrast_test", "curves", "declared_claims",
-           "declared_variants", "difference_frame", "difference_table", "factorial_means", "paired_comparison", "paired_test", "precision_table",
+           "declared_variants", "difference_frame", "difference_table", "factorial_means", "paired_comparison",
+           "paired_test", "precision_table",
            "preconditions", "results_frame", "results_table", "runs_of", "summary", "family_claims", "gamma_table",
            "conclusions", "run_sequential", "sensitivity", "sensitivity_note", "shown", "thesis_noise",
            "thesis_noise_note"]

@@ -143,7 +143,8 @@ def sesoi(rows: tuple, metric: str, control_mean: float) -> float | None:
     return None if rel is None or rel == 0 else abs(rel) * control_mean
 
 
-TEST_ITEMS = {  # the real test sets (Karpathy COCO 5K, Flickr30K 1K): images, captions; ImageNet-1K val: images, classes
+# the real test sets (Karpathy COCO 5K, Flickr30K 1K): images, captions; ImageNet-1K val: images, classes
+TEST_ITEMS = {
     "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
 
 

@@ -43,8 +43,8 @@ def results_frame(params: StudyParams, variants=grids.TTE) -> pd.DataFrame:
             tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
             tc |= {f"probe_{k}": v for k, v in r.get("modality_probe", {}).items()}
             ab = {f"{mode}:{m}": v for mode, ms in r.get("tte_ablation", {}).items() for m, v in ms.items()}
-            rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc, **ab,
-                         "train_s": r["train"]["time_s"]})
+            rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc,
+                         **ab, "train_s": r["train"]["time_s"]})
     return pd.DataFrame(rows)
 
 

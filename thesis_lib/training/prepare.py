@@ -44,7 +44,8 @@ def _prepare(cfg: ExperimentConfig, pretrained: bool) -> Path:
     if uses_demo_tokenizer(cfg):
         prepare_demo_tokenizer(root, cfg.model.text)
     w = cfg.weights
-    if pretrained and any(getattr(w, part) == "demo" or (w.source == "demo" and not getattr(w, part)) for part in PARTS):
+    if pretrained and any(getattr(w, part) == "demo" or (w.source == "demo" and not getattr(w, part))
+                          for part in PARTS):
         from .pretrain import demo_weights
         demo_weights(cfg)
     return root

@@ -280,7 +280,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--preset", default="demo", help=f"one of {', '.join(PRESETS)}")
     p.add_argument("--variant", default="baseline", help=f"one of {', '.join(VARIANTS)}")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=None, help="output folder (results go to OUT/results); default: the repo's results/")
+    p.add_argument("--out", default=None,
+                   help="output folder (results go to OUT/results); default: the repo's results/")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     p.add_argument("--resume", nargs="?", const=True, default=False,
                    help="continue the run from its last checkpoint (or from the given checkpoint file)")

@@ -92,15 +92,16 @@ def view_difference(every: list[dict], generated: bool = False) -> ThesisError |
     if any(code.values()):
         r, *others = [r for r, files in code.items() if files]
         return SharedFolderError(
-            f"{at(r)} runs other code than rank 0 (on {main['host']}): thesis_lib at {every[r]['package']} differs from "
-            f"rank 0's at {main['package']} in {_some(code[r])}{_also(others, at)}. A run of several processes needs "
-            f"{SAME_CODE_NEEDS}")
+            f"{at(r)} runs other code than rank 0 (on {main['host']}): thesis_lib at {every[r]['package']} differs "
+            f"from rank 0's at {main['package']} in {_some(code[r])}{_also(others, at)}. A run of several processes "
+            f"needs {SAME_CODE_NEEDS}")
     differ = {key: [r for r, v in enumerate(every) if v[key] != main[key]] for key in ("env", "data")}
     if differ["env"]:
         r, *others = differ["env"]
         return DistributedError(
             f"{at(r)} runs {every[r]['env']} (interpreter at {every[r]['prefix']}), rank 0 (on {main['host']}) "
-            f"{main['env']} (at {main['prefix']}){_also(others, at)}. A run of several processes needs {SAME_ENV_NEEDS}")
+            f"{main['env']} (at {main['prefix']}){_also(others, at)}. A run of several processes needs "
+            f"{SAME_ENV_NEEDS}")
     if differ["data"]:
         r, *others = differ["data"]
         return SharedFolderError(
@@ -111,7 +112,8 @@ def view_difference(every: list[dict], generated: bool = False) -> ThesisError |
 
 
 def _seen(view: dict) -> str:
-    return "no folder" if view["data"] is None else f"{view['data'][1]} entries two levels down (digest {view['data'][0]})"
+    return ("no folder" if view["data"] is None
+            else f"{view['data'][1]} entries two levels down (digest {view['data'][0]})")
 
 
 def _some(names: list[str]) -> str:

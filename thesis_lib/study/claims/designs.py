@@ -165,7 +165,8 @@ paired with the long baselines of seeds 1-4 (``THESIS_LR_SUM``'s store); the mar
 (±0.173). The LayerNorm's main effect is decided; the TTE's is descriptive, with the seeds that would decide it."""
 
 DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1)}
-REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `make reproduce`; the long schedule by `make long`
+REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `make reproduce`; the long schedule by
+                                        # `make long`
 
 
 def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> float:
@@ -187,7 +188,8 @@ def main(argv=None) -> int:
     sitting), one line per finished run on the terminal; finished runs are reused, an interrupted one resumes."""
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.claims.designs", description=main.__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.claims.designs",
+                                description=main.__doc__.split("\n")[0])
     p.add_argument("name", choices=sorted(DESIGNS))
     p.add_argument("--block", type=int, default=None, help="1-based block of seeds (default: every block)")
     p.add_argument("--preset", default="demo")

@@ -2,8 +2,8 @@
 
 Table 1's primary claim ("TTE before the encoders hurts") was *undecided* at the study's four seeds. Adding seeds
 and looking again after each block would, at an unchanged 5 % per look, raise the chance of a false decision
-(``naive_error``: three times the nominal level over the six looks below); the design below spends the 5 % over the looks
-instead, with the O'Brien-Fleming-type α-spending function of Lan & DeMets (1983, *Biometrika* 70(3), 659-663):
+(``naive_error``: three times the nominal level over the six looks below); the design below spends the 5 % over the
+looks instead, with the O'Brien-Fleming-type α-spending function of Lan & DeMets (1983, *Biometrika* 70(3), 659-663):
 
     α*(t) = 2 − 2 Φ(z_{1−α/2} / √t),      t = seeds at this look / seeds at the cap,
 

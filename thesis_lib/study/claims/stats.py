@@ -243,7 +243,8 @@ def sd_interval(sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
     if n < 2 or math.isnan(sd):
         return math.nan, math.nan
     df = n - 1
-    return (sd * math.sqrt(df / sps.chi2.ppf(0.5 + level / 2, df)), sd * math.sqrt(df / sps.chi2.ppf(0.5 - level / 2, df)))
+    return (sd * math.sqrt(df / sps.chi2.ppf(0.5 + level / 2, df)),
+            sd * math.sqrt(df / sps.chi2.ppf(0.5 - level / 2, df)))
 
 
 def seeds_needed(test: PairedTest, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None) -> dict:

@@ -39,7 +39,8 @@ def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS, family: str | None = 
         margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
         for key, margin in margins.items():
             verdict = "–" if margin is None else words(
-                decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"]), r["claim"].in_thesis, r["ratio"])
+                decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"]), r["claim"].in_thesis,
+                r["ratio"])
             row[key] = "–" if margin is None else f"±{margin:.{digits}f}: {verdict}"
         rows.append(row)
     return pd.DataFrame(rows).set_index("claim")
@@ -164,7 +165,8 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
                 f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
         if r["verdict"] == "undecided":
             sig, tost = r["levels"]
-            line += f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} seeds would decide it"
+            line += (f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} "
+                     "seeds would decide it")
         lines.append(line)
     return lines
 
@@ -249,7 +251,8 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
              for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
     base = dict(zip(runs_of(df, grids.BASELINE).seed, runs_of(df, grids.BASELINE)[row["metric"]]))
     moving = [reference.sesoi(row["claim"].margin_from, row["metric"],
-                              sum(base[s] for s in row["seeds"][:n]) / n) for n in design.looks if n <= len(row["seeds"])]
+                              sum(base[s] for s in row["seeds"][:n]) / n)
+              for n in design.looks if n <= len(row["seeds"])]
     values = dict(zip(row["seeds"], row["diffs"]))
     sig, tost = row["levels"]
     return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates, "worst": worst,
@@ -273,11 +276,11 @@ def procedure_note(p: dict) -> str:
             f"{r['as declared']['equivalent'] * 100:.1f} %), at the SD measured after the runs; over margin / SD "
             f"ratios from {WORST_RATIOS[0]:g} to {WORST_RATIOS[-1]:g}, the false-equivalence rate reaches "
             f"{p['worst']['as run'][0] * 100:.1f} % as run (at a ratio of {p['worst']['as run'][1]:.2f}) and "
-            f"{p['worst']['as declared'][0] * 100:.1f} % as declared. A margin recomputed from the baseline's mean at every "
-            f"look would have moved between {p['moving_margin'][0]:.4f} and {p['moving_margin'][1]:.4f}; it is now "
-            f"fixed at the first look's. Seeds to decide it: {p['normal']} (normal theory), {p['robust']} (robust: "
-            f"the median and the MAD-based SD, range by bootstrap); seeds more than 3 robust SDs from the median: "
-            f"{far}.")
+            f"{p['worst']['as declared'][0] * 100:.1f} % as declared. A margin recomputed from the baseline's mean at "
+            f"every look would have moved between {p['moving_margin'][0]:.4f} and {p['moving_margin'][1]:.4f}; it is "
+            f"now fixed at the first look's. Seeds to decide it: {p['normal']} (normal theory), {p['robust']} "
+            "(robust: the median and the MAD-based SD, range by bootstrap); seeds more than 3 robust SDs from the "
+            f"median: {far}.")
 
 
 def gamma_travel_note(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), steps: dict | None = None) -> str:
@@ -291,11 +294,13 @@ def gamma_travel_note(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]
         sub = runs_of(df, v)
         cfg = get_config(str(sub.preset.iloc[0]), v, overrides=steps or {})
         t = cfg.train
-        total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, budget_summed_lr(cfg.model.spec.tte_budget)) or 1.0)
+        total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, budget_summed_lr(cfg.model.spec.tte_budget))
+                                              or 1.0)
         travel = float(sub.gamma_abs_mean.mean())           # γ₀ = 1e-5: |γ| is how far it went
         parts.append(f"{VARIANT_LABELS[v]}: mean |γ| {travel:.3g} (SD over channels {sub.gamma_std.mean():.2g}) "
                      f"against a summed learning rate of {total:.3g}, {travel / total * 100:.1f} % of it")
     if not parts:
         return ""
     return ("AdamW moves a channel whose gradient keeps one sign by about one learning rate per step (notebook 04); "
-            "γ's channels travelled a small share of that, so their gradients' signs flipped: " + "; ".join(parts) + ".")
+            "γ's channels travelled a small share of that, so their gradients' signs flipped: " + "; ".join(parts)
+            + ".")

@@ -65,10 +65,11 @@ def demo_line(params) -> str:
     w, t = cfg.data.world, cfg.train
     items = results.eval_items(params.preset)
     return (f"*Scale of every answer here*: the demo, EMKUM's classes at width {cfg.model.dim} ({n / 1e6:.2f} M "
-            f"parameters against the thesis's {_thesis_parameters() / 1e6:.0f} M) trained for {t.steps} steps of {t.batch_size} pairs on a "
-            f"generated world of {w.n_train:,} pictures × 5 captions; tested on a COCO-like set of "
-            f"{items['coco'][0]:,} pictures, a Flickr-like set of {items['flickr'][0]:,} and {items['imagenet'][0]:,} "
-            f"pictures of {items['imagenet'][1]} classes for zero-shot; COCO retrieval decides every claim.")
+            f"parameters against the thesis's {_thesis_parameters() / 1e6:.0f} M) trained for {t.steps} steps of "
+            f"{t.batch_size} pairs on a generated world of {w.n_train:,} pictures × 5 captions; tested on a COCO-like "
+            f"set of {items['coco'][0]:,} pictures, a Flickr-like set of {items['flickr'][0]:,} and "
+            f"{items['imagenet'][0]:,} pictures of {items['imagenet'][1]} classes for zero-shot; COCO retrieval "
+            "decides every claim.")
 
 
 MEANING = {   # what a verdict says about the thesis's effect, in plain words

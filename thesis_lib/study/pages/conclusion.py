@@ -68,9 +68,9 @@ def table2(df: pd.DataFrame, steps: int) -> str:
                       "hardly have come out otherwise. They show that the TTE' does nothing measurable when trained "
                       "this briefly; they do not show what it does when it can grow." if nothing and share < 0.1
                       else ".")
-                   + f" Notebook 04 gives it the thesis's learning-rate budget, "
-                   f"and the long schedule trains the whole model to the thesis's summed learning rate "
-                   f"(docs/results.md, \"The thesis beside us\").")
+                   + " Notebook 04 gives it the thesis's learning-rate budget, "
+                   "and the long schedule trains the whole model to the thesis's summed learning rate "
+                   "(docs/results.md, \"The thesis beside us\").")
     return " ".join(out)
 
 
@@ -80,7 +80,7 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
            "γ = 1e-5 to 1 and at the thesis's learning-rate budget for the TTE."]
     doses = [(v, share) for v in grids.DOSE if (share := _share(df, v)) is not None]
     if len(doses) >= 2:
-        (lo_v, lo), (hi_v, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
+        (_, lo), (_, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
         out.append(f"Across the doses the TTE's share of the shared block's input runs from {lo:.3f} % to "
                    f"{hi:.2f} % ({hi / lo:.0f} ×).")
     dose_rows = _rows(df, reference.DOSE)

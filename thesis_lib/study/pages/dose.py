@@ -48,7 +48,8 @@ def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
     out.append((f"{steps} steps, the thesis's summed learning rate (seeds 9-40)",
                 results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), grids.TTE_AFTER_LS))
     confirm = out[-1][1]
-    if not confirm.empty and len(results.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds):
+    if (not confirm.empty
+            and len(results.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds)):
         out.pop()                                  # a fixed-n design is shown at its one look, not before
     return [(name, df, v) for name, df, v in out if not df.empty and v in set(df.variant)]
 
@@ -90,9 +91,11 @@ def draw(points: pd.DataFrame, title: str | None = None):
         ax.set_title(f"\"{claim}\": the TTE' − {'the baseline' if claim == HELPS else 'the TTE removed'}", fontsize=10)
         ax.tick_params(labelsize=8.5)
     axes[0].set_ylabel(f"our effect in the claimed direction ÷ the thesis's\n({label(PRIMARY)}, 95 % CI)", fontsize=9)
-    handles = [plt.Line2D([], [], color=colours[n], marker="o", mfc="white", mew=1.8, ls="none", label=n) for n in names]
-    handles += [plt.Line2D([], [], color=THESIS_INK, ls="--", label="1: the thesis's Table 2 effect (for \"is used\", "
-                                                                   "the margin's basis: the thesis reports no removal)"),
+    handles = [plt.Line2D([], [], color=colours[n], marker="o", mfc="white", mew=1.8, ls="none", label=n)
+               for n in names]
+    handles += [plt.Line2D([], [], color=THESIS_INK, ls="--",
+                           label="1: the thesis's Table 2 effect (for \"is used\", "
+                                 "the margin's basis: the thesis reports no removal)"),
                 plt.Line2D([], [], color=INK, label="0: no effect"),
                 plt.Line2D([], [], ls="none", label=f"points within × {NEAR:g} of another's share are moved right by "
                                                     f"× {STEP:g} each, to stay apart")]

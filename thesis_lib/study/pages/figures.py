@@ -238,11 +238,11 @@ def fig_dose_response(params, variants):
     doses = dose_claims(params.preset)
     frames = {family: paired.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
     rows = []
-    for dose, (v, claim) in doses.items():
+    for gamma0, (v, claim) in doses.items():
         sub = frames[claim.family]
         for _, r in sub[sub.comparison.eq(claim.text)].iterrows():
-            rows.append({**r.to_dict(), "dose": dose, "variant": v, "family": claim.family,
-                         "tick": forest.dose_tick(dose) + ("\nthe TTE'\n(default)" if dose == default else "")})
+            rows.append({**r.to_dict(), "dose": gamma0, "variant": v, "family": claim.family,
+                         "tick": forest.dose_tick(gamma0) + ("\nthe TTE'\n(default)" if gamma0 == default else "")})
     frame = pd.DataFrame(rows)
     if not len(frame):
         raise _missing(f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}",

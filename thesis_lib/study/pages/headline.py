@@ -157,9 +157,10 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
                       label="○ with bar: our paired difference to the baseline, mean over the seeds and its 95 % CI, "
                             "in units of the thesis's effect")]
     if margins:
-        handles.append(Patch(color=BAND, alpha=0.2, lw=0, label=legend_label("band", "± the smallest effect of interest in "
-                                                                      "the same units (the thesis's effect's size: "
-                                                                      "±1); a 90 % CI inside it is 'equivalent'")))
+        handles.append(Patch(color=BAND, alpha=0.2, lw=0,
+                             label=legend_label("band", "± the smallest effect of interest in "
+                                                        "the same units (the thesis's effect's size: "
+                                                        "±1); a 90 % CI inside it is 'equivalent'")))
     if clipped:
         handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=9,
                               label=f"▶ at the edge: the axis is clipped at {hi:.2g}; the row lies beyond it, its "

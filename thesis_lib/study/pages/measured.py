@@ -1,9 +1,9 @@
 """Every measured figure the documents quote, from one data file: ``benchmarks/measured.json``.
 
-``python -m thesis_lib.study.pages.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from the
-data file (``make figures`` runs it). ``--check`` changes nothing and exits 1 listing every marked figure that differs
-from the data file or names a key it lacks, every marker that begins a line, and every measured-looking figure left
-unmarked (a time such as ``12 min 22 s`` or ``1 h 40 min``, a count such as ``832 passed`` or ``833 tests``).
+``python -m thesis_lib.study.pages.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from
+the data file (``make figures`` runs it). ``--check`` changes nothing and exits 1 listing every marked figure that
+differs from the data file or names a key it lacks, every marker that begins a line, and every measured-looking figure
+left unmarked (a time such as ``12 min 22 s`` or ``1 h 40 min``, a count such as ``832 passed`` or ``833 tests``).
 
 The data file holds one entry per measurement (``make_demo``, ``make_test``, …: its values as the documents quote
 them, ``seconds`` where useful, its date, machine, command and commit) and a ``machines`` table. A key is a dotted
@@ -142,7 +142,8 @@ def write(root: Path = ROOT, data: dict | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.measured", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.measured",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 listing what is not current")
     if parser.parse_args(argv).check:
         problems = check()

@@ -1,5 +1,6 @@
 """Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
-variant. The notebooks call these and nothing else draws (so ``python -m thesis_lib.study.pages.figures`` redraws them all)."""
+variant. The notebooks call these and nothing else draws (so
+``python -m thesis_lib.study.pages.figures`` redraws them all)."""
 from __future__ import annotations
 
 import math
@@ -85,7 +86,8 @@ def patch_grid(image: np.ndarray, patch: int, preset: str, n_show: int = 6):
 
 def positional_similarity(table: torch.Tensor, grid: int, positions=None):
     """Cosine similarity of a few positions' encodings to all N positions, drawn on the patch grid."""
-    positions = positions or [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid, grid * grid - 1]
+    positions = positions or [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid,
+                              grid * grid - 1]
     t = torch.nn.functional.normalize(table.float(), dim=-1)
     fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions) + 1.0, 2.8), squeeze=False,
                              layout="constrained")

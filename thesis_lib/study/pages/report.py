@@ -59,7 +59,8 @@ class _Verdicts:
 
     @functools.cached_property
     def noise(self) -> pd.DataFrame:
-        return verdicts.thesis_noise(self.claimed, agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
+        return verdicts.thesis_noise(self.claimed,
+                                     agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
 
 
 def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
@@ -125,8 +126,8 @@ def results_page(params) -> str:
     design = sequential.TABLE1_PRIMARY
     return "\n\n".join(part for part in [
         "# Results at the demo scale (generated)",
-        "Written by `python -m thesis_lib.study.pages.report --update-readme` (`make figures`) from `results/demo/`; never "
-        "edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
+        "Written by `python -m thesis_lib.study.pages.report --update-readme` (`make figures`) from `results/demo/`; "
+        "never edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
         "## The thesis beside us",
         "Each chapter claim: the thesis's COCO retrieval (both versions of its text), then ours in every regime that "
         "tested it — 600 steps, the thesis's learning-rate budget for the TTE, the long schedule (every parameter to "
@@ -141,10 +142,10 @@ def results_page(params) -> str:
         "95 % interval.",
         _markdown(paired.family_claims(claims)),
         "## Table 1's primary claim, sequentially",
-        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/claims/sequential.py`): looks at "
-        f"{', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & DeMets "
-        f"(1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % would "
-        f"raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
+        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/claims/sequential.py`): "
+        f"looks at {', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & "
+        f"DeMets (1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % "
+        f"would raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
         _markdown(pd.DataFrame(sequential.design_table(design)).set_index("look")),
         "### The procedure as run", verdicts.procedure_note(verdicts.procedure_rows(claimed, design)),
         "## How much the verdicts rest on the margin's convention",
@@ -157,9 +158,9 @@ def results_page(params) -> str:
         "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
         "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
         "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
-        "(`thesis_lib/study/runs/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that differ "
-        "little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for top-5 "
-        "the top-1 items'); and "
+        "(`thesis_lib/study/runs/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that "
+        "differ little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for "
+        "top-5 the top-1 items'); and "
         "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
         "rows take TTE after's: the TTE' barely moves at the demo's budget), carried to the thesis's score on the "
         "logit scale and added to the larger SE:",
@@ -247,7 +248,8 @@ UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budg
 
 def untested(df: pd.DataFrame) -> dict:
     """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
-    TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
+    TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the
+    shared block's input."""
     ours, budget = (results.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
     if not len(ours) or not len(budget) or TTE_SHARE_IMAGE not in df:
         return {}

@@ -146,7 +146,8 @@ def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     95 % CI over seeds, on the headline metrics."""
     short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE,))
     rows = {}
-    for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})", results.runs_of(df, BASELINE)),
+    for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})",
+                       results.runs_of(df, BASELINE)),
                       ("baseline, 600 steps (seeds 0-3)", short)):
         rows[name] = {"seeds": len(sub), **{label(m): fmt(*mean_ci(sub[m])) for m in HEADLINE}}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run")
@@ -195,8 +196,8 @@ def markdown(params) -> str:
         parts += ["## Table 2 at the thesis's budget for the TTE, confirmed on fresh seeds",
                   f"The TTE' with the thesis's summed learning rate for its type vectors and γ, paired with the "
                   f"baseline; the 4-seed record (seeds 0-3) stays as it was, and the confirmatory test on seeds 4-23 "
-                  f"(fixed n = 20, declared before its runs in `thesis_lib/study/claims/designs.py`) is a family of two "
-                  f"(Holm), decided on {label(PRIMARY)} against a margin fixed from the study's seeds 0-3:",
+                  "(fixed n = 20, declared before its runs in `thesis_lib/study/claims/designs.py`) is a family of "
+                  f"two (Holm), decided on {label(PRIMARY)} against a margin fixed from the study's seeds 0-3:",
                   _markdown(budget)]
     df = long_frame(params)
     if not df.empty:
@@ -205,8 +206,8 @@ def markdown(params) -> str:
                   f"Every parameter trained for {_steps(params)} steps of the demo's schedule (its summed learning "
                   f"rate equals the thesis run's, ≈ 4.46; the demo's 600 steps sum to 0.45): a rule of thumb for "
                   f"\"trained as long as the thesis\" on a width-96 model, not the thesis's regime. Baseline and "
-                  f"TTE', paired by seed; {_trained(n_done, len(THESIS_LR_SUM.seeds_for(params.preset)))}. The margin (±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the "
-                  "pilot's baseline.",
+                  f"TTE', paired by seed; {_trained(n_done, len(THESIS_LR_SUM.seeds_for(params.preset)))}. The margin "
+                  f"(±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the pilot's baseline.",
                   _markdown(long_rows(params, df)),
                   "The secondary metrics of both claims (reported; they decide nothing, their p unadjusted):",
                   _markdown(secondary_rows(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
@@ -284,10 +285,11 @@ def sentence(params) -> str:
         used = long.iloc[0]
         share = results.runs_of(df, TTE_AFTER_LS)
         bits.append(f"with the whole model trained to the thesis's summed learning rate "
-                    f"({len(share)} seed pairs{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's share of the shared block's input is "
-                    f"{share.tte_ratio_image.mean() * 100:.2f} % (images) and {share.tte_ratio_text.mean() * 100:.2f} % "
-                    f"(captions), and removing it moves COCO by {used['difference (95 % CI)']} "
-                    f"({used.verdict})")
+                    f"({len(share)} seed pairs"
+                    f"{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's "
+                    f"share of the shared block's input is {share.tte_ratio_image.mean() * 100:.2f} % (images) and "
+                    f"{share.tte_ratio_text.mean() * 100:.2f} % (captions), and removing it moves COCO by "
+                    f"{used['difference (95 % CI)']} ({used.verdict})")
     if not bits:
         return ""
     return ("At budgets where the TTE can matter, " + "; ".join(bits) + ". What the demo cannot say is how a "

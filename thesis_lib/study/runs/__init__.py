@@ -49,8 +49,8 @@ class StudyParams:
         return {**location_overrides(self.data_root, self.checkpoints), **dict(self.extra)}
 
 
-SEEDS = (0, 1, 2, 3)   # the study's paired seeds: four meet every precision target at the demo scale (the measured paired
-                       # SDs, BENCHMARKS.md "Seeds × steps"); the thesis trained one (42)
+SEEDS = (0, 1, 2, 3)   # the study's paired seeds: four meet every precision target at the demo scale (the measured
+                       # paired SDs, BENCHMARKS.md "Seeds × steps"); the thesis trained one (42)
 NOTEBOOK_SEEDS = {"00": (0, 1, 2),       # trains nothing
                   "05": (0, 1, 2)}       # its fusion runs cost twice a baseline run; every other notebook: SEEDS
 REHEARSAL_SEEDS = (0,)                   # make rehearsal: one run of each

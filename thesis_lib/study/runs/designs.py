@@ -39,8 +39,8 @@ def run_design(params, design, block: int | None = None) -> list[dict]:
         missing = shared_missing(params, design)
         if missing:
             from thesis_lib.errors import ThesisError
-            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from.name}'s, and these are not finished "
-                              f"under {store(params, design.shared_from)}: {', '.join(missing)}; train them "
+            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from.name}'s, and these are not "
+                              f"finished under {store(params, design.shared_from)}: {', '.join(missing)}; train them "
                               f"first (python -m thesis_lib.study.claims.designs {design.shared_from.name})")
     elif design.shared:                           # the study's own runs: reused where they exist (at the demo: all)
         run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
