@@ -8,7 +8,8 @@ import dataclasses
 
 import pandas as pd
 
-from thesis_lib.metrics import CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, PRECISION, PRIMARY, TABLE, label
+from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, PRECISION,
+                                PRIMARY, TABLE, label)
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from .. import grids, reference
 from ..claims.paired import paired_test
