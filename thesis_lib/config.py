@@ -3,10 +3,9 @@
 * ``thesis``: the chapter's real setup (Data2Vec2 ViT-B/16 + Data2Vec2 text, 6 blocks each, one shared block,
   BEiTv2 ViT-B/16 teacher, 224 px, 64 tokens, batch 256 per GPU, 44,636 steps). Facts: docs/sources.md §1-4.
 * ``demo``: the same classes at tiny width and depth, trained on the embedded world (thesis_lib.data.world) on CPU.
-* ``smoke``: the demo at toy size, for CI and tests (seconds).
-
+* ``smoke``: the demo at toy size, for CI and tests (seconds). What the study does with each: ``Preset``.
 ``get_config(preset, variant=..., seed=..., overrides={"train.steps": 10})`` resolves a full ``ExperimentConfig``;
-``asdict(cfg)`` is stored with every checkpoint and result file.
+``asdict(cfg)`` is stored with every checkpoint and result file (read back: ``stored_config``).
 
 A field is declared once, here: its default, and (``knob``) what else the code needs to know about it: the range it
 must lie in, its role for a result's identity, whether the demo's pretrained stand-ins depend on it, and how a

@@ -166,14 +166,12 @@ def _gammas(params, variants) -> dict:
 
 def _init(params, variants) -> float:
     """γ's initial value in the one variant of ``variants`` (its config's)."""
-    (variant,) = variants
-    return get_config(params.preset, variant).model.tte.gamma_init
+    return get_config(params.preset, *variants).model.tte.gamma_init
 
 
 def _claim_results(params, variants) -> pd.DataFrame:
     """The results of ``variants`` with a sequential claim's added seeds; ``MissingResultsError`` when none."""
-    df = paired.claims_frame(params, variants)   # a sequential claim's seeds too
-    if not len(df):
+    if not len(df := paired.claims_frame(params, variants)):   # a sequential claim's seeds too
         raise _missing(f"results of {', '.join(variants)}", params)
     return df
 

@@ -17,17 +17,17 @@ import sys
 import pandas as pd
 
 from thesis_lib.cache import write_text_atomic
+from thesis_lib.training.results import load_results
 from thesis_lib.config import PRESET_SPECS
 from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE_IMAGE, label, short
 from thesis_lib.paths import ROOT
 from thesis_lib.variants import VARIANT_LABELS
 from . import beside, answer, table2, tables
-from ..claims import designs, sequential, verdicts
+from ..claims import designs, paired, sequential, verdicts, verify
 from .. import grids, reference, runs
 from ..claims.stats import fmt, mean_ci, paired_difference
 from .tables import markdown as _markdown
-from ..claims import paired
 from .. import results
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -311,7 +311,6 @@ def fidelity_markdown(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
     from thesis_lib.paths import results_dir
-    from thesis_lib.training.results import load_results
     root = results_dir(runs.ablation_dir(params, runs.ABLATIONS[1]))
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
@@ -372,9 +371,6 @@ def update_readme(text: str, path=ROOT / "README.md", marks=(START, END), joint:
 
 def tolerances_text(preset: str = "demo") -> str:
     """``make verify``'s tolerances on the committed results, as docs/reproducibility.md quotes them."""
-    from thesis_lib.training.results import load_results
-
-    from ..claims import verify
     return verify.tolerance_sentence(verify.tolerances(load_results(ROOT / "results", preset)))
 
 
@@ -387,8 +383,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)
-        text = results_markdown(params)
-        page = results_page(params) if args.update_readme else ""
+        text, page = results_markdown(params), results_page(params) if args.update_readme else ""
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
