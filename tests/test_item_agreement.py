@@ -1,4 +1,4 @@
-"""Two models' item-by-item agreement (thesis_lib/study/claims/item_agreement.py): φ against numpy's correlation, the SE
+"""Two models' item-by-item agreement (thesis_lib/study/runs/item_agreement.py): φ against numpy's correlation, the SE
 of a paired difference against a simulation of correlated hits, and the hits of a smoke model against its metrics."""
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from thesis_lib.study.claims import item_agreement as ia
+from thesis_lib.study.runs import item_agreement as ia
 
 
 def test_phi_is_pearsons_r_of_the_hits():

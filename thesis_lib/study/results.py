@@ -32,10 +32,10 @@ def eval_items(preset: str) -> dict:
             "imagenet": (w.n_zeroshot_per_class * len(CLASSES), len(CLASSES))}
 
 
-def results_frame(params: StudyParams, variants=grids.TTE) -> pd.DataFrame:
-    """One row per finished run of the selected seeds (``params.seeds``): variant, seed, metrics, LayerScale
-    statistics, the TTE's share, the modality probe, the TTE ablations, the training time."""
-    seeds = set(params.seeds)
+def results_frame(params: StudyParams, variants=grids.TTE, seeds=None) -> pd.DataFrame:
+    """One row per finished run of the selected seeds (``seeds``, else ``params.seeds``): variant, seed, metrics,
+    LayerScale statistics, the TTE's share, the modality probe, the TTE ablations, the training time."""
+    seeds = set(params.seeds if seeds is None else seeds)
     rows = []
     for r in load_results(params.results_root, params.preset):
         if r["variant"] in variants and r["seed"] in seeds:

@@ -5,7 +5,6 @@ and the verdict (``stats.decide``); the claims table and the difference frames t
 rows (``claim_rows``)."""
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pandas as pd
@@ -23,7 +22,7 @@ def claims_frame(params, variants=grids.CLAIMED) -> pd.DataFrame:
     """``results.results_frame`` over the study's seeds and those a sequential design added (its looks up to the
     last, ``sequential.DESIGNS``): what the claims are decided on."""
     extra = set(range(max((d.looks[-1] for d in sequential.DESIGNS.values()), default=0)))
-    return results_frame(dataclasses.replace(params, seeds=tuple(sorted(set(params.seeds) | extra))), variants)
+    return results_frame(params, variants, seeds=set(params.seeds) | extra)
 
 
 def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str, resolution: float = 0.0) -> PairedTest:
