@@ -205,8 +205,7 @@ def pretrain_text(cfg, tokens, mask_id, folder) -> dict:
         chosen = (torch.rand(ids.shape, generator=g) < p.mlm_prob) & ~special
         u = torch.rand(ids.shape, generator=g)
         noisy = torch.where(chosen & (u < 0.8), mask_id, ids)
-        noisy = torch.where(chosen & (u >= 0.8) & (u < 0.9), torch.randint(5, t.vocab_size, ids.shape, generator=g),
-                            noisy)
+        noisy = torch.where(chosen & (u >= 0.8) & (u < 0.9), torch.randint(5, t.vocab_size, ids.shape, generator=g), noisy)
         logits = head(enc(noisy)[0])
         return F.cross_entropy(logits[chosen], ids[chosen]), (logits[chosen].argmax(-1) == ids[chosen]).float().mean()
 
