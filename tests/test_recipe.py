@@ -323,6 +323,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
 
     from thesis_lib.data import download as dd
     from thesis_lib.data import shard_index
+    from thesis_lib.data.sources import SOURCES
     from thesis_lib.models import check as mc
     from thesis_lib.models import download as md
     from thesis_lib.full_scale.fixtures import SHRINK, download_mirror
@@ -345,7 +346,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             rows = md.download_checkpoints(Path(a.folder), require={}, overrides=SHRINK)
             assert not [r.problem for r in rows if r.problem]
         elif module == "thesis_lib.data.download":
-            source = replace(dd.SOURCES[a.what], expected=tiny[a.what], sizes={})
+            source = replace(SOURCES[a.what], expected=tiny[a.what], sizes={})
             if a.what in ("cc3m", "cc12m"):
                 dd.download_shards(a.data, a.what, min(a.pairs, 10), source)
             else:
@@ -395,6 +396,7 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
     from dataclasses import replace
 
     from thesis_lib.data import download as dd
+    from thesis_lib.data.sources import SOURCES
     from thesis_lib.full_scale.fixtures import jpeg_bytes
     assert '"$DATA/downloads/valprep.sh"' in cluster_section()
     (tmp_path / "empty").mkdir()
@@ -411,7 +413,7 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
             info = tarfile.TarInfo(f"ILSVRC2012_val_{k:08d}.JPEG")
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
-    tiny = replace(dd.SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
+    tiny = replace(SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
     assert dd.imagenet(data, archive, tiny) == {"classes": 2, "images": 6}
 
 
