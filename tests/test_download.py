@@ -1,6 +1,6 @@
-"""fetch.py, models/download.py and data/download.py on tiny fixtures written here: THESIS_MIRROR points at a folder
-of them (or a local HTTP server answers), so nothing leaves the machine. The expected counts and the links are
-passed in (``Source``, ``urls``) where the tiny sets differ from the real ones."""
+"""fetch.py, models/download.py, data/sources.py and data/download.py on tiny fixtures written here: THESIS_MIRROR
+points at a folder of them (or a local HTTP server answers), so nothing leaves the machine. The expected counts and
+the links are passed in (``Source``, ``urls``) where the tiny sets differ from the real ones."""
 import http.server
 import io
 import tarfile
@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from thesis_lib.data import download as dd
+from thesis_lib.data import sources as ds
 from thesis_lib.data.datasets import load_karpathy_split
 from thesis_lib.data.shards import load_shards
 from thesis_lib.errors import CheckpointError, DataError, DownloadError
@@ -173,25 +174,25 @@ def _coco_mirror(mirror, tmp_path, drop: str = ""):
 
 SPLITS = {"dataset_coco.json": {"train+restval": 5, "val": 1, "test": 4},    # the fixtures' Karpathy JSONs
           "dataset_flickr30k.json": {"train": 2, "val": 0, "test": 3}}
-TINY = replace(dd.SOURCES["coco"], expected={"train2014": 3, "val2014": 7, **SPLITS}, sizes={})
+TINY = replace(ds.SOURCES["coco"], expected={"train2014": 3, "val2014": 7, **SPLITS}, sizes={})
 
 
 def test_the_karpathy_json_counts_are_karpathys():
     """The split counts checked are Karpathy's: COCO 113,287 train + restval (82,783 + 30,504), 5,000 val, 5,000 test
     (123,287 = the 82,783 + 40,504 images of the two zips); Flickr30K 29,000 / 1,014 / 1,000 (31,014 of its 31,783)."""
-    coco, flickr = dd.KARPATHY_SPLITS["dataset_coco.json"], dd.KARPATHY_SPLITS["dataset_flickr30k.json"]
+    coco, flickr = ds.KARPATHY_SPLITS["dataset_coco.json"], ds.KARPATHY_SPLITS["dataset_flickr30k.json"]
     assert coco == {"train+restval": 113_287, "val": 5_000, "test": 5_000}
-    assert sum(coco.values()) == dd.SOURCES["coco"].expected["train2014"] + dd.SOURCES["coco"].expected["val2014"]
+    assert sum(coco.values()) == ds.SOURCES["coco"].expected["train2014"] + ds.SOURCES["coco"].expected["val2014"]
     assert flickr == {"train": 29_000, "val": 1_014, "test": 1_000}
-    assert sum(flickr.values()) < dd.SOURCES["flickr30k"].expected["flickr30k-images"]
+    assert sum(flickr.values()) < ds.SOURCES["flickr30k"].expected["flickr30k-images"]
     for what in ("coco", "flickr30k"):
-        assert all(dd.SOURCES[what].expected[name] == dd.KARPATHY_SPLITS[name] for name in dd.KARPATHY_JSON)
+        assert all(ds.SOURCES[what].expected[name] == ds.KARPATHY_SPLITS[name] for name in ds.KARPATHY_JSON)
 
 
 def test_coco_lands_in_the_layout_the_loaders_read_and_is_counted(mirror, tmp_path, capsys):
     _coco_mirror(mirror, tmp_path)
     data = tmp_path / "data"
-    tiny = replace(dd.SOURCES["coco"], expected={"train2014": 3, "val2014": 7}, sizes={})
+    tiny = replace(ds.SOURCES["coco"], expected={"train2014": 3, "val2014": 7}, sizes={})
     assert dd.coco(data, tiny) == {"train2014": 3, "val2014": 7, "dataset_coco.json": 10}
     assert len(load_karpathy_split(data / "coco/dataset_coco.json", data / "coco/images", "test")) == 4
     assert (data / "flickr30k" / "dataset_flickr30k.json").is_file()
@@ -207,7 +208,7 @@ def test_coco_lands_in_the_layout_the_loaders_read_and_is_counted(mirror, tmp_pa
 
 def test_coco_names_an_image_its_json_names_and_no_archive_holds(mirror, tmp_path):
     _coco_mirror(mirror, tmp_path, drop="COCO_val2014_000000000005.jpg")
-    tiny = replace(dd.SOURCES["coco"], expected={"train2014": 3, "val2014": 6}, sizes={})
+    tiny = replace(ds.SOURCES["coco"], expected={"train2014": 3, "val2014": 6}, sizes={})
     with pytest.raises(DataError, match=r"1 of the 10 images dataset_coco.json names .*COCO_val2014_000000000005"):
         dd.coco(tmp_path / "data", tiny)
 
@@ -218,7 +219,7 @@ def test_flickr30k_from_the_request_form_archive(mirror, tmp_path):
     members = {f"flickr30k-images/{p.name}": p.read_bytes() for p in (flickr / "flickr30k-images").iterdir()}
     _tar(archive, {**members, "flickr30k-images/readme.txt": b"terms of use"}, "w:gz")
     data = tmp_path / "data"
-    tiny = replace(dd.SOURCES["flickr30k"], expected={"flickr30k-images": 5})
+    tiny = replace(ds.SOURCES["flickr30k"], expected={"flickr30k-images": 5})
     assert dd.flickr30k(data, archive, tiny) == {"flickr30k-images": 5, "dataset_flickr30k.json": 5}
     assert len(load_karpathy_split(data / "flickr30k/dataset_flickr30k.json", data / "flickr30k/flickr30k-images",
                                    "test")) == 3
@@ -244,7 +245,7 @@ def test_imagenet_is_sorted_by_the_parsed_valprep_script_never_run(mirror, tmp_p
     archive = tmp_path / "ILSVRC2012_img_val.tar"
     _tar(archive, {f"ILSVRC2012_val_{k:08d}.JPEG": jpeg_bytes(k, (12, 10)) for k in range(1, 7)})
     data = tmp_path / "data"
-    tiny = replace(dd.SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
+    tiny = replace(ds.SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
     assert dd.imagenet(data, archive, tiny) == {"classes": 2, "images": 6}
     val = data / "imagenet" / "val"
     assert sorted(p.name for p in (val / "n01440764").iterdir()) == \
@@ -279,7 +280,7 @@ def test_cc3m_stops_at_n_pairs_and_writes_the_shard_list_training_reads(mirror, 
 def test_a_missing_or_broken_shard_is_skipped_and_counted(mirror, tmp_path):
     _shards(mirror, "cc3m", [0, 3, 4])                                    # 0001 missing; 0002 is not a tar
     (mirror / "cc3m-train-0002.tar").write_bytes(b"<html>Entry not found</html>")
-    data, tiny = tmp_path / "data", replace(dd.SOURCES["cc3m"], expected={"first": 0, "last": 4})
+    data, tiny = tmp_path / "data", replace(ds.SOURCES["cc3m"], expected={"first": 0, "last": 4})
     summary = dd.download_shards(data, "cc3m", 12, tiny, max_failed=0.5)
     assert summary == {"shards": 3, "pairs": 12, "bytes": summary["bytes"], "failed": 2, "tried": 5}
     assert (data / "cc3m" / "shards.txt").read_text().split() == \
@@ -296,7 +297,7 @@ def test_a_damaged_archive_is_an_error_naming_it(tmp_path):
     _tar(archive, {f"flickr30k-images/{k}.jpg": jpeg_bytes(k) for k in range(20)}, "w:gz")
     archive.write_bytes(archive.read_bytes()[:len(archive.read_bytes()) // 2])          # cut off
     with pytest.raises(DataError, match=r"flickr30k-images.tar.gz (is damaged|cannot be read)"):
-        dd.extract(archive, lambda name: tmp_path / "out" / name)
+        ds.extract(archive, lambda name: tmp_path / "out" / name)
 
 
 def test_a_shard_cut_at_a_members_header_is_skipped_and_counted_as_failed(mirror, tmp_path):
@@ -309,7 +310,7 @@ def test_a_shard_cut_at_a_members_header_is_skipped_and_counted_as_failed(mirror
         offset = tar.getmembers()[4].offset                                # the third pair's first member
     with open(cut, "r+b") as f:
         f.truncate(offset)
-    data, tiny = tmp_path / "data", replace(dd.SOURCES["cc3m"], expected={"first": 0, "last": 2})
+    data, tiny = tmp_path / "data", replace(ds.SOURCES["cc3m"], expected={"first": 0, "last": 2})
     summary = dd.download_shards(data, "cc3m", 8, tiny, max_failed=0.5)
     assert (summary["shards"], summary["failed"], summary["tried"], summary["pairs"]) == (2, 1, 3, 8)
     assert (data / "cc3m" / "shards.txt").read_text().split() == ["cc3m-train-0000.tar", "cc3m-train-0002.tar"]
@@ -319,13 +320,15 @@ def test_a_shard_cut_at_a_members_header_is_skipped_and_counted_as_failed(mirror
 # ------------------------------------------------------------------- a dead link: the order, --source, second sources
 
 def _fetched(monkeypatch) -> list[str]:
-    """The file names download.py fetches, in order (the real fetch still runs)."""
-    names, real = [], dd.fetch
+    """The file names the downloads fetch, in order (the real fetch still runs): ``obtain``'s (data/sources.py) and
+    the shards' (data/download.py)."""
+    names = []
 
     def spy(url, dest, *args, **kwargs):
         names.append(Path(dest).name)
-        return real(url, dest, *args, **kwargs)
-    monkeypatch.setattr(dd, "fetch", spy)
+        return fetch(url, dest, *args, **kwargs)
+    for module in (ds, dd):
+        monkeypatch.setattr(module, "fetch", spy)
     return names
 
 
@@ -380,7 +383,7 @@ def test_one_file_the_mirror_lacks_is_read_from_its_own_source(server, tmp_path,
                                         r"test 3 images, Karpathy's dataset_coco.json train\+restval 5, val 1, test 4"):
         dd.coco(tmp_path / "c", TINY, {"dataset_coco.json": str(wrong), "caption_datasets.zip": url})
     assert wrong.is_file()                                                  # yours: never deleted
-    monkeypatch.setattr(dd, "SOURCES", {**dd.SOURCES, "coco": TINY})       # the command line, the same
+    monkeypatch.setattr(dd, "SOURCES", {**ds.SOURCES, "coco": TINY})       # the command line, the same
     assert dd.main(["coco", str(tmp_path / "d"), "--source", f"caption_datasets.zip={url}"]) == 0
     assert "coco: train2014 3, val2014 7, dataset_coco.json 10 (all as expected)" in capsys.readouterr().out
 
@@ -418,7 +421,7 @@ def test_the_second_sources_of_the_splits_and_of_flickr30k(mirror, tmp_path):
     the hub's flickr30k-images.zip, counted like the request form's archive."""
     flickr = _coco_mirror(mirror, tmp_path)
     (mirror / "caption_datasets.zip").unlink()
-    assert [dd.file_name(u) for u in dd.links(TINY, "dataset_coco.json")] == ["karpathy_coco.json"]
+    assert [file_name(u) for u in ds.links(TINY, "dataset_coco.json")] == ["karpathy_coco.json"]
     (mirror / "karpathy_coco.json").write_bytes((tmp_path / "src" / "coco" / "dataset_coco.json").read_bytes())
     (mirror / "dataset_flickr30k.json").write_bytes((flickr / "dataset_flickr30k.json").read_bytes())
     data = tmp_path / "data"
@@ -427,7 +430,7 @@ def test_the_second_sources_of_the_splits_and_of_flickr30k(mirror, tmp_path):
     assert (data / "coco" / "dataset_coco.json").read_bytes() == (mirror / "karpathy_coco.json").read_bytes()
     _zip(mirror / "flickr30k-images.zip", {f"flickr30k-images/{p.name}": p.read_bytes()
                                            for p in (flickr / "flickr30k-images").iterdir()})
-    tiny = replace(dd.SOURCES["flickr30k"], expected={"flickr30k-images": 5, **SPLITS})
+    tiny = replace(ds.SOURCES["flickr30k"], expected={"flickr30k-images": 5, **SPLITS})
     assert dd.flickr30k(data, None, tiny) == {"flickr30k-images": 5, "dataset_flickr30k.json": 5}
     assert (data / "downloads" / "flickr30k-images.zip").is_file()
     (mirror / "karpathy_coco.json").write_bytes((flickr / "dataset_flickr30k.json").read_bytes())   # not COCO's
@@ -452,7 +455,7 @@ def test_source_names_a_file_of_the_set_and_a_local_shard(mirror, tmp_path, caps
     _shards(mirror, "cc3m", [0, 2])                                         # 0001 only elsewhere, on this disk
     (tmp_path / "elsewhere").mkdir()
     _shards(tmp_path / "elsewhere", "cc3m", [1])
-    data, tiny = tmp_path / "data", replace(dd.SOURCES["cc3m"], expected={"first": 0, "last": 2})
+    data, tiny = tmp_path / "data", replace(ds.SOURCES["cc3m"], expected={"first": 0, "last": 2})
     given = {"cc3m-train-0001.tar": str(tmp_path / "elsewhere" / "cc3m-train-0001.tar")}
     summary = dd.download_shards(data, "cc3m", 12, tiny, given=given)
     assert (summary["shards"], summary["failed"], summary["pairs"]) == (3, 0, 12)

@@ -1,7 +1,7 @@
 """study/pilot: the pilot's command is the recipe's run, shortened, and its report projects what it measured."""
 import pytest
 
-from thesis_lib.full_scale import pilot, recipe
+from thesis_lib.full_scale import cost, pilot, recipe
 
 
 def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch):
@@ -11,7 +11,7 @@ def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch
     assert cmd[1:5] == ["-m", "torch.distributed.run", "--nproc_per_node", "2"]
     sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
     assert sets == ["data.train_sets=coco,wds:/d/cc3m/shards.txt@9", "train.batch_size=256", "train.steps=300",
-                    f"data.num_workers={recipe.workers(14)}", "model.dim=32"]
+                    f"data.num_workers={cost.workers(14)}", "model.dim=32"]
     assert cmd[cmd.index("--out") + 1] == "/o/pilot"                      # never the recipe's results
     assert pilot.command(1, 5, "cpu", "thesis", 3, [])[1:3] == ["-m", "thesis_lib.training.run"]
     monkeypatch.delenv("MIX")
@@ -25,8 +25,8 @@ def test_the_report_projects_the_measured_pace_onto_the_recipe():
     text = pilot.report(result, 2, "80 % (mean of 99 samples)", 130.0)
     runs = len(recipe.planned_jobs())
     assert "1,000 (500 per GPU)" in text and "waited for its batches 40 %" in text and "the data path is" in text
-    assert f"{recipe.days(runs, 8, 500):.1f} days on 8 GPUs" in text
-    assert recipe.days(runs, 8, 500) == pytest.approx(2 * recipe.days(runs, 8, 1000))   # half the pace: twice the days
+    assert f"{cost.days(runs, 8, 500):.1f} days on 8 GPUs" in text
+    assert cost.days(runs, 8, 500) == pytest.approx(2 * cost.days(runs, 8, 1000))   # half the pace: twice the days
 
 
 def test_without_nvidia_smi_utilisation_is_said_unmeasured(monkeypatch):
@@ -123,8 +123,8 @@ def test_the_report_sets_the_cold_read_rate_beside_what_the_gpus_need():
     fast = ReadRate(reads=2000, bytes=180_000_000, seconds=0.5, threads=24, files=300, cold=True)      # 4,000/s
     assert "the storage keeps up" in pilot.report(result, 2, "80 %", 130.0, fast)
     waited = {"train": {**result["train"], "data_wait_s": 100.0}}                    # nothing but waiting: the goal
-    assert pilot.need(waited, 2) == (2 * recipe.H100_PAIRS_PER_S, f"the recipe's goal of "
-                                                                  f"{recipe.H100_PAIRS_PER_S:,} per GPU")
+    assert pilot.need(waited, 2) == (2 * cost.H100_PAIRS_PER_S, f"the recipe's goal of "
+                                                                f"{cost.H100_PAIRS_PER_S:,} per GPU")
     assert pilot.report(result, 2, "80 %", 130.0).count("\n") == 3                  # not measured: not shown
     assert "storage: not measured (--read-samples 0)" in pilot.report(result, 2, "80 %", 130.0,
                                                                       pilot.storage("coco", 0, 4))

@@ -22,7 +22,7 @@ import yaml
 from thesis_lib.config import get_config
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.study import grids
-from thesis_lib.full_scale import recipe
+from thesis_lib.full_scale import cost, recipe
 from thesis_lib.study.runs import Parameters, StudyParams
 from thesis_lib.training.results import OPERATIONAL, RunPaths, _identity
 from thesis_lib.training.run import overrides_of, run_config
@@ -290,23 +290,23 @@ def test_a_checkpoint_holds_twelve_bytes_per_parameter(tmp_path):
     opt.step()
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, tmp_path / "c.pt")
     n = sum(p.numel() for p in model.parameters())
-    assert abs((tmp_path / "c.pt").stat().st_size / (recipe.BYTES_PER_PARAMETER * n) - 1) < 0.25
+    assert abs((tmp_path / "c.pt").stat().st_size / (cost.BYTES_PER_PARAMETER * n) - 1) < 0.25
 
 
 def test_the_guide_quotes_the_recipes_per_run_figures():
     """The per-run figures the guide's prose states, against the code that computes the table."""
-    thesis_h, _ = recipe.run_hours()
-    largest = max((recipe.checkpoint_gb(job["variant"]), job["variant"]) for _, job in recipe.planned_jobs())
+    thesis_h, _ = cost.run_hours()
+    largest = max((cost.checkpoint_gb(job["variant"]), job["variant"]) for _, job in recipe.planned_jobs())
     assert largest[1] == "switch_sib"
-    base, top = recipe.checkpoint_gb("baseline"), largest[0]
+    base, top = cost.checkpoint_gb("baseline"), largest[0]
     text = " ".join(GUIDE.read_text().split())
     for quoted in (f"{thesis_h:.1f} per run",
-                   f"(≈ {recipe.THESIS_PAIRS_PER_S:.0f} pairs/s, derived)",
-                   f"took {recipe.THESIS_HOURS} h on {recipe.THESIS_GPUS} × RTX 4090",
-                   f"at {recipe.H100_PAIRS_PER_S:,} pairs/s",
-                   f"{recipe.parameters('baseline') / 1e6:.1f} M parameters = {base:.2f} GB",
+                   f"(≈ {cost.THESIS_PAIRS_PER_S:.0f} pairs/s, derived)",
+                   f"took {cost.THESIS_HOURS} h on {cost.THESIS_GPUS} × RTX 4090",
+                   f"at {cost.H100_PAIRS_PER_S:,} pairs/s",
+                   f"{cost.parameters('baseline') / 1e6:.1f} M parameters = {base:.2f} GB",
                    f"up to {top:.2f} GB for `switch_sib`", f"| {base:.2f}-{top:.2f} GB |",
-                   f"{recipe.BYTES_PER_PARAMETER} bytes per trainable parameter"):
+                   f"{cost.BYTES_PER_PARAMETER} bytes per trainable parameter"):
         assert quoted in text, quoted
 
 
@@ -323,6 +323,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
 
     from thesis_lib.data import download as dd
     from thesis_lib.data import shard_index
+    from thesis_lib.data.sources import SOURCES
     from thesis_lib.models import check as mc
     from thesis_lib.models import download as md
     from thesis_lib.full_scale.fixtures import SHRINK, download_mirror
@@ -345,7 +346,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
             rows = md.download_checkpoints(Path(a.folder), require={}, overrides=SHRINK)
             assert not [r.problem for r in rows if r.problem]
         elif module == "thesis_lib.data.download":
-            source = replace(dd.SOURCES[a.what], expected=tiny[a.what], sizes={})
+            source = replace(SOURCES[a.what], expected=tiny[a.what], sizes={})
             if a.what in ("cc3m", "cc12m"):
                 dd.download_shards(a.data, a.what, min(a.pairs, 10), source)
             else:
@@ -395,6 +396,7 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
     from dataclasses import replace
 
     from thesis_lib.data import download as dd
+    from thesis_lib.data.sources import SOURCES
     from thesis_lib.full_scale.fixtures import jpeg_bytes
     assert '"$DATA/downloads/valprep.sh"' in cluster_section()
     (tmp_path / "empty").mkdir()
@@ -411,7 +413,7 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
             info = tarfile.TarInfo(f"ILSVRC2012_val_{k:08d}.JPEG")
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))
-    tiny = replace(dd.SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
+    tiny = replace(SOURCES["imagenet"], expected={"classes": 2, "per_class": 3})
     assert dd.imagenet(data, archive, tiny) == {"classes": 2, "images": 6}
 
 
@@ -425,36 +427,36 @@ def test_the_days_say_what_they_leave_out_with_the_measurements():
     for quoted in (f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256",
                    f"{value(data, 'gpu_h100.compiled_256.pairs_per_s')} compiled", "14 physical cores per GPU",
                    "SLURM's CPUs are often hyperthreads", f"{value(data, 'data_path.pil')} images/s per core on an "
-                   f"{value(data, 'data_path.machine.name')}, about half", f"≈ {recipe.SHARDS_GB} GB of tar shards",
+                   f"{value(data, 'data_path.machine.name')}, about half", f"≈ {cost.SHARDS_GB} GB of tar shards",
                    "Only decoding is modelled", "The pilot measures both"):
         assert quoted in said, quoted
-    assert f"| ≈ {recipe.SHARDS_GB} GB: ≈ 140 GB CC3M" in GUIDE.read_text()
+    assert f"| ≈ {cost.SHARDS_GB} GB: ≈ 140 GB CC3M" in GUIDE.read_text()
 
 
 def test_the_data_path_time_enters_the_run_table():
     """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
     doubles the GPU-hours; one faster than the GPU changes nothing."""
-    shapes = {s for _, _, s, _ in recipe.MIXTURE}
-    slow = {"rates": {s: {recipe.DECODER: 1.0, "pil_draft": 2.0} for s in shapes}, "command": "c", "machine_name": "m"}
+    shapes = {s for _, _, s, _ in cost.MIXTURE}
+    slow = {"rates": {s: {cost.DECODER: 1.0, "pil_draft": 2.0} for s in shapes}, "command": "c", "machine_name": "m"}
     cores = 12
-    data = recipe.data_pairs_per_s(cores, slow)
-    assert data == pytest.approx(recipe.workers(cores) * 1.0)
-    per_gpu, said = recipe.pace(cores, slow)
-    assert per_gpu == data and "the data path, sets the pace" in said and f"{recipe.workers(cores)} DataLoader" in said
-    fast = {**slow, "rates": {s: {recipe.DECODER: 1e6} for s in shapes}}
-    assert recipe.pace(cores, fast)[0] == recipe.H100_PAIRS_PER_S and "the GPU, sets" in recipe.pace(cores, fast)[1]
-    hours = recipe.run_hours(per_gpu)[1]
-    assert hours == pytest.approx(recipe.run_hours(recipe.H100_PAIRS_PER_S)[1] * recipe.H100_PAIRS_PER_S / per_gpu)
-    with mock.patch.object(recipe, "decode_rates", lambda: slow):
+    data = cost.data_pairs_per_s(cores, slow)
+    assert data == pytest.approx(cost.workers(cores) * 1.0)
+    per_gpu, said = cost.pace(cores, slow)
+    assert per_gpu == data and "the data path, sets the pace" in said and f"{cost.workers(cores)} DataLoader" in said
+    fast = {**slow, "rates": {s: {cost.DECODER: 1e6} for s in shapes}}
+    assert cost.pace(cores, fast)[0] == cost.H100_PAIRS_PER_S and "the GPU, sets" in cost.pace(cores, fast)[1]
+    hours = cost.run_hours(per_gpu)[1]
+    assert hours == pytest.approx(cost.run_hours(cost.H100_PAIRS_PER_S)[1] * cost.H100_PAIRS_PER_S / per_gpu)
+    with mock.patch.object(cost, "decode_rates", lambda: slow):
         assert said in recipe.table(cores_per_gpu=cores) and said in recipe.days_table(cores)
-    mixed = {**slow, "rates": {s: {recipe.DECODER: 1.0 if s == "coco" else 3.0} for s in shapes}}
-    n = {s: sum(p for _, p, sh, _ in recipe.MIXTURE if sh == s) for s in shapes}
+    mixed = {**slow, "rates": {s: {cost.DECODER: 1.0 if s == "coco" else 3.0} for s in shapes}}
+    n = {s: sum(p for _, p, sh, _ in cost.MIXTURE if sh == s) for s in shapes}
     harmonic = sum(n.values()) / (n["coco"] / 1.0 + sum(v / 3.0 for k, v in n.items() if k != "coco"))
-    assert recipe.data_pairs_per_s(cores, mixed) == pytest.approx(recipe.workers(cores) * harmonic)
+    assert cost.data_pairs_per_s(cores, mixed) == pytest.approx(cost.workers(cores) * harmonic)
 
 
 def test_the_generated_commands_size_the_workers_and_name_what_slurm_needs():
-    assert recipe.workers(14) == 12 and recipe.workers(1) == 1
+    assert cost.workers(14) == 12 and cost.workers(1) == 1
     script = recipe.commands("slurm", cores_per_gpu=10)
     lines = [line for line in script.splitlines() if line.startswith("sbatch")]
     assert len(lines) == len(recipe.planned_jobs())
@@ -512,7 +514,7 @@ def no_slurm(monkeypatch):
 
 
 @pytest.mark.parametrize("env, task_gpus, cores, source", [
-    ({}, None, recipe.CORES_PER_GPU, ""),                                      # a login node: no GPU, no SLURM
+    ({}, None, cost.CORES_PER_GPU, ""),                                        # a login node: no GPU, no SLURM
     ({"SLURM_CPUS_ON_NODE": "28", "SLURM_GPUS_ON_NODE": "2", "SLURM_CPUS_PER_TASK": "14"}, None, 14,
      "SLURM_CPUS_ON_NODE=28 / 2 (SLURM_GPUS_ON_NODE)"),                         # the recipe's job: a task per GPU
     ({"SLURM_CPUS_ON_NODE": "112", "SLURM_GPUS_ON_NODE": "8", "SLURM_CPUS_PER_TASK": "112"}, None, 14,
@@ -523,16 +525,16 @@ def no_slurm(monkeypatch):
 def test_cores_per_gpu_default_from_slurms_variables(no_slurm, env, task_gpus, cores, source):
     for name, value in env.items():
         no_slurm.setenv(name, value)
-    assert recipe.cores_per_gpu(task_gpus) == (cores, source)
+    assert cost.cores_per_gpu(task_gpus) == (cores, source)
 
 
 def test_cores_per_gpu_default_from_the_hosts_cpus_and_gpus_and_its_warning(no_slurm, capsys):
     no_slurm.setattr(torch.cuda, "device_count", lambda: 4)
-    no_slurm.setattr(recipe.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
-    assert recipe.cores_per_gpu() == (16, "this host's 64 CPUs / 4 GPUs")
-    said = recipe.cores_warning(28, "SLURM_CPUS_PER_TASK=28", threads=2)
+    no_slurm.setattr(cost.os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert cost.cores_per_gpu() == (16, "this host's 64 CPUs / 4 GPUs")
+    said = cost.cores_warning(28, "SLURM_CPUS_PER_TASK=28", threads=2)
     assert "hyperthreads, not physical cores (here 2 threads per core: 28 CPUs are about 14 physical cores)" in said
-    assert "decode rate is per physical core" in said and "threads per core" not in recipe.cores_warning(8, "x", 1)
+    assert "decode rate is per physical core" in said and "threads per core" not in cost.cores_warning(8, "x", 1)
     no_slurm.setenv("SLURM_CPUS_ON_NODE", "20")
     no_slurm.setenv("SLURM_GPUS_ON_NODE", "2")
     assert recipe.main(["commands", "--layout", "slurm"]) == 0
@@ -548,7 +550,7 @@ def test_cores_per_gpu_default_from_the_hosts_cpus_and_gpus_and_its_warning(no_s
 
 def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():
     assert recipe.mix("/d") == "coco,wds:/d/cc3m/shards.txt@1516133,wds:/d/cc12m/shards.txt@1181988"
-    assert sum(n for _, n, _, _ in recipe.MIXTURE) == 3_264_868
+    assert sum(n for _, n, _, _ in cost.MIXTURE) == 3_264_868
 
 
 @pytest.mark.parametrize("argv, said", [

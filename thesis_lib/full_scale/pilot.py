@@ -1,13 +1,13 @@
 """A pilot before the recipe's runs: one run of a few hundred steps on the real data, as the recipe launches it, then
 what it measured (pairs/s end to end, the share of the time the loop waited for its batches, GPU utilisation, the
 shards' cold random-read rate beside the pairs/s the GPUs need) and what that projects for the whole recipe
-(``recipe.days``).
+(``cost.days``).
 
     python -m thesis_lib.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
 
 It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its
 result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` processes at the recipe's global batch
-of 512, with the DataLoader workers the recipe gives them (``recipe.workers``), and ends with the run's evaluation,
+of 512, with the DataLoader workers the recipe gives them (``cost.workers``), and ends with the run's evaluation,
 like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over the whole run (training and
 evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
 ``--set`` run it in miniature (tests/test_pilot.py). The run is started under ``data/lifetime.py``'s watcher: killed,
@@ -42,7 +42,7 @@ from thesis_lib.data.shards import split_limit
 from thesis_lib.data.stage import READS, ReadRate, read_rate
 from thesis_lib.errors import ThesisError
 
-from . import recipe
+from . import cost, recipe
 
 
 def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int, sets: list[str]) -> list[str]:
@@ -57,7 +57,7 @@ def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int,
                      "--device", device, "--data-root", env["DATA"], "--checkpoints", env["CKPT"],
                      "--out", str(Path(env["OUT"]) / "pilot"), "--set", f"data.train_sets={env['MIX']}",
                      "--set", f"train.batch_size={THESIS_GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
-                     "--set", f"data.num_workers={recipe.workers(cores_per_gpu)}"] + [
+                     "--set", f"data.num_workers={cost.workers(cores_per_gpu)}"] + [
                          a for s in sets for a in ("--set", s)]
 
 
@@ -142,7 +142,7 @@ def need(result: dict, gpus: int) -> tuple[float, str]:
     stepping = train["time_s"] - train["data_wait_s"]
     if stepping > 0 and train["pairs_per_s"] > 0:
         return train["pairs_per_s"] * train["time_s"] / stepping, "the step's pace without its waits for data"
-    return recipe.H100_PAIRS_PER_S * gpus, f"the recipe's goal of {recipe.H100_PAIRS_PER_S:,} per GPU"
+    return cost.H100_PAIRS_PER_S * gpus, f"the recipe's goal of {cost.H100_PAIRS_PER_S:,} per GPU"
 
 
 def storage_lines(rate: ReadRate | str | None, result: dict, gpus: int) -> list[str]:
@@ -172,7 +172,7 @@ def report(result: dict, gpus: int, utilisation: str, wall_s: float, rate: ReadR
              + (" (the data path is the bottleneck: more cores per GPU, or data.decoder)" if waited > 0.1 else ""),
              f"  GPU utilisation: {utilisation}",
              f"  projected, the recipe's {runs} runs at {per_gpu:,.0f} pairs/s per GPU: "
-             + ", ".join(f"{recipe.days(runs, g, per_gpu):.1f} days on {g} GPU{'s' * (g > 1)}" for g in (1, 8, 16))]
+             + ", ".join(f"{cost.days(runs, g, per_gpu):.1f} days on {g} GPU{'s' * (g > 1)}" for g in (1, 8, 16))]
     return "\n".join(lines + storage_lines(rate, result, gpus))
 
 
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.pilot", description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", type=recipe.positive_int, default=2, help="processes (one per GPU); 2: the recipe's split")
     p.add_argument("--steps", type=recipe.positive_int, default=300)
-    p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=None, help=recipe.CORES_HELP)
+    p.add_argument("--cores-per-gpu", type=recipe.positive_int, default=None, help=cost.CORES_HELP)
     p.add_argument("--device", default="cuda")
     p.add_argument("--preset", default="thesis")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -191,9 +191,9 @@ def main(argv=None) -> int:
     found = problems(args.gpus, args.device)
     if found:
         p.error("; ".join(found))
-    args.cores_per_gpu = recipe.resolve_cores(args.cores_per_gpu, args.gpus, "pilot")
+    args.cores_per_gpu = cost.resolve_cores(args.cores_per_gpu, args.gpus, "pilot")
     cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
-    threads = args.gpus * recipe.workers(args.cores_per_gpu)
+    threads = args.gpus * cost.workers(args.cores_per_gpu)
     rate = storage(os.environ["MIX"], args.read_samples, threads)
     print("pilot: storage: " + (rate if isinstance(rate, str) else rate.message()), file=sys.stderr, flush=True)
     print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
