@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the reader sees, drawn twice from the same stored results: by BASE's code and by this checkout's. Every figure
-# (PNG), the README's results block and docs/results.md, compared byte for byte; the module paths a page names are
+# (PNG), the README's results block (between its markers) and docs/results.md, compared byte for byte; the module paths a page names are
 # mapped first (MOVED: old → new), since a page that says where the code lives must follow the code.
 #   bash tools/same_pages.sh BASE [PRESET]     (BASE: a commit; PRESET: demo)
 # Both draw from BASE's results/ (the starting results), with this machine's world (THESIS_DATA) for the gallery.
@@ -19,14 +19,15 @@ draw() {   # draw TREE OUT: the figures, the README block and docs/results.md by
   (cd "$tree" && export THESIS_PROGRESS=0 THESIS_RESULTS="$work/results" THESIS_FIGURES="$out/figures" MPLBACKEND=Agg
    "$PY" -m "thesis_lib.study.$pkg.figures" --preset "$preset" >"$out/figures.log" 2>&1
    "$PY" -m "thesis_lib.study.$pkg.report" --preset "$preset" --update-readme >"$out/report.log" 2>&1)
-  cp "$tree/README.md" "$out/README.drawn.md"; cp "$tree/docs/results.md" "$out/results.drawn.md"
+  sed -n '/<!-- results:start -->/,/<!-- results:end -->/p' "$tree/README.md" > "$out/README.block.md"  # the block
+  cp "$tree/docs/results.md" "$out/results.drawn.md"
   cp "$out/README.md" "$tree/README.md"; cp "$out/results.md" "$tree/docs/results.md"
 }
 draw "$work/base" "$work/old"
 draw "$PWD" "$work/new"
-sed -i "$MOVED" "$work/old/README.drawn.md" "$work/old/results.drawn.md"
+sed -i "$MOVED" "$work/old/README.block.md" "$work/old/results.drawn.md"
 status=0
-for f in README.drawn.md results.drawn.md; do
+for f in README.block.md results.drawn.md; do
   cmp -s "$work/old/$f" "$work/new/$f" && echo "same   $f" || { echo "DIFFER $f"; diff "$work/old/$f" "$work/new/$f" | head -20; status=1; }
 done
 old=$(cd "$work/old/figures" && find . -name '*.png' | sort); new=$(cd "$work/new/figures" && find . -name '*.png' | sort)
