@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the reader sees, drawn twice from the same stored results: by BASE's code and by this checkout's. Every figure
-# (PNG), the README's results block (between its markers) and docs/results.md, compared byte for byte; the module paths a page names are
-# mapped first (MOVED: old → new), since a page that says where the code lives must follow the code.
+# (PNG), the README's results block (between its markers) and docs/results.md, compared byte for byte; the module
+# paths a page names are mapped first (MOVED: old → new), since a page that says where the code lives must follow it.
 #   bash tools/same_pages.sh BASE [PRESET]     (BASE: a commit; PRESET: demo)
 # Both draw from BASE's results/ (the starting results), with this machine's world (THESIS_DATA) for the gallery.
 set -euo pipefail
