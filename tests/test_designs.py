@@ -6,6 +6,7 @@ import dataclasses
 import pytest
 
 from thesis_lib import get_config
+from thesis_lib.training.results import RunPaths
 from thesis_lib.study.claims import designs
 from thesis_lib.study import reference, runs
 from thesis_lib.study.claims.designs import (BUDGET_CONFIRM, LONG_TABLE1, PILOT, THESIS_LR_SUM,
@@ -149,6 +150,10 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
     curve = results.curves_frame(params, designs.THESIS_LR_SUM)
     steps = get_config("smoke").train.steps * 2
     assert sorted(set(curve.step)) == list(range(3, steps + 1, 3)) and set(curve.seed) == {1, 2}
+    result = RunPaths(design_runs.design_params(params, THESIS_LR_SUM).results_root, "smoke", "tte_after_ls", 2).result
+    result.rename(result.with_suffix(".hidden"))          # seed 2's TTE' as if still training: its checkpoint only
+    assert design_runs.measure_agreement(params, THESIS_LR_SUM)["seeds"] == [1]
+    result.with_suffix(".hidden").rename(result)
     import matplotlib.pyplot as plt
 
     from thesis_lib.study.pages import figures, table2

@@ -147,10 +147,10 @@ def measure_agreement(params, design, device: str = "cpu") -> dict:
     root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
     with one_thread():
         for s in design.seeds_for(params.preset):
-            paths = [RunPaths(root, params.preset, v, s).checkpoint for v in design.variants]
-            if not all(p.exists() for p in paths):
-                continue
-            states = [read_checkpoint(p) for p in paths]
+            pair = [RunPaths(root, params.preset, v, s) for v in design.variants]
+            if not all(r.result.exists() and r.checkpoint.exists() for r in pair):   # finished runs only: a run in
+                continue                                       # training has a checkpoint of its last step
+            states = [read_checkpoint(r.checkpoint) for r in pair]
             if sets is None:
                 sets, ctx = _eval_setup(states[0], dev)
             hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
