@@ -1,10 +1,12 @@
-"""The documents' figures against the code, after issue 45 (issues 27 and 37 had regexes compare prose across files).
+"""The documents' figures against the code.
 
 Every measured figure README.md, BENCHMARKS.md and docs/*.md quote (a time, a count of tests or runs, a date, a
 machine) has one source, benchmarks/measured.json, which thesis_lib.study.pages.measured renders into the documents and
-tests/test_measured.py holds them to; the README's results block and docs/results.md are generated from results/ and
+tests/test_measured.py holds them to; every figure the full-scale guide computes (the run table, the days, a run's
+GPU-hours, the checkpoints' size) is thesis_lib.full_scale.guide's rendering of the recipe's code, held by
+tests/test_guide.py; the README's results block and docs/results.md are generated from results/ and
 tests/test_study.py holds them current; tests/test_layout.py holds that every file a document names exists. No test
-reads prose with a pattern any more. What stays here: the run counts of a measurement that the code defines, so that
+reads prose with a pattern. What stays here: the run counts of a measurement that the code defines, so that
 a change of what a command trains fails here until the measurement is redone (and its entry in the data file with it).
 """
 from __future__ import annotations
