@@ -96,12 +96,17 @@ def check_results(params, reads: Reads) -> None:
         raise _missing(f"results of {reads.text()}", params, lacking, needed)
 
 
-def _results(params, variants) -> pd.DataFrame:
-    """``results.results_frame`` of ``variants``; ``MissingResultsError`` when none of them has a stored result."""
-    df = results.results_frame(params, variants)
-    if not len(df):
-        raise _missing(f"results of {', '.join(variants)}", params)
-    return df
+def _found(data, params, what: str):
+    """``data`` (a frame, a dict), or ``MissingResultsError`` saying the figure needs ``what`` when it is empty."""
+    if not len(data):
+        raise _missing(what, params)
+    return data
+
+
+def _results(params, variants, read=results.results_frame) -> pd.DataFrame:
+    """``read`` of ``variants`` (``results.results_frame``, or ``paired.claims_frame``: with a sequential claim's added
+    seeds); ``MissingResultsError`` when none of them has a stored result."""
+    return _found(read(params, variants), params, f"results of {', '.join(variants)}")
 
 
 def _curves(params, variants) -> pd.DataFrame:
@@ -122,20 +127,11 @@ def fig_patch_grid(params, variants=()):
     return plotting.patch_grid(image, img.patch_size, params.preset)
 
 
-def fig_positional_similarity(params, variants=()):
-    return plotting.positional_similarity(sincos_2d(768, 14), 14)
-
-
 def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
     m = get_config(preset).model
-    return {"pre-LN (notation Eqs. 9-10)": plotting.activation_scale_at_init(
-                partial(PreLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim),
-            "post-LN (Vaswani et al.; Data2Vec2)": plotting.activation_scale_at_init(
-                partial(PostLNBlock, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)}
-
-
-def fig_pre_vs_post_ln(params, variants=()):
-    return plotting.pre_vs_post_ln(pre_post_ln_scales(PRESET_SPECS[params.preset].drawn_as or params.preset))
+    blocks = {"pre-LN (notation Eqs. 9-10)": PreLNBlock, "post-LN (Vaswani et al.; Data2Vec2)": PostLNBlock}
+    return {name: plotting.activation_scale_at_init(partial(block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)
+            for name, block in blocks.items()}
 
 
 def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
@@ -149,31 +145,18 @@ def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
     return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None, ticks)
 
 
-def fig_loss_curves(params, variants):
-    return plotting.loss_curves(_curves(params, variants))
-
-
 def _gammas(params, variants) -> dict:
     """seed -> the final LayerScale γ (``seed<N>/layerscale.npy``) of the one variant of ``variants``, for the seeds
     that have one; ``MissingResultsError`` when none has."""
     (variant,) = variants
     paths = {seed: RunPaths(params.results_root, params.preset, variant, seed).layerscale for seed in params.seeds}
-    out = {seed: np.load(path) for seed, path in paths.items() if path.exists()}
-    if not out:
-        raise _missing(f"the final LayerScale γ (layerscale.npy) of {variant}", params)
-    return out
+    return _found({seed: np.load(path) for seed, path in paths.items() if path.exists()}, params,
+                  f"the final LayerScale γ (layerscale.npy) of {variant}")
 
 
 def _init(params, variants) -> float:
     """γ's initial value in the one variant of ``variants`` (its config's)."""
     return get_config(params.preset, *variants).model.tte.gamma_init
-
-
-def _claim_results(params, variants) -> pd.DataFrame:
-    """The results of ``variants`` with a sequential claim's added seeds; ``MissingResultsError`` when none."""
-    if not len(df := paired.claims_frame(params, variants)):   # a sequential claim's seeds too
-        raise _missing(f"results of {', '.join(variants)}", params)
-    return df
 
 
 def _eq_notes(frame: pd.DataFrame) -> dict:
@@ -184,13 +167,16 @@ def _eq_notes(frame: pd.DataFrame) -> dict:
             if (d := sequential.DESIGNS.get(r["comparison"])) and r.get("eq_level") not in (None, "", forest.EQ_LEVEL)}
 
 
+def _differences(params, variants, family: str, **kwargs) -> pd.DataFrame:
+    """``paired.difference_frame`` of one declared family of claims; ``MissingResultsError`` when it has no rows."""
+    return _found(paired.difference_frame(_results(params, variants, paired.claims_frame), family, **kwargs), params,
+                  f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}")
+
+
 def _forest(params, variants, family: str):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker), one
     panel per claimed metric, the primary one first."""
-    frame = paired.difference_frame(_claim_results(params, variants), family)
-    if not len(frame):
-        raise _missing(f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}",
-                       params)
+    frame = _differences(params, variants, family)
     return forest.forest(frame, title=f"{family}: paired differences to the baseline ({_seed_range(frame)})",
                          primary=label(PRIMARY), eq_notes=_eq_notes(frame))
 
@@ -205,10 +191,7 @@ def fig_table1_forest(params, variants):
     """Table 1 on the primary metric: its claim (TTE before vs the baseline, decided sequentially) above, the 2 × 2
     (main effects, interaction, the thesis code's Table 1) below, each under its heading; secondary metrics are in
     notebook 02's tables."""
-    frame = paired.difference_frame(_claim_results(params, variants), reference.TABLE1, metrics=(PRIMARY,))
-    if not len(frame):
-        raise _missing(f"results of both arms of a {reference.TABLE1} claim, at the same seeds, among "
-                       f"{', '.join(variants)}", params)
+    frame = _differences(params, variants, reference.TABLE1, metrics=(PRIMARY,))
     frame["group"] = [f"THE CLAIM: TTE before vs baseline, decided sequentially\n(seeds added in blocks of "
                       f"{d.looks[0]}, up to {d.looks[-1]})" if (d := sequential.DESIGNS.get(c)) else
                       "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, "
@@ -231,7 +214,7 @@ def dose_claims(preset: str) -> dict:
 def fig_dose_response(params, variants):
     """Notebook 04's dose-response: γ's initial value (log x) against the paired difference to the baseline, the
     1e-5 arm being the TTE' itself (Table 2's claim), the others the γ-init claims (``reference.DOSE``)."""
-    df = _claim_results(params, variants)
+    df = _results(params, variants, paired.claims_frame)
     default = get_config(params.preset, grids.TTE_AFTER_LS).model.tte.gamma_init
     doses = dose_claims(params.preset)
     frames = {family: paired.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
@@ -241,10 +224,8 @@ def fig_dose_response(params, variants):
         for _, r in sub[sub.comparison.eq(claim.text)].iterrows():
             rows.append({**r.to_dict(), "dose": gamma0, "variant": v, "family": claim.family,
                          "tick": forest.dose_tick(gamma0) + ("\nthe TTE'\n(default)" if gamma0 == default else "")})
-    frame = pd.DataFrame(rows)
-    if not len(frame):
-        raise _missing(f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}",
-                       params)
+    frame = _found(pd.DataFrame(rows), params,
+                   f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}")
     notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items()
              if claim.family != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
@@ -253,19 +234,17 @@ def fig_dose_response(params, variants):
 
 
 def fig_headline(params, variants):
-    frame = headline.frame(_claim_results(params, variants))
-    frame = pd.concat([frame, pd.DataFrame(headline.design_rows(params))], ignore_index=True)
-    if not len(frame):
-        raise _missing(f"results of both arms of a chapter claim among {', '.join(variants)}", params)
+    frame = headline.frame(_results(params, variants, paired.claims_frame))
+    frame = _found(pd.concat([frame, pd.DataFrame(headline.design_rows(params))], ignore_index=True), params,
+                   f"results of both arms of a chapter claim among {', '.join(variants)}")
     return headline.draw(frame, title=f"The chapter's claims at the {params.preset} scale: our effect in units of "
                                       f"the thesis's\n({label(PRIMARY)}, the primary metric; 1 = the thesis's "
                                       f"effect, 0 = none)")
 
 
 def fig_dual_encoder_forest(params, variants):
-    df = _results(params, variants)
-    return forest.forest(mechanisms.forest_frame(df, grids.DUAL_PAIRS, HEADLINE_METRICS),
-                           title="notebook 05: dual-encoder use (Holm over the table's rows)")
+    return forest.forest(mechanisms.forest_frame(_results(params, variants), grids.DUAL_PAIRS, HEADLINE_METRICS),
+                         title="notebook 05: dual-encoder use (Holm over the table's rows)")
 
 
 def fig_tte_contribution(params, variants):
@@ -274,15 +253,9 @@ def fig_tte_contribution(params, variants):
                                                     if v in set(df.variant)]), order=variants)
 
 
-def fig_tte_ablation(params, variants):
-    return plotting.tte_ablation(_results(params, variants), variants, ABLATION_METRICS)
-
-
 def fig_switch_choices(params, variants):
-    choices = mechanisms.switch_choices(params, variants)
-    if not len(choices):
-        raise _missing(f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(variants)}", params)
-    return mechanisms.draw_switch_choices(choices)
+    what = f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(variants)}"
+    return mechanisms.draw_switch_choices(_found(mechanisms.switch_choices(params, variants), params, what))
 
 
 def fig_long_schedule(params, variants):
@@ -299,9 +272,7 @@ def fig_long_schedule(params, variants):
 
 
 def fig_effect_vs_dose(params, variants):
-    points = dose.frame(params)
-    if not len(points):
-        raise _missing(f"two seeds of a Table 2 claim among {', '.join(variants)}", params)
+    points = _found(dose.frame(params), params, f"two seeds of a Table 2 claim among {', '.join(variants)}")
     return dose.draw(points, title="Table 2's claims against the TTE's dose: the 600-step demo (γ-init doses, the "
                                    "thesis's budget for the TTE) and the long schedule")
 
@@ -313,14 +284,15 @@ class Figure(NamedTuple):
 
 FIGURES = {  # each figure names the variants it reads once: its builder is given them
     "00_patch_grid": Figure(fig_patch_grid),
-    "00_positional_similarity": Figure(fig_positional_similarity),
-    "00_pre_vs_post_ln": Figure(fig_pre_vs_post_ln),
-    "01_baseline_curves": Figure(fig_loss_curves, Reads(("baseline",))),
+    "00_positional_similarity": Figure(lambda p, v: plotting.positional_similarity(sincos_2d(768, 14), 14)),
+    "00_pre_vs_post_ln": Figure(lambda p, v: plotting.pre_vs_post_ln(
+        pre_post_ln_scales(PRESET_SPECS[p.preset].drawn_as or p.preset))),
+    "01_baseline_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(("baseline",))),
     "02_table1_forest": Figure(fig_table1_forest, Reads(grids.TABLE1)),
     "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(lambda p, v: per_seed.draw(_results(p, v), v), Reads(grids.TABLE2)),   # (control, TTE')
-    "03_loss_curves": Figure(fig_loss_curves, Reads(grids.TABLE2)),
+    "03_loss_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(grids.TABLE2)),
     "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)),
                                  Reads((grids.TTE_AFTER_LS,))),
     "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
@@ -328,7 +300,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
                                  Reads((grids.TTE_AFTER_LS,))),
     "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
-    "04_tte_ablation": Figure(fig_tte_ablation, Reads(grids.TTE_USED)),
+    "04_tte_ablation": Figure(lambda p, v: plotting.tte_ablation(_results(p, v), v, ABLATION_METRICS),
+                              Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
     "04_effect_vs_dose": Figure(fig_effect_vs_dose, Reads(grids.DOSE_ARMS + grids.BUDGET[1:])),
