@@ -137,7 +137,7 @@ def _interval(ax, at: float, mean: float, half: float, eq: float, vertical: bool
     ax.plot(*point, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid=mean_gid)
 
 
-def _draw_row(ax, row: dict, y: float, verdict: bool = True):
+def _draw_row(ax, row: dict, y: float):
     """One row: the margin band, the seeds, the 95 % interval (thin, capped), the equivalence interval (thick), the
     mean, the thesis's effect; the verdict above it at the right."""
     margin, thesis = row["margin"], row["thesis"]
@@ -150,34 +150,28 @@ def _draw_row(ax, row: dict, y: float, verdict: bool = True):
     _interval(ax, y, row["mean"], row["half95"], row["eq"], vertical=False, capsize=4)
     if np.isfinite(thesis):
         ax.scatter(thesis, y, marker="D", s=70, facecolors="none", edgecolors=THESIS_INK, lw=1.8, zorder=5)
-    if verdict:
-        right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
-        ax.text(0.985, y - 0.29, row["verdict"], transform=right, ha="right", va="center", fontsize=8.5,
-                color=verdict_ink(row["verdict"]), gid="verdict",
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
+    right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
+    ax.text(0.985, y - 0.29, row["verdict"], transform=right, ha="right", va="center", fontsize=8.5,
+            color=verdict_ink(row["verdict"]), gid="verdict",
+            bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
 
 
-def _legend(fig, rows: list[dict], ncol: int, eq_notes: dict | None = None):
-    """One figure legend below the panels, of the marks drawn only; every entry "name: what it is"."""
-    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=legend_label("mean"))]
-    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label=legend_label("ci95"))
-    if any(np.isfinite(r["half95"]) for r in rows):
-        handles.append(whisker)
-    levels = list(dict.fromkeys(r["eq_level"] for r in rows if np.isfinite(r["eq"])))
-    if levels:
-        handles.append(Line2D([], [], color=INK, lw=6, label=eq_label(sorted(levels, key=lambda lv: lv != EQ_LEVEL),
-                                                                      eq_notes)))
-    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=legend_label("seeds")))
+def _marks(rows: list[dict], whisker, thesis, eq_notes: dict | None = None, zero: bool = False,
+           verdict_name: str = LEGEND["verdict"][0]) -> list:
+    """The legend's entries of the marks ``rows`` draw, every entry "name: what it is": ``whisker`` the 95 %
+    interval's, ``thesis`` the thesis's effect's, ``zero`` the line at 0; the verdict last."""
+    levels = sorted(dict.fromkeys(r["eq_level"] for r in rows if np.isfinite(r["eq"])), key=lambda lv: lv != EQ_LEVEL)
     band = any(np.isfinite(r["margin"]) and r["margin"] > 0 for r in rows)
-    if band:
-        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label=legend_label("band")))
-    if any(np.isfinite(r["thesis"]) for r in rows):
-        handles.append(Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
-                              label=legend_label("thesis")))
+    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=legend_label("mean"))]
+    handles += [whisker] if any(np.isfinite(r["half95"]) for r in rows) else []
+    handles += [Line2D([], [], color=INK, lw=6, label=eq_label(levels, eq_notes))] if levels else []
+    handles.append(Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=legend_label("seeds")))
+    handles += [Patch(color=BAND, alpha=0.18, lw=0, label=legend_label("band"))] if band else []
+    handles += [thesis] if any(np.isfinite(r["thesis"]) for r in rows) else []
+    handles += [Line2D([], [], color=INK, lw=1, label=legend_label("zero"))] if zero else []
     verdicts = [r["verdict"] for r in rows]
-    handles.append(Line2D([], [], color=verdict_ink(verdicts[0]), ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                          label=verdict_label(verdicts, band)))
-    legend_below(fig, handles, 62 if ncol > 1 else 100, ncol, handler_map={whisker: HandlerLine2D(numpoints=2)})
+    return handles + [Line2D([], [], color=verdict_ink(verdicts[0]), ls="none", marker=r"$\mathsf{Aa}$", ms=12,
+                             label=verdict_label(verdicts, band, verdict_name))]
 
 
 def _seeds_text(rows) -> str:
@@ -186,11 +180,6 @@ def _seeds_text(rows) -> str:
         return ""
     n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
     return f"({n} seed{'' if counts == [1] else 's'})"
-
-
-def _edge(rows: list[dict]) -> float:
-    """A panel's x half-range: every row's reach, with room."""
-    return 1.15 * max([r["reach"] for r in rows if r["reach"] > 0] or [1.0])
 
 
 def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = None, eq_notes: dict | None = None):
@@ -226,7 +215,7 @@ def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = 
             for y, c in enumerate(names):
                 if (metric, c) in rows:
                     _draw_row(ax, rows[(metric, c)], y)
-            edge = _edge(shown)
+            edge = 1.15 * max([r["reach"] for r in shown if r["reach"] > 0] or [1.0])    # every row's, with room
             ax.set_xlim(-edge, edge)
             ax.set_ylim(len(names) - 0.5, -0.5)
             ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], symmetric=True))
@@ -253,7 +242,12 @@ def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = 
                     .strip() for c in names])
             else:
                 ax.set_yticks(range(len(names)), [""] * len(names))
-    _legend(fig, list(rows.values()), ncol=2 if width >= 10 else 1, eq_notes=eq_notes)
+    ncol = 2 if width >= 10 else 1
+    whisker = Line2D([], [], color=INK, lw=1.3, marker="|", ms=9, label=legend_label("ci95"))
+    thesis = Line2D([], [], marker="D", ls="none", mfc="none", mec=THESIS_INK, mew=1.8, ms=7,
+                    label=legend_label("thesis"))
+    legend_below(fig, _marks(list(rows.values()), whisker, thesis, eq_notes), 62 if ncol > 1 else 100, ncol,
+                 handler_map={whisker: HandlerLine2D(numpoints=2)})
     if title:
         fig.suptitle(title)
     return fig
@@ -262,8 +256,7 @@ def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = 
 # ------------------------------------------------------------------------------------------ dose-response
 
 def dose_tick(dose: float) -> str:
-    return "1" if dose == 1 else f"{dose:g}" if dose >= 0.01 else f"1e{math.log10(dose):.0f}" \
-        if math.log10(dose).is_integer() else f"{dose:g}"
+    return f"1e{math.log10(dose):.0f}" if dose < 0.01 and math.log10(dose).is_integer() else f"{dose:g}"
 
 
 def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, notes: dict | None = None):
@@ -332,22 +325,11 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
     ax.set_xlabel("γ's initial value (log scale)")
     ax.set_ylabel("paired difference to the baseline (points)")
     ax.set_title(f"{primary} (the primary metric: decides the claims)", fontsize=10.5)
-    every = list(rows.values())
     edge = len(margins) == 1 and len(theses) == 1 and np.isclose(abs(next(iter(theses))), next(iter(margins)))
-    levels = sorted(dict.fromkeys(r["eq_level"] for r in every if np.isfinite(r["eq"])), key=lambda lv: lv != EQ_LEVEL)
-    handles = [Line2D([], [], color=INK, marker="o", ls="none", mfc="white", mew=1.6, ms=7, label=legend_label("mean")),
-               Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=legend_label("ci95"))]
-    handles += [Line2D([], [], color=INK, lw=6, label=eq_label(levels))] if levels else []
-    handles += [Line2D([], [], color=SEED_INK, marker="o", ls="none", ms=4, label=legend_label("seeds"))]
-    if margins:
-        handles.append(Patch(color=BAND, alpha=0.18, lw=0, label=legend_label("band")))
-    if theses:
-        handles.append(Line2D([], [], color=THESIS_INK, ls="--", lw=1.5, label=legend_label("thesis_line") + (
-            " (the band's upper edge)" if edge else "")))
-    handles += [Line2D([], [], color=INK, lw=1, label=legend_label("zero")),
-                Line2D([], [], color=verdict_ink(every[0]["verdict"]), ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                       label=verdict_label([r["verdict"] for r in every], bool(margins), name="word above a dose"))]
-    legend_below(fig, handles, 60, 2)
+    whisker = Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=legend_label("ci95"))
+    thesis = Line2D([], [], color=THESIS_INK, ls="--", lw=1.5, label=legend_label("thesis_line") + (
+        " (the band's upper edge)" if edge else ""))
+    legend_below(fig, _marks(list(rows.values()), whisker, thesis, zero=True, verdict_name="word above a dose"), 60, 2)
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
