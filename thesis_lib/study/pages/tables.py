@@ -53,11 +53,11 @@ def declared_claims(families=None, claims=reference.CLAIMS) -> pd.DataFrame:
                          for c in claims]).set_index("claim")
 
 
-def summary(df: pd.DataFrame, variants, metrics=TABLE, suffix: str = "") -> pd.DataFrame:
+def summary(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
     """Mean ± 95 % CI over seeds (``stats.mean_ci``, Student t) per variant and metric: the one summary every
     notebook, the README's results block and the figures use; "–" for a metric the variant's results lack."""
     rows = [{"variant": VARIANT_LABELS[v], "seeds": len(runs_of(df, v)),
-             **{label(m) + suffix: fmt(*mean_ci(column(runs_of(df, v), m))) for m in metrics}} for v in variants]
+             **{label(m): fmt(*mean_ci(column(runs_of(df, v), m))) for m in metrics}} for v in variants]
     return pd.DataFrame(rows).set_index("variant")
 
 
@@ -66,25 +66,18 @@ def results_table(df: pd.DataFrame, variants, metrics=TABLE, version: str | None
     ``version``), under a two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's
     EMKUM, Data2Vec2 text) and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out.
     The final text reports no ImageNet top-5."""
-    short = {"aug": "thesis Aug 2024", "final": "thesis final"}
-    ours = summary(df, variants, metrics)
-    columns = [("seeds", "ours")] + [
-        (label(m), source) for m in metrics
-        for source in ["ours"] + [short[ver] for ver in ([version] if version else ["aug", "final"])
-                                  if not (ver == "final" and m == IMAGENET_TOP5)]]
-    rows = []
-    for v in variants:
-        row = {("seeds", "ours"): ours.loc[VARIANT_LABELS[v], "seeds"]}
-        for m in metrics:
-            row[(label(m), "ours")] = ours.loc[VARIANT_LABELS[v], label(m)]
-            for ver in ([version] if version else ["aug", "final"]):
-                if ver == "final" and m == IMAGENET_TOP5:
-                    continue
-                value = reference.thesis_value(ver, v, m)
-                row[(label(m), short[ver])] = "–" if value is None else f"{value:.2f}"
-        rows.append(row)
-    table = pd.DataFrame(rows, index=pd.Index([VARIANT_LABELS[v] for v in variants], name="variant"))
-    return table.reindex(columns=pd.MultiIndex.from_tuples(columns, names=["metric", "source"]))
+    names = {"aug": "thesis Aug 2024", "final": "thesis final"}
+    versions = {m: [ver for ver in ([version] if version else names) if not (ver == "final" and m == IMAGENET_TOP5)]
+                for m in metrics}
+    ours = summary(df, variants, metrics).set_index(pd.Index(variants))
+    table = pd.DataFrame({("seeds", "ours"): ours["seeds"]})
+    for m in metrics:
+        table[(label(m), "ours")] = ours[label(m)]
+        for ver in versions[m]:
+            table[(label(m), names[ver])] = [
+                "–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:.2f}" for v in variants]
+    table.index = pd.Index([VARIANT_LABELS[v] for v in variants], name="variant")
+    return table.reindex(columns=pd.MultiIndex.from_tuples(table.columns, names=["metric", "source"]))
 
 
 def difference_table(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
