@@ -6,17 +6,15 @@ designs' tables of ``table2``); nothing here is typed by hand. ``report`` writes
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
-from ..claims import designs
-from .. import grids, reference, runs
+from .. import grids, reference, results
 from . import table2
+from .tables import primary_row, study_frame
+from ..claims import designs, paired
 from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
-from ..claims import paired
-from .. import results
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
@@ -27,10 +25,6 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
     "confirmed": "significant in the stated direction (a contrast the thesis did not test)",
     "pending": "its fixed number of seeds is not trained yet",
 }
-
-
-def _row(df, text: str, claims=reference.CLAIMS) -> dict | None:
-    return next((r for r in paired.claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
 
 
 def _said(r: dict) -> str:
@@ -106,13 +100,13 @@ def markdown(params) -> str | None:
     """The first screen's answer: three numbered claims, the LayerNorm finding, the glossary of verdict words; None
     while a claim's runs are missing."""
     claimed = paired.claims_frame(params, grids.CLAIMED)
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
-    before = _row(claimed, reference.CLAIMS[0].text)
-    noln = _row(short, "2 × 2 main effect of skipping the input LayerNorm")
-    tte22 = _row(short, "2 × 2 main effect of the TTE before")
-    code = _row(short, "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts")
-    helps = _row(short, "TTE after the encoders with LayerScale helps")
-    used = _row(short, "The TTE' is used: removing it at evaluation costs accuracy")
+    short = study_frame(params, grids.CLAIMED)
+    before = primary_row(claimed, reference.CLAIMS[0].text)
+    noln = primary_row(short, "2 × 2 main effect of skipping the input LayerNorm")
+    tte22 = primary_row(short, "2 × 2 main effect of the TTE before")
+    code = primary_row(short, "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts")
+    helps = primary_row(short, "TTE after the encoders with LayerScale helps")
+    used = primary_row(short, "The TTE' is used: removing it at evaluation costs accuracy")
     if any(r is None or r["test"].n < 2 for r in (before, noln, tte22, code, helps, used)):
         return None                              # some claim's runs are missing: report says which
     share = results.runs_of(short, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
@@ -180,7 +174,7 @@ def _long_table1(params, steps: str) -> str:
     design = designs.LONG_TABLE1
     df = results.design_frame(params, design)
     claims = designs.claims_of(params, design, descriptive=True)
-    noln, tte = (_row(df, c.text, claims) for c in claims)
+    noln, tte = (primary_row(df, c.text, claims) for c in claims)
     if noln is None or tte is None or noln["test"].n < len(design.seeds_for(params.preset)):
         done = 0 if noln is None else noln["test"].n
         return (f"Trained as long as the thesis ({steps} steps), its 2 × 2 is pending ({done} of "

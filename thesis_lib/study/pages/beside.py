@@ -5,18 +5,15 @@ verdict. docs/results.md opens with it; every cell is read from the claims' rows
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pandas as pd
 
 from thesis_lib.metrics import PRIMARY
-from .. import grids, reference, runs
+from .. import grids, reference, results
 from ..reference import THESIS_AUG, THESIS_FINAL
-from ..claims import designs
+from ..claims import designs, paired
 from ..claims.stats import fmt
 from . import table2, tables
-from ..claims import paired
-from .. import results
+from .tables import primary_row, study_frame
 
 BEFORE, CODE, HELPS, USED = (reference.CLAIMS[0].text,
                              "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts",
@@ -52,14 +49,10 @@ def _from_table(row: pd.Series) -> dict:
     return {"ours (95 % CI)": row["difference (95 % CI)"], "seeds": row.seeds, "verdict": row.verdict}
 
 
-def _claim_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
-    return next((r for r in paired.claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
-
-
 def frame(params) -> pd.DataFrame:
     """The rows: (claim, regime) → the thesis's numbers, ours, seeds, verdict."""
     claimed = paired.claims_frame(params, grids.CLAIMED)
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.CLAIMED)
+    short = study_frame(params, grids.CLAIMED)
     by_text = {c.text: c for c in reference.CLAIMS}
     steps = f"{designs.long_steps(params.preset):,} steps"
     rows = []
@@ -67,13 +60,13 @@ def frame(params) -> pd.DataFrame:
     def add(claim_text: str, regime: str, ours: dict):
         rows.append({"claim": claim_text, "thesis (COCO)": thesis_cell(by_text[claim_text]), "regime": regime, **ours})
 
-    add(BEFORE, "600 steps (sequential design)", _ours(_claim_row(claimed, BEFORE)))
-    add(CODE, "600 steps", _ours(_claim_row(short, CODE)))
+    add(BEFORE, "600 steps (sequential design)", _ours(primary_row(claimed, BEFORE)))
+    add(CODE, "600 steps", _ours(primary_row(short, CODE)))
     long22 = results.design_frame(params, designs.LONG_TABLE1)
     long_claims = designs.claims_of(params, designs.LONG_TABLE1, descriptive=True)
     for text in (LN, TTE22):
-        add(text, "600 steps, 2 × 2", _ours(_claim_row(short, text)))
-        ours = _ours(None if long22.empty else _claim_row(long22, f"At the thesis's summed learning rate, {text}",
+        add(text, "600 steps, 2 × 2", _ours(primary_row(short, text)))
+        ours = _ours(None if long22.empty else primary_row(long22, f"At the thesis's summed learning rate, {text}",
                                                            long_claims), len(designs.LONG_TABLE1.seeds))
         if text == TTE22 and ours["seeds"]:
             ours["verdict"] = "descriptive"
@@ -81,7 +74,7 @@ def frame(params) -> pd.DataFrame:
     budget = table2.budget_rows(params)
     record = table2.confirm_rows(params)
     for text, k in ((HELPS, -2), (USED, -1)):
-        add(text, "600 steps", _ours(_claim_row(short, text)))
+        add(text, "600 steps", _ours(primary_row(short, text)))
         if budget is not None:
             add(text, "600 steps, the thesis's budget for the TTE (fresh seeds 4-23)", _from_table(budget.iloc[k]))
         confirmed = False

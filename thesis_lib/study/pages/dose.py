@@ -10,19 +10,16 @@ measures it.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pandas as pd
 
 from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.variants import VARIANT_SPECS
-from .. import grids, runs
+from .. import grids, results
 from ..reference import AFTER, Claim, vs
 from ..claims import designs
-from ..claims import paired
-from .. import results
+from .tables import primary_row, study_frame
 
 HELPS, USED = "helps", "is used"
 
@@ -35,7 +32,7 @@ def _claims(variant: str) -> dict:
 
 def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
     """(label, results frame, the TTE variant) of every regime with stored runs, in order of training budget."""
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), grids.DOSE_ARMS + grids.BUDGET[1:])
+    short = study_frame(params, grids.DOSE_ARMS + grids.BUDGET[1:])
     default = get_config(params.preset).model.tte_layer_scale
     inits = {v: VARIANT_SPECS[v].layerscale_init or default for v in grids.DOSE}
     out = [(f"600 steps, γ init {inits[v]:g}", short, v) for v in grids.DOSE]
@@ -60,7 +57,7 @@ def frame(params) -> pd.DataFrame:
     for name, df, v in regimes(params):
         share = float(results.runs_of(df, v).tte_ratio_image.mean()) * 100
         for claim_name, claim in _claims(v).items():
-            r = next((r for r in paired.claim_rows(df, (claim,)) if r["primary"]), None)
+            r = primary_row(df, claim.text, (claim,))
             if r is None or r["test"].n < 2:
                 continue
             mid, low, high = r["ratio"]

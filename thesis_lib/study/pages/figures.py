@@ -10,7 +10,6 @@ which redraws every figure from ``results/`` alone, without training. Each study
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import traceback
 from dataclasses import dataclass
@@ -31,11 +30,10 @@ from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
 from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting
-from .. import grids, reference, runs
-from ..claims import sequential
+from .tables import study_frame
+from .. import grids, reference, results, runs
+from ..claims import designs, paired, sequential
 from ..runs import designs as design_runs
-from ..claims import paired
-from .. import results
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
@@ -261,13 +259,12 @@ def fig_switch_choices(params, variants):
 def fig_long_schedule(params, variants):
     """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
     training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean."""
-    from ..claims import designs
     heldout = results.curves_frame(params, designs.THESIS_LR_SUM)
     long = design_runs.design_params(params, designs.THESIS_LR_SUM)
     train = pd.concat([results.curves(long, v) for v in variants])
     if heldout.empty or train.empty:
         raise _missing("the long schedule's held-out curves (make long)", long)
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (grids.BASELINE,))[PRIMARY].mean()
+    short = study_frame(params, (grids.BASELINE,))[PRIMARY].mean()
     return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short))
 
 

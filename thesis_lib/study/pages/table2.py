@@ -5,20 +5,18 @@ the thesis's, the TTE's share, "is used" decided, "helps" with the seeds it woul
 """
 from __future__ import annotations
 
-import dataclasses
+import statistics
 
 import pandas as pd
 
 from thesis_lib.metrics import HEADLINE, PRIMARY, label
 from thesis_lib.variants import VARIANT_LABELS
-from ..claims import designs, verdicts
-from .. import reference, runs
+from .. import reference, results
+from ..claims import designs, paired, verdicts
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
-from ..claims.stats import fmt, fmt_seeds, mean_ci, robust_seeds_needed
-from .tables import markdown as _markdown
-from ..claims import paired
-from .. import results
+from ..claims.stats import PairedTest, fmt, fmt_seeds, mean_ci, robust_seeds_needed, seeds_at_observed, seeds_needed
+from .tables import markdown as _markdown, primary_row, study_frame
 
 COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (Holm, family)", "verdict",
            "seeds to decide")
@@ -37,11 +35,10 @@ def budget_rows(params) -> pd.DataFrame | None:
     df = results.design_frame(params, BUDGET_CONFIRM)
     if df.empty or designs.BUDGET_VARIANT not in set(df.variant):
         return None
-    record_df = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE, designs.BUDGET_VARIANT))
+    record_df = study_frame(params, (BASELINE, designs.BUDGET_VARIANT))
     record = _primary(paired.claim_table(record_df, [c for c in reference.CLAIMS if c.family == reference.BUDGET]))
     record.index = [f"{c} (the record, seeds 0-3)" for c in record.index]
-    confirm = _pending(_primary(paired.claim_table(df, designs.claims_of(params, BUDGET_CONFIRM))),
-                       len(BUDGET_CONFIRM.seeds_for(params.preset)))
+    confirm = _fixed_n(params, df, BUDGET_CONFIRM)
     return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
 
@@ -56,6 +53,12 @@ def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
     return table
 
 
+def _fixed_n(params, df: pd.DataFrame, design, keep=(), **kwargs) -> pd.DataFrame:
+    """A fixed-n design's primary rows on ``df``, "pending" while short of its n (``_pending``)."""
+    return _pending(_primary(paired.claim_table(df, designs.claims_of(params, design, **kwargs))),
+                    len(design.seeds_for(params.preset)), keep)
+
+
 def long_frame(params) -> pd.DataFrame:
     return results.design_frame(params, THESIS_LR_SUM)
 
@@ -64,28 +67,23 @@ def long_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The long schedule's claims on the seeds trained so far: "is used" (decided only at its n = 8: before, its
     verdict reads "pending") and "helps" (descriptive: the seeds it would need, normal-theory and robust)."""
     helps = designs.LONG_HELPS.text
-    table = _pending(_primary(paired.claim_table(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
-                     len(THESIS_LR_SUM.seeds_for(params.preset)), keep=(helps,))
-    diffs = results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY)
+    table = _fixed_n(params, df, THESIS_LR_SUM, keep=(helps,), descriptive=True)
+    diffs = list(results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY).values())
     if len(diffs) >= 2:
         table.loc[helps, "verdict"] = "descriptive"
-        table.loc[helps, "seeds to decide"] = (
-            f"{_need(diffs)} if the true difference is 0; robust: "
-            f"{fmt_seeds(robust_seeds_needed(list(diffs.values()), designs.margin(THESIS_LR_SUM)))}; "
-            f"{_at_observed(diffs)}")
+        table.loc[helps, "seeds to decide"] = _seeds_to_decide(diffs, designs.margin(THESIS_LR_SUM))
     return table
 
 
-def _at_observed(diffs: dict) -> str:
-    """The seeds "helps" would need if its true difference were the measured one (normal theory)."""
-    import statistics
-
-    from ..claims.stats import seeds_at_observed
-    mean, sd = statistics.fmean(diffs.values()), statistics.stdev(diffs.values())
-    need = seeds_at_observed(mean, sd, designs.margin(THESIS_LR_SUM))
+def _seeds_to_decide(diffs: list, margin: float) -> str:
+    """The seeds "helps" would need if its true difference is 0 (normal theory, with the SD's 95 % range; from a
+    robust SD) and if it is the measured one (normal theory)."""
+    mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
+    need = seeds_at_observed(mean, sd, margin)
     show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
-    return (f"if it is the measured {mean:+.3f}: {show(need['equivalent'])} to show equivalence, "
-            f"{show(need['different'])} to show it differs from 0")
+    return (f"{fmt_seeds(seeds_needed(PairedTest.of(diffs), margin))} if the true difference is 0; robust: "
+            f"{fmt_seeds(robust_seeds_needed(diffs, margin))}; if it is the measured {mean:+.3f}: "
+            f"{show(need['equivalent'])} to show equivalence, {show(need['different'])} to show it differs from 0")
 
 
 def all_long(params) -> pd.DataFrame:
@@ -119,9 +117,7 @@ def confirm_rows(params) -> pd.DataFrame | None:
         record.index = [f"{c} (the record, seeds 1-8)" for c in record.index]
         parts.append(record)
     if not df.empty:
-        design = designs.THESIS_LR_SUM_CONFIRM
-        parts.append(_pending(_primary(paired.claim_table(df, designs.claims_of(params, design))),
-                              len(design.seeds_for(params.preset))))
+        parts.append(_fixed_n(params, df, designs.THESIS_LR_SUM_CONFIRM))
     return pd.concat(parts).rename_axis("claim") if parts else None
 
 
@@ -135,16 +131,10 @@ def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
     return rows.set_index(index)[["seeds", "difference (95 % CI)", "p (unadjusted)", "verdict"]]
 
 
-def _need(diffs: dict) -> str:
-    """The normal-theory seeds to decide "helps" at the long schedule's margin, with the SD's 95 % range."""
-    from ..claims.stats import PairedTest, seeds_needed
-    return fmt_seeds(seeds_needed(PairedTest.of(list(diffs.values())), designs.margin(THESIS_LR_SUM)))
-
-
 def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The baseline at the thesis's summed learning rate beside the 600-step baseline (the study's seeds 0-3), mean ±
     95 % CI over seeds, on the headline metrics."""
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), (BASELINE,))
+    short = study_frame(params, (BASELINE,))
     rows = {}
     for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})",
                        results.runs_of(df, BASELINE)),
@@ -248,12 +238,12 @@ def long_table1_markdown(params) -> list[str]:
     if df.empty or len(set(df.variant)) < 2:
         return []
     claims = designs.claims_of(params, design, descriptive=True)
-    short = results.results_frame(dataclasses.replace(params, seeds=runs.SEEDS), design.variants)
+    short = study_frame(params, design.variants)
     rows = {}
     for claim in claims:
         study = next(c for c in reference.CLAIMS if c.text == claim.short)
         for regime, frame, c in ((f"{_steps(params)} steps", df, claim), ("600 steps", short, study)):
-            r = next((r for r in paired.claim_rows(frame, (c,)) if r["primary"]), None)
+            r = primary_row(frame, c.text, (c,))
             if r is None:
                 continue
             rows[f"{claim.short}, {regime}"] = {

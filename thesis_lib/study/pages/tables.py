@@ -11,15 +11,26 @@ import pandas as pd
 from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, PRECISION,
                                 PRIMARY, TABLE, label)
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
-from .. import grids, reference
-from ..claims.paired import paired_test
+from .. import grids, reference, runs
+from ..claims.paired import claim_rows, paired_test
 from ..claims.stats import fmt, mean_ci, paired_difference
 from ..grids import BASELINE
-from ..results import arm_values, column, runs_of
+from ..results import arm_values, column, results_frame, runs_of
 
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
 OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random ranking scores
+
+
+def study_frame(params, variants) -> pd.DataFrame:
+    """``results.results_frame`` of ``variants`` over the study's seeds (``runs.SEEDS``), whatever ``params``
+    selects."""
+    return results_frame(dataclasses.replace(params, seeds=runs.SEEDS), variants)
+
+
+def primary_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
+    """The primary metric's row of ``paired.claim_rows`` for the claim ``text`` (None where its arms have no runs)."""
+    return next((r for r in claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
 
 
 def declared_variants(variants) -> pd.DataFrame:
