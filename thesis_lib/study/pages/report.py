@@ -21,33 +21,28 @@ from thesis_lib.training.results import load_results
 from thesis_lib.config import PRESET_SPECS
 from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE_IMAGE, label, short
-from thesis_lib.paths import ROOT
+from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
-from . import beside, answer, table2, tables
+from . import answer, beside, mechanisms, table2, tables
+from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
-from .. import grids, reference, runs
 from ..claims.stats import fmt, mean_ci, paired_difference
 from .tables import markdown as _markdown
-from .. import results
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
 
 
-def _frames(params):
-    """The runs the block reads: the chapter's rows over the study's seeds, and every claimed variant over the seeds
-    its claims use (a sequential claim's added seeds included)."""
-    return (results.results_frame(params, grids.TTE + grids.CONTROLS),
-            paired.claims_frame(params, grids.CLAIMED))
-
-
 class _Verdicts:
-    """The frames of ``params`` and, each computed on first use, the claim table, the margin sensitivity and the
-    thesis-noise table: what the page's opening (``summary_markdown``) and its sections both read, once a page."""
+    """The runs a page reads (``df``: the chapter's rows over the study's seeds; ``claimed``: every claimed variant
+    over the seeds its claims use, a sequential claim's added seeds included) and, each computed on first use, the
+    claim table, the margin sensitivity and the thesis-noise table: what the page's opening (``summary_markdown``)
+    and its sections both read, once a page."""
 
     def __init__(self, params):
         self.params = params
-        self.df, self.claimed = _frames(params)
+        self.df = results.results_frame(params, grids.TTE + grids.CONTROLS)
+        self.claimed = paired.claims_frame(params, grids.CLAIMED)
 
     @functools.cached_property
     def claims(self) -> pd.DataFrame:
@@ -64,13 +59,10 @@ class _Verdicts:
 
 
 def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
-    thesis = {VARIANT_LABELS[v]: {label(m): "/".join(
-        "–" if reference.thesis_value(ver, v, m) is None else f"{reference.thesis_value(ver, v, m):g}"
-        for ver in ("aug", "final")) for m in TABLE} for v in present}
     table = tables.summary(df, present).drop(columns="seeds")
     for m in TABLE:
-        table[f"thesis: {label(m)}"] = [thesis[i][label(m)] for i in table.index]
-    table.index.name = "variant"
+        table[f"thesis: {label(m)}"] = ["/".join("–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:g}"
+                                                 for ver in ("aug", "final")) for v in present]
     return table
 
 
@@ -278,15 +270,10 @@ def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
         elif row.verdict == "undecided":
             open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it if its "
                          f"true difference is 0).")
-    parts = []
-    if lines:
-        parts.append("Where this scale disagrees with the thesis, in direction or in size:\n\n" + "\n".join(lines))
-    if open_:
-        parts.append("Not decided at this scale:\n\n" + "\n".join(open_))
-    if moot:
-        parts.append("Not testable at the demo's budget (a verdict the design could hardly have failed to give):\n\n"
-                     + "\n".join(moot))
-    return "\n\n".join(parts)
+    heads = {"Where this scale disagrees with the thesis, in direction or in size:": lines,
+             "Not decided at this scale:": open_,
+             "Not testable at the demo's budget (a verdict the design could hardly have failed to give):": moot}
+    return "\n\n".join(f"{head}\n\n" + "\n".join(said) for head, said in heads.items() if said)
 
 
 def budget_sentence(df: pd.DataFrame) -> str:
@@ -310,7 +297,6 @@ def budget_sentence(df: pd.DataFrame) -> str:
 def fidelity_markdown(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
-    from thesis_lib.paths import results_dir
     root = results_dir(runs.ablation_dir(params, runs.ABLATIONS[1]))
     stored = [r for r in load_results(root, params.preset) if r["seed"] in params.seeds] if root.exists() else []
     if not stored:
@@ -329,7 +315,6 @@ def fidelity_markdown(params) -> str:
 
 def mechanisms_markdown(params) -> str:
     """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
-    from . import mechanisms
     df = results.results_frame(params, grids.DUAL + grids.FUSION)
     if df.empty or "mome" not in set(df.variant):
         return ""
