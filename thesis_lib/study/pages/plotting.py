@@ -23,16 +23,14 @@ from ..claims.stats import mean_ci
 from ..results import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
+_CB = sns.color_palette("colorblind")
 # one colour per variant: the colour-blind palette has 10, the 5 variants beyond it (notebook 05's and the budget arm)
 # take Paul Tol's dark tones, which no colour of that palette resembles (a cycled palette drew MoME in the baseline's
 # blue; a variant past the list got no colour at all)
-COLOURS = dict(zip(VARIANTS, [*sns.color_palette("colorblind"), *map(mcolors.to_rgb, ("#332288", "#117733", "#882255",
-                                                                                       "#999933", "#661100"))]))
-INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", sns.color_palette("colorblind")[3], sns.color_palette("colorblind")[2]
-VERDICT_INK = {"reproduced": sns.color_palette("colorblind")[2], "contradicted": sns.color_palette("colorblind")[3],
-               "equivalent": sns.color_palette("colorblind")[0], "trivial": sns.color_palette("colorblind")[0],
-               "undecided": "0.35", "confirmed": sns.color_palette("colorblind")[2],
-               "refuted": sns.color_palette("colorblind")[3]}
+COLOURS = dict(zip(VARIANTS, [*_CB, *map(mcolors.to_rgb, ("#332288", "#117733", "#882255", "#999933", "#661100"))]))
+INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", _CB[3], _CB[2]
+VERDICT_INK = {"reproduced": _CB[2], "contradicted": _CB[3], "equivalent": _CB[0], "trivial": _CB[0],
+               "undecided": "0.35", "confirmed": _CB[2], "refuted": _CB[3]}
 
 
 ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoomed view (linear, like every axis)
@@ -59,11 +57,11 @@ def save(fig, folder: Path, name: str) -> list[Path]:
 
 # ------------------------------------------------------------------------------------------ notation chapter
 
-def patch_grid(image: np.ndarray, patch: int, preset: str, n_show: int = 6):
-    """The image cut into its grid of P × P patches, and the first patches flattened into C·P² vectors; every
-    number in the labels is the image's and ``patch``'s (the preset's config)."""
+def patch_grid(image: np.ndarray, patch: int, preset: str):
+    """The image cut into its grid of P × P patches, and the first (up to 6) patches flattened into C·P² vectors;
+    every number in the labels is the image's and ``patch``'s (the preset's config)."""
     H, W, C = image.shape
-    n_show = min(n_show, W // patch)
+    n_show = min(6, W // patch)
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     a.imshow(image, interpolation="nearest")
     for k in range(0, H + 1, patch):
@@ -84,10 +82,10 @@ def patch_grid(image: np.ndarray, patch: int, preset: str, n_show: int = 6):
     return fig
 
 
-def positional_similarity(table: torch.Tensor, grid: int, positions=None):
-    """Cosine similarity of a few positions' encodings to all N positions, drawn on the patch grid."""
-    positions = positions or [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid,
-                              grid * grid - 1]
+def positional_similarity(table: torch.Tensor, grid: int):
+    """Cosine similarity of six positions' encodings (the corners, the top edge's middle, the centre) to all N
+    positions, drawn on the patch grid."""
+    positions = [0, grid // 2, grid - 1, grid * (grid // 2) + grid // 2, grid * grid - grid, grid * grid - 1]
     t = torch.nn.functional.normalize(table.float(), dim=-1)
     fig, axes = plt.subplots(1, len(positions), figsize=(2.3 * len(positions) + 1.0, 2.8), squeeze=False,
                              layout="constrained")
@@ -171,6 +169,13 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
 LOSS_TITLES = {"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}
 
 
+def _spread(ax, by_step, colour, **style) -> None:
+    """A line of ``by_step``'s mean (a groupby by step) over a band from its min to its max (over seeds)."""
+    mean = by_step.mean()
+    ax.plot(mean.index, mean.values, color=colour, lw=1.6, **style)
+    ax.fill_between(mean.index, by_step.min().values, by_step.max().values, color=colour, alpha=0.15, lw=0)
+
+
 def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: str = "baseline"):
     """The training losses per logged step, mean over seeds (band: min to max over seeds), one panel per loss; the
     control solid, each other variant dashed with hollow markers, so that coinciding curves stay visible. With a
@@ -178,24 +183,21 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
     (mean over seeds, band: min to max): what the first row cannot show when the curves coincide."""
     variants = list(dict.fromkeys(curves.variant))
     others = [v for v in variants if v != control] if control in variants else []
+    dashed = lambda k: dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))  # noqa: E731
     fig, axes = plt.subplots(1 + bool(others), len(columns), figsize=(4.2 * len(columns), 3.2 + 2.6 * bool(others)),
                              squeeze=False, sharex=True, layout="constrained")
     for ax, col in zip(axes[0], columns):
         for k, v in enumerate(variants):
-            g = curves[curves.variant.eq(v)].groupby("step")[col]
-            style = {} if v == control else dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))
-            ax.plot(g.mean().index, g.mean().values, color=COLOURS[v], lw=1.6, label=VARIANT_SHORT[v], **style)
-            ax.fill_between(g.mean().index, g.min().values, g.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+            _spread(ax, curves[curves.variant.eq(v)].groupby("step")[col], COLOURS[v], label=VARIANT_SHORT[v],
+                    **({} if v == control else dashed(k)))
         ax.set_title(LOSS_TITLES.get(col, col))
         ax.set_ylabel("training loss (mean over seeds)" if col == columns[0] else None)
     if others:
         paired = curves.pivot_table(index=["seed", "step"], columns="variant", values=list(columns))
         for ax, col in zip(axes[1], columns):
             for k, v in enumerate(others, start=1):
-                d = (paired[(col, v)] - paired[(col, control)]).dropna().groupby("step")
-                ax.plot(d.mean().index, d.mean().values, color=COLOURS[v], lw=1.6, ls="--", marker="osD^v"[k % 5],
-                        mfc="none", ms=5, markevery=(k, 3), gid="difference")
-                ax.fill_between(d.mean().index, d.min().values, d.max().values, color=COLOURS[v], alpha=0.15, lw=0)
+                _spread(ax, (paired[(col, v)] - paired[(col, control)]).dropna().groupby("step"), COLOURS[v],
+                        gid="difference", **dashed(k))
             ax.axhline(0, color=INK, lw=1)
             ax.set_title(f"{LOSS_TITLES.get(col, col)}: variant − {VARIANT_SHORT[control]}", fontsize=10)
             ax.set_ylabel(f"Δ loss vs. {VARIANT_SHORT[control]}\n(paired by seed)" if col == columns[0] else None)
@@ -281,9 +283,8 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
         axes[0][1].set_title(f"the same, zoomed to 0-{sci(1.3 * top)} (linear)", fontsize=10)
     for ax in axes[0][:1 + bool(top)]:
         ax.set_xlabel("‖γ ⊙ t_type‖ / ‖H_L‖ per token")
-    handles = [Patch(color=ink, label=f"{k} tokens: mean over the seeds, 95 % interval; dots: the seeds")
-               if k == "image" else Patch(color=ink, label=f"{'caption' if k == 'text' else k} tokens")
-               for k, ink in MODALITY_INK.items()]
+    handles = [Patch(color=MODALITY_INK["image"], label="image tokens: mean over the seeds, 95 % interval; dots: the "
+                     "seeds"), Patch(color=MODALITY_INK["text"], label="caption tokens")]
     if top:
         handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=7,
                               label="bar beyond the zoom (drawn whole on the left)"))
