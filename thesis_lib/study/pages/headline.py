@@ -16,12 +16,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .. import grids, reference
-from ..claims import sequential
+from .. import grids, reference, results
+from ..claims import paired, sequential
 from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
-from ..claims import paired
-from .. import results
 
 
 LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
@@ -121,15 +119,13 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
             ax.plot(r.ratio, yb, "o", ms=8, mfc="white", mec=INK, mew=1.8, zorder=5, gid="mean")
         if r.high > hi or r.low < lo:
             right = r.high > hi
-            edge = hi if right else lo
-            ax.plot(edge - (1 if right else -1) * 0.03 * (hi - lo), yb, ">" if right else "<", color=INK, ms=9,
-                    zorder=5, gid="off_scale")
+            edge, inward = (hi, -(hi - lo)) if right else (lo, hi - lo)
+            ax.plot(edge + 0.03 * inward, yb, ">" if right else "<", color=INK, ms=9, zorder=5, gid="off_scale")
             digits = ".0f" if abs(r.ratio) >= 10 else ".2g"
-            ax.text(edge - (1 if right else -1) * 0.07 * (hi - lo), yb,
-                    f"{r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}] →" if right else
-                    f"← {r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}]",
-                    ha="right" if right else "left", va="center", fontsize=9, fontweight="bold",
-                    gid="off_scale_value", zorder=6, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+            value = f"{r.ratio:{digits}} × [{r.low:{digits}}, {r.high:{digits}}]"
+            ax.text(edge + 0.07 * inward, yb, f"{value} →" if right else f"← {value}", ha="right" if right else "left",
+                    va="center", fontsize=9, fontweight="bold", gid="off_scale_value", zorder=6,
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
             clipped.append(r.label)
     ax.axvline(0, color=INK, lw=1.2, zorder=2, gid="no_effect")
     ax.axvline(1, color=THESIS_INK, lw=1.6, ls="--", zorder=2, gid="thesis_effect")
@@ -148,8 +144,7 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
     side.set_xlim(0, 1)
     side.set_xticks([])
     side.grid(False)
-    for spine in ("top", "right", "bottom"):
-        side.spines[spine].set_visible(False)
+    side.spines[["top", "right", "bottom"]].set_visible(False)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel("our effect ÷ the thesis's effect carried to our scale (primary metric)")
