@@ -34,6 +34,7 @@ from thesis_lib.numerics import one_thread
 
 INKS = {"own": "#1b7837", "fits": "#b35806", "wrong": "#b2182b"}
 MARKS = {"own": "✓", "fits": "≈", "wrong": "✗"}   # its own caption; another's naming only what it shows; not that
+MARK_OF = {mark: kind for kind, mark in MARKS.items()}
 
 
 @dataclasses.dataclass
@@ -121,9 +122,12 @@ def retrievals(loaded: Loaded, test: TestSet, n: int = 6, *, pictures=None, seed
     ``mark`` (``MARKS``), ``cosine``, ``caption``, ``own`` (the picture's own caption), ``fits`` (names nothing the
     picture lacks) and ``caption_id``."""
     pictures = picks(n, len(test.files), seed) if pictures is None else list(pictures)
-    img, txt = embedded or (loaded.encode_image(_pictures(test.retrieval, pictures)),
-                            loaded.encode_text(test.retrieval.tokens))
-    img = img[pictures] if embedded else img
+    if embedded:
+        img, txt = embedded[0][pictures], embedded[1]
+    else:
+        held = test.retrieval
+        chosen = held.images[pictures] if isinstance(held.images, torch.Tensor) else [held.images[p] for p in pictures]
+        img, txt = loaded.encode_image(chosen), loaded.encode_text(held.tokens)
     _, top = rank(img, txt, k)
     sims = img.float() @ txt.to(img.device).float().T                        # rank's similarities
     rows = []
@@ -137,10 +141,6 @@ def retrievals(loaded: Loaded, test: TestSet, n: int = 6, *, pictures=None, seed
             rows.append(dict(picture=p, kind=kind, rank=r, mark=MARKS[mark], cosine=round(sims[q, j].item(), 4),
                              caption=test.captions[j], own=j in own, fits=fit, caption_id=j))
     return pd.DataFrame(rows)
-
-
-def _pictures(held: RetrievalSet, pictures: list[int]):
-    return held.images[pictures] if isinstance(held.images, torch.Tensor) else [held.images[p] for p in pictures]
 
 
 def retrievals_figure(frame: pd.DataFrame, test: TestSet):
@@ -159,7 +159,7 @@ def retrievals_figure(frame: pd.DataFrame, test: TestSet):
         image.set_title(f"test picture {p}", fontsize=9)
         got, own = g[g.kind == "retrieved"], g[g.kind == "own"]
         lines = [("", f"the model's top {len(got)} of all {total} captions (cosine)", "black", "bold")]
-        lines += [(x.mark, f"{x.cosine:+.3f}  {x.caption}", INKS[_ink(x)], "normal") for x in got.itertuples()]
+        lines += [(x.mark, f"{x.cosine:+.3f}  {x.caption}", INKS[MARK_OF[x.mark]], "normal") for x in got.itertuples()]
         lines += [("", f"its own captions (rank among the {total}, cosine)", "black", "bold")]
         lines += [(f"#{x.rank:,}", f"{x.cosine:+.3f}  {x.caption}", "#444444", "normal") for x in own.itertuples()]
         text.set(xlim=(0, 1), ylim=(heights[r] - 0.5, -0.5))
@@ -173,10 +173,6 @@ def retrievals_figure(frame: pd.DataFrame, test: TestSet):
     fig.legend([Patch(color=INKS[m]) for m in said], [f"{MARKS[m]} {w}" for m, w in said.items()], ncols=3,
                loc="upper left", bbox_to_anchor=(0.01, 1), frameon=False, fontsize=9, handlelength=0.8)
     return fig
-
-
-def _ink(row) -> str:
-    return "own" if row.own else "fits" if row.fits else "wrong"
 
 
 def top1_wrong(loaded: Loaded, test: TestSet, embedded=None) -> float:
