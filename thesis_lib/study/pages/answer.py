@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 
+import torch
+
 from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
+from thesis_lib.models.emkum import build_model
 from .. import grids, reference, results
 from . import table2
 from .tables import primary_row, study_frame
@@ -31,11 +34,10 @@ def _said(r: dict) -> str:
     """One claim row as words: its verdict word (glossed once elsewhere), its difference ± 95 % CI in COCO points
     against ± the margin, its seeds; an undecided one with the seeds that would decide it."""
     t, digits = r["test"], paired.margin_digits(r["margin"])
-    word = r["words"]
     where = f"{fmt(t.mean, t.half95, digits)} COCO points against ±{r['margin']:.{digits}f}, {t.n} seeds"
     if r["verdict"] == "undecided":
         where += f"; {_would_decide(r)}"
-    return f"**{word}** ({where})"
+    return f"**{r['words']}** ({where})"
 
 
 def _would_decide(r: dict) -> str:
@@ -53,7 +55,6 @@ def _would_decide(r: dict) -> str:
 
 def demo_line(params) -> str:
     """The demo in one line: parameters, steps, the generated world, the test sets' sizes (from the config)."""
-    from thesis_lib.models.emkum import build_model
     cfg = get_config(params.preset)
     n = sum(p.numel() for p in build_model(cfg, pretrained=False).parameters())
     w, t = cfg.data.world, cfg.train
@@ -89,9 +90,6 @@ def _meaning(verdict: str) -> str:
 
 
 def _thesis_parameters() -> int:
-    import torch
-
-    from thesis_lib.models.emkum import build_model
     with torch.device("meta"):
         return sum(p.numel() for p in build_model(get_config("thesis", "baseline")).parameters())
 

@@ -7,10 +7,9 @@ import pandas as pd
 
 from thesis_lib.metrics import CLAIMED, PRIMARY, TTE_SHARE_IMAGE, label
 from thesis_lib.variants import VARIANT_LABELS
-from .. import grids, reference
-from ..claims.stats import fmt
+from .. import grids, reference, results
 from ..claims import paired
-from .. import results
+from ..claims.stats import fmt
 
 
 def _rows(df: pd.DataFrame, family: str) -> list[dict]:
