@@ -5,6 +5,7 @@ differences to the baseline, a verdict per claim) with the thesis's numbers as l
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pandas as pd
 
@@ -93,15 +94,11 @@ def results_table(df: pd.DataFrame, variants, metrics=TABLE, version: str | None
 
 def difference_table(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
     """Paired (by seed) difference to the baseline, with its own 95 % CI, per variant and metric."""
-    rows = []
-    for v in variants:
-        if v == BASELINE:
-            continue
-        row = {"variant": VARIANT_LABELS[v]}
-        for m in metrics:
-            mean, half, n = paired_difference(arm_values(df, (v, "none"), m), arm_values(df, (BASELINE, "none"), m))
-            row[f"Δ {label(m)}"] = fmt(mean, half)
-        rows.append(row)
+    def cell(v, m) -> str:
+        mean, half, _ = paired_difference(arm_values(df, (v, "none"), m), arm_values(df, (BASELINE, "none"), m))
+        return fmt(mean, half)
+    rows = [{"variant": VARIANT_LABELS[v], **{f"Δ {label(m)}": cell(v, m) for m in metrics}}
+            for v in variants if v != BASELINE]
     return pd.DataFrame(rows).set_index("variant")
 
 
@@ -133,14 +130,11 @@ def ablation_table(df: pd.DataFrame, variants, metrics=CLAIMED) -> pd.DataFrame:
     """Each trained TTE model evaluated with its TTE removed and with the two type vectors swapped: the change of
     each metric against the same model as trained, mean ± 95 % CI over seeds."""
     rows = []
-    for v in variants:
-        for mode in ("removed", "swapped"):
-            row = {"variant": VARIANT_LABELS[v], "TTE at evaluation": mode}
-            for m in metrics:
-                t = paired_test(df, (v, mode), (v, "none"), m)
-                row[f"Δ {label(m)}"] = fmt(t.mean, t.half95)
-            row["seeds"] = t.n
-            rows.append(row)
+    for v, mode in itertools.product(variants, ("removed", "swapped")):
+        tests = {m: paired_test(df, (v, mode), (v, "none"), m) for m in metrics}
+        rows.append({"variant": VARIANT_LABELS[v], "TTE at evaluation": mode,
+                     **{f"Δ {label(m)}": fmt(t.mean, t.half95) for m, t in tests.items()},
+                     "seeds": tests[metrics[-1]].n})
     return pd.DataFrame(rows)
 
 
