@@ -30,11 +30,9 @@ def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str, r
     return contrast_test(df, ((treated, 1.0), (control, -1.0)), metric, resolution)
 
 
-
 def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0.0) -> PairedTest:
     """The contrast per seed as a PairedTest."""
     return PairedTest.of(list(contrast_values(df, contrast, metric).values()), resolution)
-
 
 
 def claim_seeds(claim, values: dict) -> list:
@@ -44,7 +42,6 @@ def claim_seeds(claim, values: dict) -> list:
     if design is None or len(seeds) < design.looks[0]:
         return seeds
     return seeds[:max(n for n in design.looks if n <= len(seeds))]
-
 
 
 def claim_rows(df: pd.DataFrame, claims) -> list[dict]:
@@ -90,12 +87,10 @@ def claim_rows(df: pd.DataFrame, claims) -> list[dict]:
     return rows
 
 
-
 def _mean_over(values: dict, seeds) -> float:
     """The mean of ``values`` (seed -> value) over the ``seeds`` it has; nan if none."""
     have = [values[s] for s in seeds if s in values]
     return sum(have) / len(have) if have else float("nan")
-
 
 
 def ratio_to_thesis(row: dict) -> tuple:
@@ -108,7 +103,6 @@ def ratio_to_thesis(row: dict) -> tuple:
     scale = sign / control / abs(rel)
     ends = sorted(((t.mean - t.half95) * scale, (t.mean + t.half95) * scale))
     return t.mean * scale, *ends
-
 
 
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
@@ -141,7 +135,6 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-
 def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "primary") -> pd.DataFrame:
     """The rows of ``claim_table`` of one role (and one family; None: every family), indexed by claim, without the
     columns that are then constant: the role, the family if one is chosen, the metric of the primary rows (the
@@ -154,11 +147,9 @@ def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "
     return claims[rows].drop(columns=drop).set_index("claim")
 
 
-
 def _ratio(ratio: tuple) -> str:
     mid, low, high = ratio
     return "–" if math.isnan(mid) else f"{mid:.2g} × [{low:.2g}, {high:.2g}]"
-
 
 
 def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED,
@@ -180,11 +171,9 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED,
                          for r in rows])
 
 
-
 def margin_digits(margin) -> int:
     """Enough decimals to show a difference against its margin (two for a margin ≥ 0.1, three below)."""
     return 2 if margin is None or margin >= 0.1 else 3
-
 
 
 def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b"),
