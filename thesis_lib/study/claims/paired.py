@@ -25,9 +25,9 @@ def claims_frame(params, variants=grids.CLAIMED) -> pd.DataFrame:
     return results_frame(params, variants, seeds=set(params.seeds) | extra)
 
 
-def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str, resolution: float = 0.0) -> PairedTest:
+def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str) -> PairedTest:
     """treated − control per seed (over the seeds both arms have), as a PairedTest."""
-    return contrast_test(df, ((treated, 1.0), (control, -1.0)), metric, resolution)
+    return contrast_test(df, ((treated, 1.0), (control, -1.0)), metric)
 
 
 def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0.0) -> PairedTest:
@@ -126,7 +126,8 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     "equivalence interval": f"{fmt(t.mean, t.half(1 - 2 * tost), digits)} (TOST α {tost:.2g})",
                     "smallest effect of interest": "–" if margin is None else f"±{margin:.{digits}f}",
                     "thesis effect (carried)": "–" if r["thesis"] is None else f"{r['thesis']:+.{digits}f}",
-                    "ours ÷ thesis": _ratio(r["ratio"]), "seeds": t.n,
+                    "ours ÷ thesis": "–" if math.isnan(r["ratio"][0])
+                    else "{:.2g} × [{:.2g}, {:.2g}]".format(*r["ratio"]), "seeds": t.n,
                     "p (Holm, family)": fmt_p(r["p_adjusted"]) if r["primary"] else None,
                     "p (unadjusted)": fmt_p(t.p), "verdict": r["words"] if r["primary"] else f"({r['words']})",
                     "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"]
@@ -147,20 +148,14 @@ def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "
     return claims[rows].drop(columns=drop).set_index("claim")
 
 
-def _ratio(ratio: tuple) -> str:
-    mid, low, high = ratio
-    return "–" if math.isnan(mid) else f"{mid:.2g} × [{low:.2g}, {high:.2g}]"
-
-
-def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED,
-                     claims=reference.CLAIMS) -> pd.DataFrame:
+def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED) -> pd.DataFrame:
     """The forest plot's data (``forest.forest``): one row per claim of ``family`` and metric whose arms have
     runs: the per-seed contrasts, their mean, the 95 % CI's half-width (``half95``) and the 90 % one the equivalence
     test reads (``half90``, the TOST's), the smallest effect of interest, the thesis's effect carried to our scale
     (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
+    claims = reference.CLAIMS
     rows = [r for r in claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
-    rows.sort(key=lambda r: list(metrics).index(r["metric"]))          # claims in declared order within each metric
-    rows.sort(key=lambda r: claims.index(r["claim"]))
+    rows.sort(key=lambda r: (claims.index(r["claim"]), list(metrics).index(r["metric"])))
     return pd.DataFrame([{"comparison": r["claim"].text, "metric": label(r["metric"]), "diffs": r["diffs"],
                           "mean": r["test"].mean, "half95": r["test"].half95,
                           "half90": r["test"].half90, "half_eq": r["test"].half(1 - 2 * r["levels"][1]),
@@ -176,11 +171,10 @@ def margin_digits(margin) -> int:
     return 2 if margin is None or margin >= 0.1 else 3
 
 
-def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b"),
-                      metrics=HEADLINE) -> pd.DataFrame:
+def paired_comparison(a: pd.DataFrame, b: pd.DataFrame, labels=("a", "b")) -> pd.DataFrame:
     """Two sets of runs of the same seeds side by side, with the paired difference a − b and its 95 % CI."""
     rows = {}
-    for m in metrics:
+    for m in HEADLINE:
         diff = paired_difference(dict(zip(a.seed, a[m])), dict(zip(b.seed, b[m])))
         rows[label(m)] = {labels[0]: fmt(*mean_ci(a[m])), labels[1]: fmt(*mean_ci(b[m])),
                                   f"Δ {labels[0]} − {labels[1]}": fmt(diff[0], diff[1])}
