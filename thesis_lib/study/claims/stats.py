@@ -45,10 +45,10 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
     return float(x.mean()), float(half)
 
 
-def paired_difference(treated: dict, baseline: dict, level: float = 0.95) -> tuple[float, float, int]:
-    """Mean and CI half-width of treated[seed] − baseline[seed] over the seeds both have."""
+def paired_difference(treated: dict, baseline: dict) -> tuple[float, float, int]:
+    """Mean and 95 % CI half-width of treated[seed] − baseline[seed] over the seeds both have."""
     seeds = sorted(set(treated) & set(baseline))
-    mean, half = mean_ci([treated[s] - baseline[s] for s in seeds], level)
+    mean, half = mean_ci([treated[s] - baseline[s] for s in seeds])
     return mean, half, len(seeds)
 
 
@@ -203,39 +203,35 @@ def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = A
     return float(integrate.quad(given, 0, top, limit=200)[0])
 
 
-def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
-                    power: float = 0.8, max_n: int = 10_000):
-    """Seeds that would give ``power`` to decide a claim measured at difference ``effect`` with SD ``sd``: when
+def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None):
+    """Seeds that would give 80 % power to decide a claim measured at difference ``effect`` with SD ``sd``: when
     |effect| lies inside ± ``margin``, the TOST's power (``tost_power`` at ``tost_alpha``) if the true difference
     is 0 (the planning convention of an equivalence test: the intervention does nothing); otherwise the two-sided
-    paired t-test's at ``alpha`` to detect ``effect`` (``seeds_for_power``). None when undefined or beyond
-    ``max_n``."""
+    paired t-test's at ``alpha`` to detect ``effect`` (``seeds_for_power``). None when undefined or beyond 10,000."""
     if not sd > 0 or math.isnan(effect):
         return None
     if margin and abs(effect) < margin:
         a = alpha if tost_alpha is None else tost_alpha
         lo, hi = 2, 2
-        while tost_power(hi, 0.0, sd, margin, a) < power:       # doubling, then bisection: power rises with n
+        while tost_power(hi, 0.0, sd, margin, a) < 0.8:       # doubling, then bisection: power rises with n
             lo, hi = hi, hi * 2
-            if hi > max_n:
+            if hi > 10_000:
                 return None
         while lo < hi:
             mid = (lo + hi) // 2
-            lo, hi = (mid + 1, hi) if tost_power(mid, 0.0, sd, margin, a) < power else (lo, mid)
+            lo, hi = (mid + 1, hi) if tost_power(mid, 0.0, sd, margin, a) < 0.8 else (lo, mid)
         return hi
-    return seeds_for_power(effect, sd, alpha, power, max_n)
+    return seeds_for_power(effect, sd, alpha)
 
 
-def seeds_at_observed(effect: float, sd: float, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
-                      power: float = 0.8, max_n: int = 10_000) -> dict:
+def seeds_at_observed(effect: float, sd: float, margin: float) -> dict:
     """The seeds to decide a claim if its true difference is the measured ``effect`` (not 0, the convention of
-    ``seeds_to_decide`` inside the margin): {"equivalent": the TOST's ``power`` to put ``effect`` inside ± ``margin``
-    (None when |effect| ≥ margin or beyond ``max_n``), "different": the paired t-test's to show ``effect`` ≠ 0}."""
-    a = alpha if tost_alpha is None else tost_alpha
+    ``seeds_to_decide`` inside the margin), at 5 % and 80 % power: {"equivalent": the TOST's to put ``effect`` inside
+    ± ``margin`` (None when |effect| ≥ margin or beyond 10,000), "different": the paired t-test's to show it ≠ 0}."""
     equivalent = None
     if sd > 0 and margin and abs(effect) < margin:
-        equivalent = next((n for n in range(2, max_n + 1) if tost_power(n, effect, sd, margin, a) >= power), None)
-    return {"equivalent": equivalent, "different": seeds_for_power(effect, sd, alpha, power, max_n)}
+        equivalent = next((n for n in range(2, 10_001) if tost_power(n, effect, sd, margin) >= 0.8), None)
+    return {"equivalent": equivalent, "different": seeds_for_power(effect, sd)}
 
 
 def sd_interval(sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -297,13 +293,13 @@ def robust_sd(diffs) -> float:
     return float(MAD_TO_SD * np.median(np.abs(d - np.median(d)))) if len(d) >= 2 else math.nan
 
 
-def outlying_seeds(values: dict, sds: float = OUTLIER_SDS) -> dict:
-    """{seed: its distance from the median in robust SDs} for the seeds more than ``sds`` robust SDs away."""
+def outlying_seeds(values: dict) -> dict:
+    """{seed: its distance from the median in robust SDs} for the seeds more than ``OUTLIER_SDS`` robust SDs away."""
     d = np.asarray(list(values.values()), dtype=float)
     sd, med = robust_sd(d), float(np.median(d)) if len(d) else math.nan
     if not sd > 0:
         return {}
-    return {s: (v - med) / sd for s, v in values.items() if abs(v - med) > sds * sd}
+    return {s: (v - med) / sd for s, v in values.items() if abs(v - med) > OUTLIER_SDS * sd}
 
 
 def robust_seeds_needed(diffs, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
