@@ -74,13 +74,6 @@ def spent_total(t: float, alpha: float = ALPHA, two_sided: bool = True) -> float
 GRID = 2001     # points of the score's density per look (``boundaries``)
 
 
-def _crossing(f, s, cont_lo, cont_hi, var: float, lo: float, hi: float) -> float:
-    """P(the next score leaves (lo, hi)) from a density ``f`` on grid ``s`` and an increment of variance ``var``."""
-    sd = math.sqrt(var)
-    out = sps.norm.sf((hi - s) / sd) + (sps.norm.cdf((lo - s) / sd) if np.isfinite(lo) else 0.0)
-    return float(np.trapezoid(f * out, s))
-
-
 @lru_cache(maxsize=None)
 def boundaries(looks: tuple, alpha: float = ALPHA, two_sided: bool = True) -> tuple:
     """The z-boundaries c_k of the looks (information = seeds): P(first crossing at look k) = α*(t_k) − α*(t_{k−1})
@@ -90,24 +83,20 @@ def boundaries(looks: tuple, alpha: float = ALPHA, two_sided: bool = True) -> tu
     bounds, f, s, prev_n = [], None, None, 0
     for n in looks:
         target = spent_total(n / looks[-1], alpha, two_sided) - spent_total(prev_n / looks[-1], alpha, two_sided)
-        root = math.sqrt(n)
+        root, sd = math.sqrt(n), math.sqrt(n - prev_n)
         if f is None:                                            # the first look: Z_1 itself
-            c = sps.norm.isf(target / 2) if two_sided else sps.norm.isf(target)
-        else:
-            var = n - prev_n
+            c = sps.norm.isf(target / 2 if two_sided else target)
+        else:                                # P(S_k leaves (−c√n_k, c√n_k), one-sided: exceeds c√n_k) = target
             def excess(c):
-                lo = -c * root if two_sided else -np.inf
-                return _crossing(f, s, None, None, var, lo, c * root) - target
+                out = sps.norm.sf((c * root - s) / sd) + (sps.norm.cdf((-c * root - s) / sd) if two_sided else 0.0)
+                return float(np.trapezoid(f * out, s)) - target
             c = brentq(excess, 0.1, 40.0, xtol=1e-10)
         bounds.append(float(c))
         # the density of S_k on the continuation region, for the next look
-        hi = c * root
-        lo = -hi if two_sided else -12 * root
-        grid = np.linspace(lo, hi, GRID)
+        grid = np.linspace(-c * root if two_sided else -12 * root, c * root, GRID)
         if f is None:
             f = sps.norm.pdf(grid / root) / root
         else:
-            sd = math.sqrt(n - prev_n)
             f = np.trapezoid(f[None, :] * sps.norm.pdf((grid[:, None] - s[None, :]) / sd) / sd, s, axis=1)
         s, prev_n = grid, n
     return tuple(bounds)
@@ -119,24 +108,20 @@ def nominal_levels(looks: tuple, alpha: float = ALPHA, two_sided: bool = True) -
     return tuple(float((2 if two_sided else 1) * sps.norm.sf(c)) for c in boundaries(looks, alpha, two_sided))
 
 
-def _correlation(looks) -> np.ndarray:
-    t = np.asarray(looks, dtype=float)
-    return np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
-
-
 def no_crossing(bounds, looks, two_sided: bool = True) -> float:
     """P(|Z_j| < c_j (one-sided: Z_j < c_j) at every look j) under H0, from the joint normal law of the Z's
     (corr √(t_i / t_j)) by Genz's algorithm (seeded): an independent check of ``boundaries``."""
-    k, upper = len(bounds), np.asarray(bounds, dtype=float)
+    k, upper, t = len(bounds), np.asarray(bounds, dtype=float), np.asarray(looks[:len(bounds)], dtype=float)
     lower = -upper if two_sided else np.full(k, -np.inf)
-    mvn = sps.multivariate_normal(np.zeros(k), _correlation(looks[:k]), seed=0, abseps=1e-7, releps=1e-7)
+    corr = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
+    mvn = sps.multivariate_normal(np.zeros(k), corr, seed=0, abseps=1e-7, releps=1e-7)
     return float(mvn.cdf(upper, lower_limit=lower))
 
 
-def naive_error(looks: tuple, alpha: float = ALPHA) -> float:
-    """The chance of a false 'significant' somewhere over the looks if each were tested at ``alpha`` unadjusted
-    (two-sided, under H0): the error rate the spending function keeps at ``alpha``."""
-    return 1 - no_crossing([sps.norm.isf(alpha / 2)] * len(looks), looks, two_sided=True)
+def naive_error(looks: tuple) -> float:
+    """The chance of a false 'significant' somewhere over the looks if each were tested at 5 % unadjusted
+    (two-sided, under H0): the error rate the spending function keeps at 5 %."""
+    return 1 - no_crossing([sps.norm.isf(ALPHA / 2)] * len(looks), looks, two_sided=True)
 
 
 FIRST_LOOK_AS_RUN = (ALPHA, ALPHA)
@@ -144,16 +129,16 @@ FIRST_LOOK_AS_RUN = (ALPHA, ALPHA)
 each side), before this design was declared. Its later looks used the design's levels."""
 
 
-def procedure_error(design: SequentialDesign, effect: float, margin: float, sd: float = 1.0,
+def procedure_error(design: SequentialDesign, effect: float, margin: float,
                     first: tuple | None = FIRST_LOOK_AS_RUN, reps: int = 200_000, seed: int = 0) -> dict:
-    """The share of simulated procedures (paired differences N(``effect``, ``sd``), the first ``look`` seeds at each
+    """The share of simulated procedures (paired differences N(``effect``, 1), the first ``look`` seeds at each
     look) that end on each outcome, the procedure stopping at its first decisive verdict as ``stats.decide`` gives it
     (size first, then significance; a family of one: no Holm), at the design's levels, except the first look at
     ``first`` (None: the design's own). Returns {"significant": P(reproduced, contradicted or trivial),
     "equivalent": P(equivalent or trivial), "significant, claimed side": P(significant with mean on the claimed
     side … here: below 0)}: under ``effect`` 0 the first is the false-significance rate; under ``effect`` = ± the
     margin the second is the false-equivalence rate."""
-    x = np.random.default_rng(seed).normal(effect, sd, (reps, design.looks[-1]))
+    x = np.random.default_rng(seed).normal(effect, 1.0, (reps, design.looks[-1]))
     open_, sig_any, eq_any, low = np.ones(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool)
     for k, n in enumerate(design.looks):
         sig_level, tost_level = first if (k == 0 and first is not None) else design.levels(n)
