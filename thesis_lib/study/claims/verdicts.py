@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -19,8 +20,9 @@ from thesis_lib.metrics import label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from . import sequential
-from .stats import decide, fmt, fmt_seeds, seeds_needed, words
-from ..results import runs_of
+from .stats import decide, fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed, words
+from ..results import results_frame, runs_of
+from ..runs import Log, run_grid
 from .paired import claim_rows, margin_digits, paired_test
 
 CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
@@ -28,11 +30,11 @@ CONVENTIONS = {"declared": "declared: the smaller relative effect of the two ver
                "log-odds": "the same change of log-odds", "error rate": "the same relative change of the error rate"}
 
 
-def sensitivity(df: pd.DataFrame, claims=reference.CLAIMS, family: str | None = None) -> pd.DataFrame:
+def sensitivity(df: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
     """One row per primary claim (of ``family``, if given): the contrast's equivalence interval and, under each
     margin convention (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm
     p, same levels)."""
-    claims, rows = [c for c in claims if family is None or c.family == family], []
+    claims, rows = [c for c in reference.CLAIMS if family is None or c.family == family], []
     for r in [r for r in claim_rows(df, claims) if r["primary"]]:
         t, digits, tost = r["test"], margin_digits(r["margin"]), r["levels"][1]
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
@@ -152,11 +154,11 @@ def thesis_noise_note(table: pd.DataFrame) -> str:
     return text + (". A single run per variant tells a difference from noise only where its z clears that bar.")
 
 
-def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[str]:
+def conclusions(df: pd.DataFrame, family: str) -> list[str]:
     """One line per claim of ``family``, from the claims' own rows: claim: verdict, difference ± 95 % CI on the
     primary metric, seeds (a sequential claim: its look), and the seeds an open claim would need."""
     lines = []
-    for r in [r for r in claim_rows(df, claims) if r["primary"] and r["claim"].family == family]:
+    for r in [r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]:
         t, digits = r["test"], margin_digits(r["margin"])
         design = sequential.DESIGNS.get(r["claim"].text)
         seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
@@ -171,26 +173,21 @@ def conclusions(df: pd.DataFrame, family: str, claims=reference.CLAIMS) -> list[
     return lines
 
 
-def sequential_claim(design: sequential.SequentialDesign, claims=reference.CLAIMS):
-    return next(c for c in claims if c.text == design.claim)
+def sequential_claim(design: sequential.SequentialDesign):
+    return next(c for c in reference.CLAIMS if c.text == design.claim)
 
 
-def run_sequential(params, design: sequential.SequentialDesign = sequential.TABLE1_PRIMARY) -> dict:
-    """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of the design at this scale
-    (``design.looks_for``), and stop at the first look whose verdict is not undecided (or at the cap); finished
+def run_sequential(params) -> dict:
+    """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of Table 1's sequential design at this
+    scale (``design.looks_for``), and stop at the first look whose verdict is not undecided (or at the cap); finished
     runs are reused. Prints one line per look to the terminal, not into the notebook (``runs.Log.terminal``); returns
     the last look's seeds and verdict."""
-    import dataclasses
-
-    from ..grids import CLAIMED
-    from ..runs import Log, run_grid
-    from ..results import results_frame
+    design = sequential.TABLE1_PRIMARY
     claim = sequential_claim(design)
-    looks = design.looks_for(params.preset)
-    for k, n in enumerate(looks):
-        block = dataclasses.replace(params, seeds=tuple(range(n)))
-        run_grid(block, claim.arms_variants)
-        df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))), CLAIMED)
+    for k, n in enumerate(design.looks_for(params.preset)):
+        run_grid(dataclasses.replace(params, seeds=tuple(range(n))), claim.arms_variants)
+        df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))),
+                           grids.CLAIMED)
         row = next(r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
         if row["verdict"] != "undecided":
@@ -237,18 +234,17 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
     look at an unadjusted 5 %, before the design was declared) against the design's own, simulated at the measured
     margin / SD (``sequential.procedure_error``); how far a margin recomputed at every look would have moved; the
     robust seeds to decide and the seeds far out."""
-    from .stats import outlying_seeds, robust_seeds_needed
     row = next((r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].text == design.claim), None)
     if row is None or row["test"].n < 2:
         return {}
     t, margin = row["test"], row["margin"]
     ratio = margin / t.sd_used
+    firsts = {"as run": sequential.FIRST_LOOK_AS_RUN, "as declared": None}
     rates = {name: {kind: sequential.procedure_error(design, effect, ratio, first=first)[kind]
                     for kind, effect in (("significant", 0.0), ("equivalent", ratio))}
-             for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
+             for name, first in firsts.items()}
     worst = {name: max((sequential.procedure_error(design, r, r, first=first, reps=WORST_REPS)["equivalent"], r)
-                       for r in WORST_RATIOS)
-             for name, first in (("as run", sequential.FIRST_LOOK_AS_RUN), ("as declared", None))}
+                       for r in WORST_RATIOS) for name, first in firsts.items()}
     base = dict(zip(runs_of(df, grids.BASELINE).seed, runs_of(df, grids.BASELINE)[row["metric"]]))
     moving = [reference.sesoi(row["claim"].margin_from, row["metric"],
                               sum(base[s] for s in row["seeds"][:n]) / n)
@@ -283,16 +279,16 @@ def procedure_note(p: dict) -> str:
             f"median: {far}.")
 
 
-def gamma_travel_note(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), steps: dict | None = None) -> str:
+def gamma_travel_note(df: pd.DataFrame) -> str:
     """How far γ travelled against how far AdamW could move it: a channel whose gradient kept one sign would move by
     about the summed learning rate of its group (``engine.adamw_drift``); γ's mean |γ| over channels (from 1e-5) as a
     share of that sum says how often the signs flipped."""
     from thesis_lib.config import get_config
     from thesis_lib.training.engine import budget_summed_lr, summed_lr, tte_lr_scale
     parts = []
-    for v in [v for v in variants if v in set(df.variant)]:
+    for v in [v for v in (grids.DOSE[0], grids.BUDGET[1]) if v in set(df.variant)]:
         sub = runs_of(df, v)
-        cfg = get_config(str(sub.preset.iloc[0]), v, overrides=steps or {})
+        cfg = get_config(str(sub.preset.iloc[0]), v)
         t = cfg.train
         total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, budget_summed_lr(cfg.model.spec.tte_budget))
                                               or 1.0)
