@@ -28,6 +28,7 @@ THESIS_FINAL = {  # final text tte.typ@HEAD, Tables 1-2 (BERT text encoder)
     TTE_AFTER: {IMAGENET_TOP1: 30.3, COCO_MEAN: 67.2, FLICKR_MEAN: 78.08},
     TTE_AFTER_LS: {IMAGENET_TOP1: 30.3, COCO_MEAN: 67.2, FLICKR_MEAN: 78.29},
 }
+THESIS = {"aug": THESIS_AUG, "final": THESIS_FINAL}
 SOURCES = {"aug": "thesis, Aug 2024 chapter (Data2Vec2 text)", "final": "thesis, final text (BERT text)"}
 LAYERSCALE = {  # statistics of the learned TTE LayerScale γ after training
     "aug": {"mean": 7.2e-4, "std": 1.6e-2, "max": 0.3},
@@ -95,19 +96,16 @@ CLAIMS = (
 FAMILIES = tuple(dict.fromkeys(c.family for c in CLAIMS))
 
 
+def relative_effects(rows: tuple, metric: str) -> dict:
+    """{version: the thesis's effect between two rows relative to the control row} for the versions reporting both."""
+    return {v: (t[rows[0]][metric] - t[rows[1]][metric]) / t[rows[1]][metric] for v, t in THESIS.items()
+            if metric in t.get(rows[0], {}) and metric in t.get(rows[1], {})}
+
+
 def relative_effect(rows: tuple, metric: str) -> float | None:
     """The thesis's own effect between two rows as a fraction of the control row, the smaller of the two versions
     (signed as the version with the smaller effect reports it); None if unreported."""
-    effects = [(t[rows[0]][metric] - t[rows[1]][metric]) / t[rows[1]][metric] for t in (THESIS_AUG, THESIS_FINAL)
-               if metric in t.get(rows[0], {}) and metric in t.get(rows[1], {})]
-    return min(effects, key=abs) if effects else None
-
-
-def relative_effects(rows: tuple, metric: str) -> dict:
-    """{version: the thesis's effect between two rows relative to the control row} for the versions reporting both."""
-    return {v: (t[rows[0]][metric] - t[rows[1]][metric]) / t[rows[1]][metric]
-            for v, t in (("aug", THESIS_AUG), ("final", THESIS_FINAL))
-            if metric in t.get(rows[0], {}) and metric in t.get(rows[1], {})}
+    return min(relative_effects(rows, metric).values(), key=abs, default=None)
 
 
 def _logit(p: float) -> float:
@@ -126,8 +124,7 @@ def margin_conventions(rows: tuple, metric: str, control_mean: float) -> dict:
     out["other version"] = abs(rel[other[0]]) * control_mean if other and rel[other[0]] else None
     if declared is None or not rel[declared]:
         return {**out, "log-odds": None, "error rate": None}
-    table = THESIS_AUG if declared == "aug" else THESIS_FINAL
-    treated, control = table[rows[0]][metric] / 100, table[rows[1]][metric] / 100
+    treated, control = THESIS[declared][rows[0]][metric] / 100, THESIS[declared][rows[1]][metric] / 100
     ours = control_mean / 100
     shifted = 1 / (1 + math.exp(-(_logit(ours) + _logit(treated) - _logit(control))))
     out["log-odds"] = abs(shifted - ours) * 100
@@ -148,12 +145,12 @@ TEST_ITEMS = {
     "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
 
 
-def binomial_se(metric: str, score: float, items: dict = TEST_ITEMS) -> tuple[float, float]:
-    """The standard error (points) of one model's score from the finite test set, every recall taken to be
+def binomial_se(metric: str, score: float) -> tuple[float, float]:
+    """The standard error (points) of one model's score from the real test set, every recall taken to be
     ``score`` (the thesis reports only the retrieval mean): for a retrieval mean, the six recalls' errors perfectly
     correlated (the upper value) or independent (the lower); for ImageNet top-k, one binomial proportion (both)."""
     p, m = score / 100, METRICS[metric]
-    images, captions = items[m.test_set]
+    images, captions = TEST_ITEMS[m.test_set]
     if m.kind == "accuracy":
         se = math.sqrt(p * (1 - p) / images) * 100
         return se, se
@@ -164,18 +161,16 @@ def binomial_se(metric: str, score: float, items: dict = TEST_ITEMS) -> tuple[fl
 
 
 def thesis_value(version: str, variant: str, metric: str):
-    table = THESIS_AUG if version == "aug" else THESIS_FINAL
-    return table.get(variant, {}).get(metric)
+    return THESIS[version].get(variant, {}).get(metric)
 
 
 def notation_errata() -> list[dict]:
     """Each number the notation chapter states wrongly, beside the value this code computes (docs/sources.md §6)."""
-    img = get_config("thesis").model.image
     import torch
 
     from thesis_lib.models.representations import TextEmbedding, patchify
+    img, text = get_config("thesis").model.image, get_config("thesis").model.text
     flat = patchify(torch.zeros(1, 3, img.img_size, img.img_size), img.patch_size).shape[-1]
-    text = get_config("thesis").model.text
     cls_pos = int(TextEmbedding(text, 8).positions(torch.tensor([[text.bos_id, 5, text.eos_id]]))[0, 0])
     return [
         {"chapter says": "v ∈ R^{3×244×244} for a 224×224 image", "stated": 244, "computed": img.img_size,
