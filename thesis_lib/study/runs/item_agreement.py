@@ -50,10 +50,3 @@ def agreement(hits_a: dict, hits_b: dict) -> dict:
     """{item kind: {"phi", "p_a", "p_b", "n"}} for the kinds both models were scored on."""
     return {k: {"phi": phi(hits_a[k], hits_b[k]), "p_a": float(hits_a[k].double().mean()),
                 "p_b": float(hits_b[k].double().mean()), "n": len(hits_a[k])} for k in hits_a if k in hits_b}
-
-
-def difference_se(p_a: float, p_b: float, n: int, phi_ab: float = 0.0) -> float:
-    """The SE of p̂_a − p̂_b (proportions) on the same ``n`` items whose hits correlate by ``phi_ab`` (module
-    docstring); ``phi_ab`` 0: two independent samples."""
-    va, vb = p_a * (1 - p_a), p_b * (1 - p_b)
-    return math.sqrt(max(0.0, va + vb - 2 * phi_ab * math.sqrt(va * vb)) / n)
