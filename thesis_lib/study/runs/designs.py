@@ -4,8 +4,10 @@ models' per-item agreement). A design is passed in; nothing here decides a claim
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
+from thesis_lib.training.results import RunPaths
 from . import Log, grid_jobs, run_grid, run_many
 
 
@@ -28,9 +30,8 @@ def design_jobs(params, design, block: int | None = None) -> list[dict]:
 
 def run_design(params, design, block: int | None = None) -> list[dict]:
     """Train the design's runs (one block, or all), reusing finished ones (none at a preset it is not declared for);
-    the runs of ``design.shared`` are the
-    study's, trained into its results where missing (at the demo, Table 1's sequential design trained the baseline's
-    seeds 4-23: nothing to train)."""
+    the runs of ``design.shared`` are the study's, trained into its results where missing (at the demo, Table 1's
+    sequential design trained the baseline's seeds 4-23: nothing to train)."""
     if params.preset not in design.presets:
         Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
                      f"at {params.preset}")
@@ -49,7 +50,6 @@ def run_design(params, design, block: int | None = None) -> list[dict]:
 
 def shared_missing(params, design) -> list[str]:
     """The shared runs (variant/seed) that ``design.shared_from``'s store lacks at the design's seeds."""
-    from thesis_lib.training.results import RunPaths
     root = design_params(params, design.shared_from).results_root
     return [f"{v}/seed{s}" for v in design.shared for s in design.seeds_for(params.preset)
             if not RunPaths(root, params.preset, v, s).result.exists()]
@@ -63,32 +63,32 @@ def design_params(params, design, own: bool = True):
     return dataclasses.replace(params, seeds=design.seeds_for(params.preset), output_dir=str(where) if where else None)
 
 
-def _eval_setup(state: dict, dev):
-    """The evaluation sets and context of a run's checkpoint ``state``, as the run evaluated itself: what every
-    checkpoint of the designs is measured on."""
-    from thesis_lib.stored_config import config_of
+def _evaluated(checkpoints, measure, device: str):
+    """(step, ``measure(model, *sets, ctx)``) of each checkpoint in turn, on one thread. The evaluation sets and context
+    are the first checkpoint's run's, as it evaluated itself: what every checkpoint of the designs is measured on."""
+    from thesis_lib.analysis import load_trained, read_checkpoint
     from thesis_lib.evaluate import evaluation_inputs
     from thesis_lib.evaluation import EvalContext
-    cfg = config_of(state["config"])
-    tokenizer, sets = evaluation_inputs(cfg)
-    return sets, EvalContext.of(cfg, dev, tokenizer.pad_id)
-
-
-def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
-    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
-    order: {"step", metric: value}. The evaluation sets are built once, from the first checkpoint's config."""
-    from thesis_lib.analysis import load_trained, read_checkpoint
-    from thesis_lib.evaluation import evaluate
     from thesis_lib.numerics import one_thread
+    from thesis_lib.stored_config import config_of
     from thesis_lib.training.run import resolve_device
-    rows, sets, dev = [], None, resolve_device(device)
+    sets, dev = None, resolve_device(device)
     with one_thread():
         for path in checkpoints:
             state = read_checkpoint(path)
             if sets is None:
-                sets, ctx = _eval_setup(state, dev)
-            metrics = evaluate(load_trained(state, dev), *sets, ctx)
-            rows.append({"step": int(state["step"]), **{k: metrics[k] for k in HELDOUT_METRICS}})
+                cfg = config_of(state["config"])
+                tokenizer, sets = evaluation_inputs(cfg)
+                ctx = EvalContext.of(cfg, dev, tokenizer.pad_id)
+            yield int(state["step"]), measure(load_trained(state, dev), *sets, ctx)
+
+
+def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
+    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
+    order: {"step", metric: value}."""
+    from thesis_lib.evaluation import evaluate
+    rows = [{"step": step, **{k: metrics[k] for k in HELDOUT_METRICS}}
+            for step, metrics in _evaluated(checkpoints, evaluate, device)]
     return sorted(rows, key=lambda r: r["step"])
 
 
@@ -98,9 +98,6 @@ HELDOUT_METRICS = (IMAGENET_TOP1, COCO_MEAN, FLICKR_MEAN)
 def heldout_curves(params, design, device: str = "cpu") -> None:
     """For each finished run of the design: its kept snapshots and final checkpoint evaluated on the held-out sets,
     written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
-    import json
-
-    from thesis_lib.training.results import RunPaths
     root = design_params(params, design).results_root
     for v in [v for v in design.variants if v not in design.shared]:
         for s in design.seeds_for(params.preset):
@@ -108,15 +105,11 @@ def heldout_curves(params, design, device: str = "cpu") -> None:
             out = paths.dir / "heldout.jsonl"
             if out.exists() or not paths.result.exists():
                 continue
-            snaps = sorted(paths.dir.glob("checkpoint-step*.pt"), key=lambda p: int(p.stem.split("step")[1]))
-            snaps = [p for p in snaps if int(p.stem.split("step")[1]) != _final_step(paths)] + [paths.checkpoint]
-            rows = snapshot_metrics([p for p in snaps if p.exists()], device)
+            step = lambda p: int(p.stem.split("step")[1])  # noqa: E731
+            final = int(json.loads(paths.result.read_text())["train"]["steps"])
+            snaps = [p for p in sorted(paths.dir.glob("checkpoint-step*.pt"), key=step) if step(p) != final]
+            rows = snapshot_metrics([p for p in snaps + [paths.checkpoint] if p.exists()], device)
             out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
-def _final_step(paths) -> int:
-    import json
-    return int(json.loads(paths.result.read_text())["train"]["steps"])
 
 
 def agreement_file(params, design):
@@ -127,7 +120,6 @@ def agreement_file(params, design):
 def merged_agreement(path, measured: dict) -> dict:
     """The seeds measured now and those recorded in ``path`` before (their checkpoints, git-ignored, may be gone: a
     block trained in an earlier session or on another machine), a seed measured now replacing its record."""
-    import json
     recorded = {int(k): v for k, v in json.loads(path.read_text())["per_seed"].items()} if path.exists() else {}
     return dict(sorted({**recorded, **measured}.items()))
 
@@ -135,27 +127,17 @@ def merged_agreement(path, measured: dict) -> dict:
 def measure_agreement(params, design, device: str = "cpu") -> dict:
     """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
     checkpoints; seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to
-    ``agreement_file``: how much closer than two independent
-    samples of the test set two paired models' scores are (``item_agreement``)."""
-    import json
-
-    from thesis_lib.analysis import load_trained, read_checkpoint
+    ``agreement_file``: how much closer than two independent samples of the test set two paired models' scores are
+    (``item_agreement``)."""
     from .item_agreement import agreement, item_hits
-    from thesis_lib.numerics import one_thread
-    from thesis_lib.training.results import RunPaths
-    from thesis_lib.training.run import resolve_device
-    root, dev, per_seed, sets = design_params(params, design).results_root, resolve_device(device), {}, None
-    with one_thread():
-        for s in design.seeds_for(params.preset):
-            pair = [RunPaths(root, params.preset, v, s) for v in design.variants]
-            if not all(r.result.exists() and r.checkpoint.exists() for r in pair):   # finished runs only: a run in
-                continue                                       # training has a checkpoint of its last step
-            states = [read_checkpoint(r.checkpoint) for r in pair]
-            if sets is None:
-                sets, ctx = _eval_setup(states[0], dev)
-            hits = [item_hits(load_trained(st, dev), *sets, ctx) for st in states]
-            per_seed[s] = agreement(*hits)
-    per_seed = merged_agreement(agreement_file(params, design), per_seed)
+    root, pairs = design_params(params, design).results_root, {}
+    for s in design.seeds_for(params.preset):
+        pair = [RunPaths(root, params.preset, v, s) for v in design.variants]
+        if all(r.result.exists() and r.checkpoint.exists() for r in pair):   # finished runs only: a run in training
+            pairs[s] = [r.checkpoint for r in pair]                           # has a checkpoint of its last step
+    hits = [h for _, h in _evaluated([c for pair in pairs.values() for c in pair], item_hits, device)]
+    measured = {s: agreement(*hits[2 * i:2 * i + 2]) for i, s in enumerate(pairs)}
+    per_seed = merged_agreement(agreement_file(params, design), measured)
     kinds = sorted({k for a in per_seed.values() for k in a})
     out = {"pairs": f"{design.variants[0]} vs {design.variants[1]}", "seeds": sorted(per_seed), "per_seed": per_seed,
            "mean_phi": {k: sum(a[k]["phi"] for a in per_seed.values()) / len(per_seed) for k in kinds}}
