@@ -24,16 +24,22 @@ the study's seeds 0-3 at 600 steps (16.76 → ±0.0758), the pilot's 38.2 at the
 from __future__ import annotations
 
 import dataclasses
+import json
+import statistics
 from dataclasses import dataclass
 
 from thesis_lib.config import PRESET_SPECS, get_config
+from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import PRIMARY
+from thesis_lib.training.results import RunPaths
 from .. import reference
 from ..grids import BASELINE, BUDGET, NOLN, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
 from ..reference import AFTER, BEFORE, Claim, half, vs
 from ..results import contrast_values, design_frame, results_frame
 from ..runs import SEEDS, study_params
 from ..runs.designs import design_params, heldout_curves, measure_agreement, run_design, store
+from .stats import tost_power
+from .verify import tolerances
 
 BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
 KEEP_EVERY = 1500            # the long schedule's snapshots for its held-out curve (a multiple of ckpt_every, 100)
@@ -171,11 +177,10 @@ REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `mak
 
 def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> float:
     """The design's margin on the primary metric (points), fixed at its declaration (module docstring)."""
-    if design.margin_rule == "pilot":
-        return reference.sesoi(AFTER, PRIMARY, PILOT_BASELINE_COCO)
-    if study_baseline_mean is None:
+    basis = PILOT_BASELINE_COCO if design.margin_rule == "pilot" else study_baseline_mean
+    if basis is None:
         raise ValueError(f"design {design.name}: its margin needs the baseline's mean over the study's seeds 0-3")
-    return reference.sesoi(AFTER, PRIMARY, study_baseline_mean)
+    return reference.sesoi(AFTER, PRIMARY, basis)
 
 
 def fixed_claims(design: FixedDesign, margin_points: float, claims=None) -> tuple:
@@ -216,12 +221,10 @@ def confirm_power(params) -> dict:
     """The confirmation's power, from the 8-seed record (``THESIS_LR_SUM``'s "helps" differences on the primary
     metric): P(equivalent) of the paired TOST with ``THESIS_LR_SUM_CONFIRM``'s n at its margin if the true
     difference is 0, and if it is the record's mean, at 5 % and at Holm's first level (2.5 %, two claims)."""
-    from .stats import tost_power
     diffs = list(contrast_values(design_frame(params, THESIS_LR_SUM), LONG_HELPS.contrast, PRIMARY).values())
     n, m = len(THESIS_LR_SUM_CONFIRM.seeds_for(params.preset)), margin(THESIS_LR_SUM_CONFIRM)
     if len(diffs) < 2:
         return {"n": n, "margin": m, "record_seeds": len(diffs)}
-    import statistics
     sd, mean = statistics.stdev(diffs), statistics.fmean(diffs)
     holm_first = 0.05 / len(THESIS_LR_SUM_CONFIRM.claims)
     return {"n": n, "margin": m, "record_seeds": len(diffs), "record_sd": sd, "record_mean": mean,
@@ -241,10 +244,6 @@ def fmt_power(p: dict) -> str:
 def pilot_baseline_coco(params) -> tuple[float, float] | None:
     """The retrained pilot's baseline COCO retrieval and ``make verify``'s tolerance for it (``verify.tolerances``
     over the long record's runs: one between-seed SD); None before the pilot's baseline is stored."""
-    import json
-
-    from thesis_lib.training.results import RunPaths
-    from .verify import tolerances
     root = design_params(params, PILOT).results_root
     path = RunPaths(root, params.preset, BASELINE, PILOT.seeds_for(params.preset)[0]).result
     if not path.exists():
@@ -264,7 +263,6 @@ def study_baseline_mean(params) -> float:
     """The baseline's mean of the primary metric over the study's seeds 0-3 at 600 steps (the margin's basis)."""
     df = results_frame(dataclasses.replace(params, seeds=SEEDS), (BASELINE,))
     if len(df) < len(SEEDS):
-        from thesis_lib.errors import ThesisError
         raise ThesisError(f"the margin is fixed from the baseline's seeds {list(SEEDS)} at {params.preset}, and "
                           f"{len(df)} of them are in {params.results_root}: run notebook 03 first")
     return float(df[PRIMARY].mean())
