@@ -27,12 +27,7 @@ def claims_frame(params, variants=grids.CLAIMED) -> pd.DataFrame:
 
 def paired_test(df: pd.DataFrame, treated: tuple, control: tuple, metric: str) -> PairedTest:
     """treated − control per seed (over the seeds both arms have), as a PairedTest."""
-    return contrast_test(df, ((treated, 1.0), (control, -1.0)), metric)
-
-
-def contrast_test(df: pd.DataFrame, contrast, metric: str, resolution: float = 0.0) -> PairedTest:
-    """The contrast per seed as a PairedTest."""
-    return PairedTest.of(list(contrast_values(df, contrast, metric).values()), resolution)
+    return PairedTest.of(list(contrast_values(df, ((treated, 1.0), (control, -1.0)), metric).values()))
 
 
 def claim_seeds(claim, values: dict) -> list:
