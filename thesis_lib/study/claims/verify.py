@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -33,18 +34,15 @@ def seed_sds(results: list[dict]) -> dict[str, float]:
     """Each metric's between-seed standard deviation in a result set: the variances over seeds within each variant
     (≥ 2 seeds), pooled by their degrees of freedom (Σ (n_v - 1) s_v² / Σ (n_v - 1)). It is the study's own noise:
     what another seed of the same code changes a run by."""
-    by_variant: dict[str, list[dict]] = {}
-    for r in results:
-        by_variant.setdefault(r["variant"], []).append(r["metrics"])
-    squares: dict[str, float] = {}
-    dof: dict[str, int] = {}
-    for runs in by_variant.values():
+    squares, dof = Counter(), Counter()
+    for variant in dict.fromkeys(r["variant"] for r in results):
+        runs = [r["metrics"] for r in results if r["variant"] == variant]
         for metric in set().union(*runs):
             values = [m[metric] for m in runs if metric in m]
             if len(values) > 1:
                 mean = sum(values) / len(values)
-                squares[metric] = squares.get(metric, 0.0) + sum((v - mean) ** 2 for v in values)
-                dof[metric] = dof.get(metric, 0) + len(values) - 1
+                squares[metric] += sum((v - mean) ** 2 for v in values)
+                dof[metric] += len(values) - 1
     return {m: math.sqrt(squares[m] / dof[m]) for m in squares}
 
 
