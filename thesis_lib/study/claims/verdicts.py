@@ -108,11 +108,10 @@ def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None)
                              "seed SD (carried)": "–" if math.isnan(seed) else f"{seed:.2f} ({source})",
                              "z, larger SE + seeds": "–" if math.isnan(seed) else f"{d / both:+.1f}",
                              "_z_conservative": abs(d) / high, "_z_best": abs(d) / low,
-                             "_z_paired": abs(d) / paired if phi is not None else math.nan,
+                             "_z_paired": abs(d) / paired,          # nan without φ (paired) or a seed SD (seed)
                              "_z_seeds": math.nan if math.isnan(seed) else abs(d) / both,
-                             "_z_seeds_best": math.nan if math.isnan(seed) else abs(d) / math.hypot(low, seed),
-                             "_z_seeds_paired": math.nan if math.isnan(seed) or phi is None else
-                             d / math.hypot(paired, seed)})
+                             "_z_seeds_best": abs(d) / math.hypot(low, seed),
+                             "_z_seeds_paired": d / math.hypot(paired, seed)})
     return pd.DataFrame(rows)
 
 
