@@ -191,8 +191,6 @@ def run_many(jobs: list[dict]) -> list[dict]:
             if r is not None:
                 bar.update()
                 log.run_done(f"{r.get('variant')} seed {r.get('seed')}", 0.0, workers)
-        if not todo:
-            return results
         for i, (r, seconds) in _trained(jobs, todo, workers):   # a failed run stops the study with its error
             results[i] = r
             bar.set_postfix_str(f"{r.get('variant')} seed {r.get('seed')}")
@@ -271,12 +269,9 @@ class Log:
         self.say(f"runs: {self.done}/{self.total} ({what} {'done' if seconds > REUSED_S else 'reused'}), "
                  f"≈ {_minutes(left)} left")
 
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
     def say(self, line: str) -> None:
         if not show_progress():
-            self.terminal(f"[{_minutes(self.elapsed())}] {line}")
+            self.terminal(f"[{_minutes(time.monotonic() - self.started)}] {line}")
 
     @staticmethod
     def terminal(line: str) -> None:
