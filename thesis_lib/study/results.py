@@ -87,7 +87,7 @@ def curves(params: StudyParams, variant: str) -> pd.DataFrame:
 
 
 def design_frame(params, design):
-    """``tables.results_frame`` of the design's runs on its seeds: its own variants from its store, the shared ones
+    """``results_frame`` of the design's runs on its seeds: its own variants from its store, the shared ones
     from the study's results."""
     own = [v for v in design.variants if v not in design.shared]
     frames = [results_frame(design_params(params, design), own)]

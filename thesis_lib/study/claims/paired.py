@@ -1,8 +1,5 @@
-"""Stage 3 of the study, the claims: each declared ``reference.Claim`` tested on the results frame. Per claim and
-metric, its per-seed contrast, the paired test at the metric's resolution, the smallest effect of interest and the
-thesis's effect carried to our baseline, the levels of its looks (a sequential claim), the Holm p within its family
-and the verdict (``stats.decide``); the claims table and the difference frames the pages draw are made of these
-rows (``claim_rows``)."""
+"""Stage 3 of the study, the claims: each declared ``reference.Claim`` tested on the results frame, one row per claim
+and metric (``claim_rows``); the claims table and the difference frames the pages draw are made of these rows."""
 from __future__ import annotations
 
 import math
