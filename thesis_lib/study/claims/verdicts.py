@@ -89,8 +89,7 @@ def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None)
         source = dict(grids.NOISE_SEED_FROM).get(treated, treated)
         for metric in grids.NOISE_METRICS:
             for version in ("aug", "final"):
-                a = reference.thesis_value(version, treated, metric)
-                b = reference.thesis_value(version, control, metric)
+                a, b = (reference.thesis_value(version, v, metric) for v in (treated, control))
                 if a is None or b is None:
                     continue
                 low, high = [math.sqrt(2) * x for x in reference.binomial_se(metric, b)]
