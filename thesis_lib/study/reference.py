@@ -178,8 +178,7 @@ def notation_errata() -> list[dict]:
         {"chapter says": "N = H·W/P² with P = 14 'patches per dimension'", "stated": "P = 14",
          "computed": f"P = {img.patch_size} (patch side), {img.grid} patches per side",
          "how": "N = 224²/16² only with P the patch size"},
-        {"chapter says": "N = 244·244/14² = 196", "stated": "196 (its formula gives "
-                                                             f"{244 * 244 / 14 ** 2:.1f})",
+        {"chapter says": "N = 244·244/14² = 196", "stated": f"196 (its formula gives {244 * 244 / 14 ** 2:.1f})",
          "computed": img.num_patches, "how": "ImageConfig.num_patches = (224/16)²"},
         {"chapter says": "each patch flattened into a 256-dim vector", "stated": 256, "computed": flat,
          "how": "patchify(): C·P² = 3·16·16"},
