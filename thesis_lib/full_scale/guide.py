@@ -19,13 +19,13 @@ in a fence: a comment inside a fence would show)::
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 from thesis_lib.full_scale import cost, recipe
 from thesis_lib.paths import ROOT
+from thesis_lib.study.pages import measured
 
 PAGES = ("docs/full_scale.md", "BENCHMARKS.md")
 SPAN = re.compile(r"<!-- c:([\w.-]+) -->(.*?)<!-- /c -->", re.S)
@@ -102,15 +102,8 @@ def write(root: Path | None = None) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.guide", description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 listing what is not current")
-    if parser.parse_args(argv).check:
-        problems = check()
-        print("\n".join(problems) or f"every computed figure of {', '.join(PAGES)} is current")
-        return 1 if problems else 0
-    for doc in write():
-        print(f"rewritten from the recipe's computation: {doc}")
-    return 0
+    return measured.command(argv, "python -m thesis_lib.full_scale.guide", __doc__.split("\n")[0], check, write,
+                            f"every computed figure of {', '.join(PAGES)} is current", "the recipe's computation")
 
 
 if __name__ == "__main__":

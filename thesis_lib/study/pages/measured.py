@@ -141,17 +141,23 @@ def write(root: Path = ROOT, data: dict | None = None) -> list[str]:
     return changed
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.measured",
-                                     description=__doc__.split("\n")[0])
+def command(argv, prog: str, description: str, check, write, current: str, source: str) -> int:
+    """A renderer's command line: ``--check`` prints ``check()``'s problems (or ``current``) and exits 1 on any;
+    without it, ``write()`` renders the documents in place and each one rewritten is named with its ``source``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 listing what is not current")
     if parser.parse_args(argv).check:
         problems = check()
-        print("\n".join(problems) or f"every measured figure the documents quote is current with {DATA}")
+        print("\n".join(problems) or current)
         return 1 if problems else 0
     for doc in write():
-        print(f"rewritten from {DATA}: {doc}")
+        print(f"rewritten from {source}: {doc}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return command(argv, "python -m thesis_lib.study.pages.measured", __doc__.split("\n")[0], check, write,
+                   f"every measured figure the documents quote is current with {DATA}", str(DATA))
 
 
 if __name__ == "__main__":
