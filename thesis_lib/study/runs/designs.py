@@ -105,11 +105,15 @@ def heldout_curves(params, design, device: str = "cpu") -> None:
             out = paths.dir / "heldout.jsonl"
             if out.exists() or not paths.result.exists():
                 continue
-            step = lambda p: int(p.stem.split("step")[1])  # noqa: E731
             final = int(json.loads(paths.result.read_text())["train"]["steps"])
-            snaps = [p for p in sorted(paths.dir.glob("checkpoint-step*.pt"), key=step) if step(p) != final]
+            snaps = [p for p in sorted(paths.dir.glob("checkpoint-step*.pt"), key=_step) if _step(p) != final]
             rows = snapshot_metrics([p for p in snaps + [paths.checkpoint] if p.exists()], device)
             out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _step(snapshot) -> int:
+    """The step of a kept snapshot, ``checkpoint-step<N>.pt``."""
+    return int(snapshot.stem.split("step")[1])
 
 
 def agreement_file(params, design):
