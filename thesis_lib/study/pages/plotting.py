@@ -183,7 +183,10 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
     (mean over seeds, band: min to max): what the first row cannot show when the curves coincide."""
     variants = list(dict.fromkeys(curves.variant))
     others = [v for v in variants if v != control] if control in variants else []
-    dashed = lambda k: dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))  # noqa: E731
+
+    def dashed(k: int) -> dict:
+        return dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))
+
     fig, axes = plt.subplots(1 + bool(others), len(columns), figsize=(4.2 * len(columns), 3.2 + 2.6 * bool(others)),
                              squeeze=False, sharex=True, layout="constrained")
     for ax, col in zip(axes[0], columns):
