@@ -57,20 +57,20 @@ def _line(text: str, at: int) -> int:
     return text.count("\n", 0, at) + 1
 
 
-def render(text: str, doc: str = "", figures: dict | None = None) -> tuple[str, list[str]]:
+def render(text: str, doc: str = "") -> tuple[str, list[str]]:
     """``text`` with every marked figure rendered from its computation, and what was not current."""
-    figures, problems = FIGURES if figures is None else figures, []
+    problems = []
 
     def span(m: re.Match) -> str:
         key, old = m.group(1), m.group(2)
-        if key not in figures:
+        if key not in FIGURES:
             problems.append(f"{doc}:{_line(text, m.start())}: {key}: no such computed figure (full_scale/guide.py)")
             return m.group(0)
         lead = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
         if key not in BLOCKS and not lead.strip(" \t-*+>0123456789.)"):
             problems.append(f"{doc}:{_line(text, m.start())}: {key}: a marker begins the line (it would show as raw "
                             f"HTML): move it past the line's first word")
-        new = figures[key]()
+        new = FIGURES[key]()
         if key in BLOCKS:
             new = f"\n\n{new}\n\n"
         if old == new or (key not in BLOCKS and old.split() == new.split()):       # a wrapped span is current
@@ -90,15 +90,7 @@ def check(root: Path | None = None) -> list[str]:
 
 def write(root: Path | None = None) -> list[str]:
     """Render the pages under ``root`` in place; the pages rewritten. A marker naming no figure stops it."""
-    root = root or ROOT
-    rendered = {doc: render((root / doc).read_text(encoding="utf-8"), doc) for doc in PAGES}
-    unknown = [p for _, problems in rendered.values() for p in problems if "no such computed figure" in p]
-    if unknown:
-        raise SystemExit("\n".join(unknown))
-    changed = [doc for doc, (text, _) in rendered.items() if text != (root / doc).read_text(encoding="utf-8")]
-    for doc in changed:
-        (root / doc).write_text(rendered[doc][0], encoding="utf-8")
-    return changed
+    return measured.rewrite(root or ROOT, PAGES, render, "no such computed figure")
 
 
 def main(argv: list[str] | None = None) -> int:

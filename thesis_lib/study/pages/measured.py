@@ -131,10 +131,16 @@ def check(root: Path = ROOT, data: dict | None = None) -> list[str]:
 def write(root: Path = ROOT, data: dict | None = None) -> list[str]:
     """Render every document under ``root`` in place; the documents rewritten. A key the data file lacks stops it."""
     data = load(root / DATA) if data is None else data
-    rendered = {doc: render((root / doc).read_text(encoding="utf-8"), data, doc) for doc in pages(root)}
-    missing = [p for _, problems in rendered.values() for p in problems if "no such key" in p]
-    if missing:
-        raise SystemExit("\n".join(missing))
+    return rewrite(root, pages(root), lambda text, doc: render(text, data, doc), "no such key")
+
+
+def rewrite(root: Path, docs, render_doc, fatal: str) -> list[str]:
+    """Each of ``docs`` under ``root`` rendered by ``render_doc(text, doc)`` (→ text, problems) and written where it
+    changed; the documents rewritten. A problem containing ``fatal`` stops it before anything is written."""
+    rendered = {doc: render_doc((root / doc).read_text(encoding="utf-8"), doc) for doc in docs}
+    stops = [p for _, problems in rendered.values() for p in problems if fatal in p]
+    if stops:
+        raise SystemExit("\n".join(stops))
     changed = [doc for doc, (text, _) in rendered.items() if text != (root / doc).read_text(encoding="utf-8")]
     for doc in changed:
         (root / doc).write_text(rendered[doc][0], encoding="utf-8")
