@@ -1,4 +1,6 @@
 """The thesis beside us (thesis_lib/study/pages/beside.py), read from the committed demo results."""
+import pandas as pd
+
 from thesis_lib.study import reference, runs
 from thesis_lib.study.pages import beside, table2
 
@@ -25,10 +27,35 @@ def test_a_declared_design_without_runs_reads_pending():
 
 
 def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
-    import pandas as pd
     table = pd.DataFrame({"seeds": [6, 32], "difference (95 % CI)": ["-0.05 ± 0.10", "0.01 ± 0.05"],
                           "p (Holm, family)": ["0.300", "0.700"], "verdict": ["undecided", "equivalent"],
                           "seeds to decide": ["40", "–"]}, index=["short of n", "at n"])
     shown = table2._pending(table.copy(), 32)
     assert shown.loc["short of n"].tolist() == [6, "–", "–", "pending (6 of 32 seeds)", "–"]
     assert shown.loc["at n"].tolist() == table.loc["at n"].tolist()
+
+
+def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
+    """The long schedule's 2 × 2 is fixed at n = 4: with 2 seeds trained, neither docs/results.md's section, nor the
+    thesis-beside-us rows, nor the README's answer shows a difference or a verdict word."""
+    from thesis_lib.metrics import PRIMARY
+    from thesis_lib.study import results
+    from thesis_lib.study.claims import designs
+    from thesis_lib.study.pages import answer
+    params = runs.study_params("demo", need_data=False)
+    design = designs.LONG_TABLE1
+    base = results.design_frame(params, designs.THESIS_LR_SUM)
+    base = base[base.variant.eq("baseline") & base.seed.isin([1, 2])]
+    fake = pd.concat([base] + [base.assign(variant=v, **{PRIMARY: base[PRIMARY] - 5.0})
+                               for v in design.variants if v != "baseline"], ignore_index=True)
+    real = results.design_frame
+    monkeypatch.setattr(results, "design_frame", lambda p, d: fake if d is design else real(p, d))
+    section = "\n".join(table2.long_table1_markdown(params))
+    long_rows = [line for line in section.splitlines() if "5,952 steps" in line and line.startswith("|")]
+    assert len(long_rows) == 2 and all("pending (2 of 4 seeds)" in r for r in long_rows)
+    assert not any(w in r for r in long_rows for w in ("undecided", "descriptive", "reproduced", "-5.0"))
+    table = beside.frame(params)
+    for text in (beside.LN, beside.TTE22):
+        row = table.loc[(text, "5,952 steps, 2 × 2 (seeds 1-4)")]
+        assert (row["ours (95 % CI)"], row.seeds, row.verdict) == ("–", 2, "pending (2 of 4 seeds)")
+    assert "its 2 × 2 is pending (2 of 4 seeds)" in answer._long_table1(params, "5,952")

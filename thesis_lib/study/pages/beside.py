@@ -37,9 +37,11 @@ def thesis_cell(claim: reference.Claim) -> str:
 
 
 def _ours(r: dict | None, planned: int = 0) -> dict:
-    """A claim row as cells; None: pending where a design plans ``planned`` seeds, else not run."""
-    if r is None:
-        return {"ours (95 % CI)": "–", "seeds": 0, "verdict": f"pending (0 of {planned} seeds)" if planned else
+    """A claim row as cells; pending (no difference shown) while short of the ``planned`` seeds of a fixed-n design;
+    None: pending where a design plans seeds, else not run."""
+    n = 0 if r is None else r["test"].n
+    if n < planned or r is None:
+        return {"ours (95 % CI)": "–", "seeds": n, "verdict": f"pending ({n} of {planned} seeds)" if planned else
                 "not run"}
     t, digits = r["test"], paired.margin_digits(r["margin"])
     return {"ours (95 % CI)": fmt(t.mean, t.half95, digits), "seeds": t.n, "verdict": r["words"]}
@@ -64,11 +66,12 @@ def frame(params) -> pd.DataFrame:
     add(CODE, "600 steps", _ours(primary_row(short, CODE)))
     long22 = results.design_frame(params, designs.LONG_TABLE1)
     long_claims = designs.claims_of(params, designs.LONG_TABLE1, descriptive=True)
+    long_n = len(designs.LONG_TABLE1.seeds_for(params.preset))
     for text in (LN, TTE22):
         add(text, "600 steps, 2 × 2", _ours(primary_row(short, text)))
         ours = _ours(None if long22.empty else primary_row(long22, f"At the thesis's summed learning rate, {text}",
-                                                           long_claims), len(designs.LONG_TABLE1.seeds))
-        if text == TTE22 and ours["seeds"]:
+                                                           long_claims), long_n)
+        if text == TTE22 and not ours["verdict"].startswith("pending"):
             ours["verdict"] = "descriptive"
         add(text, f"{steps}, 2 × 2 (seeds 1-4)", ours)
     budget = table2.budget_rows(params)
