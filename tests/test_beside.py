@@ -59,3 +59,19 @@ def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
         row = table.loc[(text, "5,952 steps, 2 × 2 (seeds 1-4)")]
         assert (row["ours (95 % CI)"], row.seeds, row.verdict) == ("–", 2, "pending (2 of 4 seeds)")
     assert "its 2 × 2 is pending (2 of 4 seeds)" in answer._long_table1(params, "5,952")
+
+
+def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decide_it():
+    """Declared descriptive: at its n it reads "descriptive" (not a decision word) with its seeds to decide, in
+    docs/results.md's section and the beside table alike; the LayerNorm's main effect carries a decision word."""
+    from thesis_lib.study.claims import designs
+    params = runs.study_params("demo", need_data=False)
+    lines = [line for line in table2.long_table1_markdown(params) if line.startswith("|")]
+    assert lines, "the long 2 × 2's runs are committed under results/_designs/thesis-lr-sum-table1"
+    rows = lines[0].splitlines()
+    steps = f"{designs.long_steps(params.preset):,} steps"
+    tte = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of the TTE before, {steps}"))
+    ln = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of skipping the input LayerNorm, {steps}"))
+    assert "| descriptive |" in tte and "if the true difference is 0" in tte
+    assert "| descriptive |" not in ln and "pending" not in ln
+    assert beside.frame(params).loc[(beside.TTE22, f"{steps}, 2 × 2 (seeds 1-4)"), "verdict"] == "descriptive"

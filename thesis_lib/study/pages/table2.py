@@ -240,6 +240,7 @@ def long_table1_markdown(params) -> list[str]:
     claims = designs.claims_of(params, design, descriptive=True)
     short = study_frame(params, design.variants)
     planned, rows = len(design.seeds_for(params.preset)), {}
+    described = {c.text for c in design.descriptive}
     for claim in claims:
         study = next(c for c in reference.CLAIMS if c.text == claim.short)
         for regime, frame, c in ((f"{_steps(params)} steps", df, claim), ("600 steps", short, study)):
@@ -250,15 +251,20 @@ def long_table1_markdown(params) -> list[str]:
             rows[f"{claim.short}, {regime}"] = {
                 "seeds": n, "difference (95 % CI)": fmt(r["test"].mean, r["test"].half95, 3),
                 "× the thesis's drop": f"{r['ratio'][0]:.1f}", "verdict":
-                    "descriptive" if c in design.descriptive else r["words"]}
+                    "descriptive" if c.text in described else r["words"], "seeds to decide": "–"}
+            if c.text in described:
+                diffs = list(results.contrast_values(frame, c.contrast, PRIMARY).values())
+                rows[f"{claim.short}, {regime}"]["seeds to decide"] = _seeds_to_decide(diffs, designs.margin(design))
             if c is claim and n < planned:          # a fixed-n design shows nothing before its one look
                 rows[f"{claim.short}, {regime}"].update({"difference (95 % CI)": "–", "× the thesis's drop": "–",
-                                                         "verdict": f"pending ({n} of {planned} seeds)"})
+                                                         "verdict": f"pending ({n} of {planned} seeds)",
+                                                         "seeds to decide": "–"})
     done = len(results.runs_of(df, design.variants[-1]))
     return ["## Table 1's 2 × 2 on the long schedule",
             f"`tte_before`, `noln` and `tte_before_noln` on seeds 1-4 at {_steps(params)} steps, paired with the long "
             f"baselines of the same seeds (fixed n = {planned}, {done} trained); the LayerNorm's main effect decided "
-            f"against ±{designs.margin(design):.3f}, the TTE's descriptive; each beside its 600-step value:",
+            f"against ±{designs.margin(design):.3f}, the TTE's descriptive (with the seeds that would decide it); "
+            f"each beside its 600-step value:",
             _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("main effect"))]
 
 
