@@ -26,6 +26,7 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
     "undecided": "neither inside the margin nor significant: more seeds would decide it",
     "reproduced": "significant in the thesis's direction (\"in direction, N ×\": at N times its size)",
     "confirmed": "significant in the stated direction (a contrast the thesis did not test)",
+    "descriptive": "reported with the seeds that would decide it; declared before its runs to decide nothing",
     "pending": "its fixed number of seeds is not trained yet",
 }
 
