@@ -30,7 +30,7 @@ def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
     table = pd.DataFrame({"seeds": [6, 32], "difference (95 % CI)": ["-0.05 ± 0.10", "0.01 ± 0.05"],
                           "p (Holm, family)": ["0.300", "0.700"], "verdict": ["undecided", "equivalent"],
                           "seeds to decide": ["40", "–"]}, index=["short of n", "at n"])
-    shown = table2._pending(table.copy(), 32)
+    shown = table2.pending(table.copy(), 32)
     assert shown.loc["short of n"].tolist() == [6, "–", "–", "pending (6 of 32 seeds)", "–"]
     assert shown.loc["at n"].tolist() == table.loc["at n"].tolist()
 

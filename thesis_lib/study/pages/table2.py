@@ -42,7 +42,7 @@ def budget_rows(params) -> pd.DataFrame | None:
     return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
 
-def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
+def pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
     """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)", and its difference and p are not
     shown either, so that no one reads it before its one look (``keep``: claims left as they are, e.g. a
     descriptive one)."""
@@ -54,8 +54,8 @@ def _pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
 
 
 def _fixed_n(params, df: pd.DataFrame, design, keep=(), **kwargs) -> pd.DataFrame:
-    """A fixed-n design's primary rows on ``df``, "pending" while short of its n (``_pending``)."""
-    return _pending(_primary(paired.claim_table(df, designs.claims_of(params, design, **kwargs))),
+    """A fixed-n design's primary rows on ``df``, "pending" while short of its n (``pending``)."""
+    return pending(_primary(paired.claim_table(df, designs.claims_of(params, design, **kwargs))),
                     len(design.seeds_for(params.preset)), keep)
 
 
