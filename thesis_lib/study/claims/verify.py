@@ -37,7 +37,7 @@ def seed_sds(results: list[dict]) -> dict[str, float]:
     squares, dof = Counter(), Counter()
     for variant in dict.fromkeys(r["variant"] for r in results):
         runs = [r["metrics"] for r in results if r["variant"] == variant]
-        for metric in set().union(*runs):
+        for metric in sorted(set().union(*runs)):
             values = [m[metric] for m in runs if metric in m]
             if len(values) > 1:
                 mean = sum(values) / len(values)
