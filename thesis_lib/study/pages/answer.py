@@ -127,11 +127,13 @@ def markdown(params) -> str | None:
         record = table2.long_rows(params, long)
         used_long, helps_long = record.iloc[0], record.loc[designs.LONG_HELPS.text]
         pending = _confirmation(params)
+        by_rule = primary_row(long, designs.LONG_HELPS.text,
+                              designs.claims_of(params, designs.THESIS_LR_SUM, descriptive=True))["words"]
         second += (f"Trained as long as the thesis (every parameter to the thesis's summed learning rate, the "
                    f"learning rate added up over all steps: {steps} steps instead of 600), on "
                    f"{helps_long.seeds} seeds: {helps_long['difference (95 % CI)']} COCO points against "
-                   f"{helps_long['smallest effect of interest']}, **undecided** (reported descriptively: no n was "
-                   f"planned for it); {pending}. ")
+                   f"{helps_long['smallest effect of interest']}, **{helps_long.verdict}** ({by_rule} by the rule; no "
+                   f"n was planned for it); {pending}. ")
         third += (f"Trained as long as the thesis, removing the TTE' at evaluation: **{used_long.verdict}** "
                   f"({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
                   f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}; {pending}. ")
