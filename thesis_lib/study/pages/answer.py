@@ -126,9 +126,7 @@ def markdown(params) -> str | None:
     if not long.empty:
         record = table2.long_rows(params, long)
         used_long, helps_long = record.iloc[0], record.loc[designs.LONG_HELPS.text]
-        pending = _confirmation(params)
-        by_rule = primary_row(long, designs.LONG_HELPS.text,
-                              designs.claims_of(params, designs.THESIS_LR_SUM, descriptive=True))["words"]
+        pending, by_rule = _confirmation(params), record.attrs.get("helps by the rule", helps_long.verdict)
         second += (f"Trained as long as the thesis (every parameter to the thesis's summed learning rate, the "
                    f"learning rate added up over all steps: {steps} steps instead of 600), on "
                    f"{helps_long.seeds} seeds: {helps_long['difference (95 % CI)']} COCO points against "

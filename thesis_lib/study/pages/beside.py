@@ -41,7 +41,7 @@ def _ours(r: dict | None, planned: int = 0) -> dict:
     None: pending where a design plans seeds, else not run."""
     n = 0 if r is None else r["test"].n
     if n < planned or r is None:
-        return {"ours (95 % CI)": "–", "seeds": n, "verdict": f"pending ({n} of {planned} seeds)" if planned else
+        return {"ours (95 % CI)": "–", "seeds": n, "verdict": table2.pending_word(n, planned) if planned else
                 "not run"}
     t, digits = r["test"], paired.margin_digits(r["margin"])
     return {"ours (95 % CI)": fmt(t.mean, t.half95, digits), "seeds": t.n, "verdict": r["words"]}
@@ -71,7 +71,7 @@ def frame(params) -> pd.DataFrame:
         add(text, "600 steps, 2 × 2", _ours(primary_row(short, text)))
         ours = _ours(None if long22.empty else primary_row(long22, f"At the thesis's summed learning rate, {text}",
                                                            long_claims), long_n)
-        if text == TTE22 and not ours["verdict"].startswith("pending"):
+        if text == TTE22 and ours["seeds"] >= long_n:
             ours["verdict"] = "descriptive"
         add(text, f"{steps}, 2 × 2 (seeds 1-4)", ours)
     budget = table2.budget_rows(params)

@@ -42,14 +42,23 @@ def budget_rows(params) -> pd.DataFrame | None:
     return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
 
+HIDDEN = ("difference (95 % CI)", "× the thesis's drop", "p (Holm, family)", "seeds to decide")
+
+
+def pending_word(n: int, planned: int) -> str:
+    """The verdict of a fixed-n claim on ``n`` of its ``planned`` seeds."""
+    return f"pending ({n} of {planned} seeds)"
+
+
 def pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
-    """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)", and its difference and p are not
-    shown either, so that no one reads it before its one look (``keep``: claims left as they are, e.g. a
-    descriptive one)."""
+    """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)", and its difference, ratio and p
+    (whichever of ``HIDDEN`` the table has) are not shown either, so that no one reads it before its one look
+    (``keep``: rows left as they are, e.g. a descriptive claim or another design's)."""
+    hidden = [c for c in HIDDEN if c in table.columns]
     for claim in table.index:
         if claim not in keep and table.loc[claim, "seeds"] < planned:
-            table.loc[claim, "verdict"] = f"pending ({table.loc[claim, 'seeds']} of {planned} seeds)"
-            table.loc[claim, ["difference (95 % CI)", "p (Holm, family)", "seeds to decide"]] = "–"
+            table.loc[claim, "verdict"] = pending_word(table.loc[claim, "seeds"], planned)
+            table.loc[claim, hidden] = "–"
     return table
 
 
@@ -65,11 +74,13 @@ def long_frame(params) -> pd.DataFrame:
 
 def long_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The long schedule's claims on the seeds trained so far: "is used" (decided only at its n = 8: before, its
-    verdict reads "pending") and "helps" (descriptive: the seeds it would need, normal-theory and robust)."""
+    verdict reads "pending") and "helps" (descriptive: the seeds it would need, normal-theory and robust; the rule's
+    own reading kept in ``attrs["helps by the rule"]``)."""
     helps = designs.LONG_HELPS.text
     table = _fixed_n(params, df, THESIS_LR_SUM, keep=(helps,), descriptive=True)
     diffs = list(results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY).values())
     if len(diffs) >= 2:
+        table.attrs["helps by the rule"] = table.loc[helps, "verdict"]      # what the rule would read, said beside
         table.loc[helps, "verdict"] = "descriptive"
         table.loc[helps, "seeds to decide"] = _seeds_to_decide(diffs, designs.margin(THESIS_LR_SUM))
     return table
@@ -239,7 +250,7 @@ def long_table1_markdown(params) -> list[str]:
         return []
     claims = designs.claims_of(params, design, descriptive=True)
     short = study_frame(params, design.variants)
-    planned, rows = len(design.seeds_for(params.preset)), {}
+    planned, rows, short_rows = len(design.seeds_for(params.preset)), {}, []
     described = {c.text for c in design.descriptive}
     for claim in claims:
         study = next(c for c in reference.CLAIMS if c.text == claim.short)
@@ -247,25 +258,22 @@ def long_table1_markdown(params) -> list[str]:
             r = primary_row(frame, c.text, (c,))
             if r is None:
                 continue
-            n = r["test"].n
-            rows[f"{claim.short}, {regime}"] = {
-                "seeds": n, "difference (95 % CI)": fmt(r["test"].mean, r["test"].half95, 3),
-                "× the thesis's drop": f"{r['ratio'][0]:.1f}", "verdict":
-                    "descriptive" if c.text in described else r["words"], "seeds to decide": "–"}
+            name = f"{claim.short}, {regime}"
+            short_rows += [] if c is claim else [name]
+            rows[name] = {"seeds": r["test"].n, "difference (95 % CI)": fmt(r["test"].mean, r["test"].half95, 3),
+                          "× the thesis's drop": f"{r['ratio'][0]:.1f}", "verdict":
+                              "descriptive" if c.text in described else r["words"], "seeds to decide": "–"}
             if c.text in described:
                 diffs = list(results.contrast_values(frame, c.contrast, PRIMARY).values())
-                rows[f"{claim.short}, {regime}"]["seeds to decide"] = _seeds_to_decide(diffs, designs.margin(design))
-            if c is claim and n < planned:          # a fixed-n design shows nothing before its one look
-                rows[f"{claim.short}, {regime}"].update({"difference (95 % CI)": "–", "× the thesis's drop": "–",
-                                                         "verdict": f"pending ({n} of {planned} seeds)",
-                                                         "seeds to decide": "–"})
+                rows[name]["seeds to decide"] = _seeds_to_decide(diffs, designs.margin(design))
+    table = pending(pd.DataFrame.from_dict(rows, orient="index"), planned, keep=short_rows)
     done = len(results.runs_of(df, design.variants[-1]))
     return ["## Table 1's 2 × 2 on the long schedule",
             f"`tte_before`, `noln` and `tte_before_noln` on seeds 1-4 at {_steps(params)} steps, paired with the long "
             f"baselines of the same seeds (fixed n = {planned}, {done} trained); the LayerNorm's main effect decided "
             f"against ±{designs.margin(design):.3f}, the TTE's descriptive (with the seeds that would decide it); "
             f"each beside its 600-step value:",
-            _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("main effect"))]
+            _markdown(table.rename_axis("main effect"))]
 
 
 def sentence(params) -> str:
