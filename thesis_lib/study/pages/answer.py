@@ -17,7 +17,7 @@ from .. import grids, reference, results
 from . import table2
 from .tables import primary_row, study_frame
 from ..claims import designs, paired
-from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed
+from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
@@ -43,14 +43,17 @@ def _said(r: dict) -> str:
 
 def _would_decide(r: dict) -> str:
     """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a
-    robust SD (with the seeds lying far out), as docs/results.md gives them."""
+    robust SD (with the seeds lying far out), as docs/results.md gives them, and to show equivalence if it is the
+    measured one."""
     t, (sig, tost) = r["test"], r["levels"]
     level = sig / r["family_size"]
     normal = fmt_seeds(seeds_needed(t, r["margin"], level, tost)).split()[0]
     robust = fmt_seeds(robust_seeds_needed(r["diffs"], r["margin"], level, tost))
     far = outlying_seeds(dict(zip(r["seeds"], r["diffs"])))
+    at = seeds_at_observed(t.mean, t.sd_used, r["margin"])["equivalent"]
     out = (f"if its true difference is 0, ≈ {normal} seeds would decide it by normal theory, {robust} from a robust "
-           f"SD")
+           f"SD; if it is the measured {t.mean:+.3f}, "
+           + (f"{at} to show equivalence" if at else "no number of seeds up to 10,000 shows equivalence"))
     return out + "".join(f"; seed {s} lies {z:+.1f} robust SDs from the median" for s, z in far.items())
 
 
@@ -62,7 +65,8 @@ def demo_line(params) -> str:
     items = results.eval_items(params.preset)
     return (f"*Scale of every answer here*: the demo, EMKUM's classes at width {cfg.model.dim} ({n / 1e6:.2f} M "
             f"parameters against the thesis's {_thesis_parameters() / 1e6:.0f} M) trained for {t.steps} steps of "
-            f"{t.batch_size} pairs on a generated world of {w.n_train:,} pictures × 5 captions; tested on a COCO-like "
+            f"{t.batch_size} pairs (the long schedule: {designs.long_steps(params.preset):,}) on a generated world "
+            f"of {w.n_train:,} pictures × 5 captions; tested on a COCO-like "
             f"set of {items['coco'][0]:,} pictures, a Flickr-like set of {items['flickr'][0]:,} and "
             f"{items['imagenet'][0]:,} pictures of {items['imagenet'][1]} classes for zero-shot; COCO retrieval "
             "decides every claim.")
@@ -135,10 +139,11 @@ def markdown(params) -> str | None:
         third += (f"Trained as long as the thesis, removing the TTE' at evaluation: **{used_long.verdict}** "
                   f"({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
                   f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}; {pending}. ")
-    second += (f"At 600 steps the TTE is {share:.3f} % of the shared block's input, {budget_share / share:.0f} × less "
-               f"than with the thesis's learning-rate budget for the TTE (its vectors and γ alone given the thesis's "
-               f"summed learning rate within the 600 steps): too small a dose (how much TTE reaches the shared "
-               f"block) to test the claim, so its verdict there, {_said(helps)}, is no disagreement.")
+    second += (f"At 600 steps the TTE is {share:.3f} % of the shared block's image input, "
+               f"{budget_share / share:.0f} × less than with the thesis's learning-rate budget for the TTE (its "
+               f"vectors and γ alone given the thesis's summed learning rate within the 600 steps): too small a dose "
+               f"(how much TTE reaches the shared block) to test the claim, so its verdict there, {_said(helps)}, is "
+               f"no disagreement.")
     if budget is not None:
         b = budget.iloc[-2]
         second += (f" With that budget ({budget_share:.1f} % of the input), on fresh seeds: **{b.verdict}** "
@@ -197,10 +202,11 @@ def attribution(noln: dict, tte: dict, before: dict, regime: str = "At 600 steps
     t, thesis = before["test"], before["thesis"]
     low, high = t.mean - t.half95, t.mean + t.half95
     holds = thesis is not None and low <= thesis <= high
-    return (f"**{regime}, Table 1's drop is the skipped LayerNorm**; the TTE's own is {words or tte['words']}"
+    return (f"**{regime}, the drop we measure on the thesis code's path is the skipped LayerNorm's**; the TTE's own "
+            f"is {words or tte['words']}"
             + (f": {measured}, on {t.n} seeds, its 95 % interval ({low:+.3f} … {high:+.3f}) still holds the "
                f"thesis's drop carried to this scale ({thesis:+.3f}), so a TTE effect of the thesis's size is not "
-               f"ruled out."
+               f"ruled out, and whether the thesis's own, smaller drop is the TTE's stays open."
                if holds else "."))
 
 

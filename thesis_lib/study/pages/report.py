@@ -248,8 +248,8 @@ def untested(df: pd.DataFrame) -> dict:
     share, full = ours.tte_ratio_image.mean() * 100, budget.tte_ratio_image.mean() * 100
     if share * UNTESTED_SHARE > full:
         return {}
-    why = (f"at the demo's budget the TTE is {share:.3f} % of the shared block's input, {full / share:.0f} × less than "
-           "at the thesis's budget for it; Table 2's designs below test it there")
+    why = (f"at the demo's budget the TTE is {share:.3f} % of the shared block's image input, {full / share:.0f} × "
+           "less than at the thesis's budget for it; Table 2's designs below test it there")
     return {c.text: why for c in reference.CLAIMS if c.family == reference.TABLE2}
 
 
