@@ -280,7 +280,8 @@ def procedure_note(p: dict) -> str:
 def gamma_travel_note(df: pd.DataFrame) -> str:
     """How far γ travelled against how far AdamW could move it: a channel whose gradient kept one sign would move by
     about the summed learning rate of its group (``engine.adamw_drift``); γ's mean |γ| over channels (from 1e-5) as a
-    share of that sum says how often the signs flipped."""
+    share of that sum says how much smaller its steps were (gradients whose sign flips, or not much above AdamW's ε,
+    both shrink them; the two are not told apart)."""
     from thesis_lib.config import get_config
     from thesis_lib.training.engine import budget_summed_lr, summed_lr, tte_lr_scale
     parts = []
@@ -296,5 +297,6 @@ def gamma_travel_note(df: pd.DataFrame) -> str:
     if not parts:
         return ""
     return ("AdamW moves a channel whose gradient keeps one sign by about one learning rate per step (notebook 04); "
-            "γ's channels travelled a small share of that, so their gradients' signs flipped: " + "; ".join(parts)
-            + ".")
+            "γ's channels travelled a small share of that, so their steps were far smaller: their gradients' signs "
+            f"flipped, or the gradients were not much above AdamW's ε ({cfg.train.eps:g}); these runs do not tell the "
+            "two apart: " + "; ".join(parts) + ".")
