@@ -95,6 +95,19 @@ def test_tost_power_equals_a_simulation(n, effect, margin):
     assert tost_power(n, effect, 1.0, margin) == pytest.approx(simulated, abs=0.005)
 
 
+@pytest.mark.parametrize("n,effect,margin", [(32, -0.36, 0.865), (32, 0.0, 0.865), (8, 0.3, 1.0), (20, -0.2, 0.5)])
+def test_p_equivalent_equals_a_simulation_with_scipys_ttest(n, effect, margin):
+    """The verdict *equivalent*: the TOST passes and scipy's paired t-test (one-sample on the differences) does not
+    reject 0 at 5 %."""
+    x = np.random.default_rng(n).normal(effect, 1.0, (100_000, n))
+    m, s = x.mean(1), x.std(1, ddof=1)
+    h = sps.t.ppf(0.95, n - 1) * s / math.sqrt(n)
+    inside = (m - h > -margin) & (m + h < margin)
+    simulated = (inside & (sps.ttest_1samp(x, 0.0, axis=1).pvalue >= 0.05)).mean()
+    assert tost_power(n, effect, 1.0, margin, 0.05, 0.05) == pytest.approx(simulated, abs=0.005)
+    assert tost_power(n, effect, 1.0, margin, 0.05, 0.05) <= tost_power(n, effect, 1.0, margin)
+
+
 def test_tost_power_is_the_integral_over_scipy_stats_distributions_bit_for_bit():
     """``tost_power`` writes scipy.stats' normal cdf and χ² pdf out (their per-call overhead dominated a results
     page): the same integral with scipy.stats' own, the same bits."""

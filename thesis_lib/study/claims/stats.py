@@ -180,19 +180,25 @@ def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float
     return None
 
 
-def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = ALPHA) -> float:
+def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = ALPHA,
+               not_significant_at: float | None = None) -> float:
     """Power of the paired TOST at ``alpha`` (each side) with ``n`` seeds to put a true mean difference ``effect``
     inside ± ``margin`` when per-seed differences have SD ``sd``. Given the sample SD s, the TOST passes iff the
     mean lies in (−margin + t·s/√n, margin − t·s/√n); the mean is normal and (n − 1)s²/sd² is χ²(n − 1), so the
-    power is one integral over s (Phillips 1990, *J. Pharmacokinet. Biopharm.* 18(2), by quadrature here)."""
+    power is one integral over s (Phillips 1990, *J. Pharmacokinet. Biopharm.* 18(2), by quadrature here).
+    ``not_significant_at``: also require the two-sided paired t-test at that level not to reject 0 (|mean| below
+    its t·s/√n), so the probability of the verdict *equivalent* (``decide``); *trivial* takes the rest."""
     from scipy import integrate, special
     if n < 2 or not sd > 0 or not margin > 0:
         return math.nan
     df, crit, se = n - 1, sps.t.ppf(1 - alpha, n - 1), sd / math.sqrt(n)
+    sig = None if not_significant_at is None else sps.t.ppf(1 - not_significant_at / 2, df)
 
     def given(q):                                  # q = (n − 1) s² / sd², χ²(df)
         s = sd * math.sqrt(q / df)
         width = margin - crit * s / math.sqrt(n)
+        if sig is not None:
+            width = min(width, sig * s / math.sqrt(n))
         if width <= 0:
             return 0.0
         chi2_pdf = np.exp(special.xlogy(df / 2. - 1, q) - q / 2. - special.gammaln(df / 2.) - (np.log(2) * df) / 2.)
