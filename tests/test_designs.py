@@ -75,7 +75,8 @@ def test_the_pilot_is_declared_at_6000_steps_on_seed_0():
 
 def test_the_confirmation_power_is_computed_from_the_8_seed_record():
     """From the committed record (seeds 1-8): ≈ 1.00 at a true difference of 0; ≈ 0.87 at 5 % and ≈ 0.78 at 2.5 %
-    at the record's mean, each checked against a simulation of the paired TOST (scipy's t)."""
+    at the record's mean, each checked against a simulation of the paired TOST (scipy's t); P(equivalent) against
+    the same simulation with scipy's t-test not significant."""
     import numpy as np
     from scipy import stats as sps
     p = designs.confirm_power(runs.study_params("demo"))
@@ -88,6 +89,10 @@ def test_the_confirmation_power_is_computed_from_the_8_seed_record():
         t = sps.t.ppf(1 - alpha, n - 1)
         simulated = np.mean((mean - t * se > -m) & (mean + t * se < m))
         assert p[key] == pytest.approx(simulated, abs=0.01)
+        if alpha == 0.05:                     # P(equivalent): inside, and not significant (scipy's t-test)
+            equivalent = np.mean((mean - t * se > -m) & (mean + t * se < m)
+                                 & (sps.ttest_1samp(x, 0.0, axis=1).pvalue >= 0.05))
+            assert p[key.replace("power", "equivalent")] == pytest.approx(equivalent, abs=0.01)
     assert p["power_at_0"] > 0.99 and 0.83 < p["power_at_record"] < 0.91 and 0.74 < p["power_at_record_holm"] < 0.82
 
 

@@ -222,7 +222,8 @@ def confirm_power(params) -> dict:
     """The confirmation's power, from the 8-seed record (``THESIS_LR_SUM``'s "helps" differences on the primary
     metric): the paired TOST's P(inside the margin), so the verdict equivalent or trivial, with
     ``THESIS_LR_SUM_CONFIRM``'s n at its margin if the true difference is 0, and if it is the record's mean, at 5 %
-    and at Holm's first level (2.5 %, two claims)."""
+    and at Holm's first level (2.5 %, two claims); and P(equivalent), the TOST passing at 5 % with the t-test not
+    significant at an unadjusted 5 % (``tost_power``'s ``not_significant_at``), at 0 and at the record's mean."""
     diffs = list(contrast_values(design_frame(params, THESIS_LR_SUM), LONG_HELPS.contrast, PRIMARY).values())
     n, m = len(THESIS_LR_SUM_CONFIRM.seeds_for(params.preset)), margin(THESIS_LR_SUM_CONFIRM)
     if len(diffs) < 2:
@@ -231,7 +232,9 @@ def confirm_power(params) -> dict:
     holm_first = 0.05 / len(THESIS_LR_SUM_CONFIRM.claims)
     return {"n": n, "margin": m, "record_seeds": len(diffs), "record_sd": sd, "record_mean": mean,
             "power_at_0": tost_power(n, 0.0, sd, m, 0.05), "power_at_record": tost_power(n, mean, sd, m, 0.05),
-            "power_at_record_holm": tost_power(n, mean, sd, m, holm_first)}
+            "power_at_record_holm": tost_power(n, mean, sd, m, holm_first),
+            "equivalent_at_0": tost_power(n, 0.0, sd, m, 0.05, 0.05),
+            "equivalent_at_record": tost_power(n, mean, sd, m, 0.05, 0.05)}
 
 
 def fmt_power(p: dict) -> str:
@@ -239,9 +242,10 @@ def fmt_power(p: dict) -> str:
         return f"power: the 8-seed record has {p['record_seeds']} seed pairs here, too few for an SD"
     return (f"power with n {p['n']} against ±{p['margin']:.3f} (the record's SD {p['record_sd']:.3f} over "
             f"{p['record_seeds']} seeds): P(inside the margin, equivalent or trivial) {p['power_at_0']:.2f} if the "
-            f"true difference is 0, "
-            f"{p['power_at_record']:.2f} at 5 % and {p['power_at_record_holm']:.2f} at Holm's 2.5 % if it is the "
-            f"record's {p['record_mean']:+.3f}")
+            f"true difference is 0 (equivalent {p['equivalent_at_0']:.2f}), {p['power_at_record']:.2f} at 5 % "
+            f"(equivalent {p['equivalent_at_record']:.2f}, trivial "
+            f"{p['power_at_record'] - p['equivalent_at_record']:.2f}; significance at an unadjusted 5 %) and "
+            f"{p['power_at_record_holm']:.2f} at Holm's 2.5 % if it is the record's {p['record_mean']:+.3f}")
 
 
 def pilot_baseline_coco(params) -> tuple[float, float] | None:
