@@ -146,7 +146,7 @@ def markdown(params) -> str | None:
                f"no disagreement.")
     if budget is not None:
         b = budget.iloc[-2]
-        second += (f" With that budget ({budget_share:.1f} % of the input), on fresh seeds: **{b.verdict}** "
+        second += (f" With that budget ({budget_share:.1f} % of the image input), on fresh seeds: **{b.verdict}** "
                    f"({b['difference (95 % CI)']} points against {b['smallest effect of interest']}, {b.seeds} "
                    f"seeds): {_meaning(b.verdict)}.")
     third += f"At 600 steps, removing the TTE' from the trained model: {_said(used)}."
