@@ -20,7 +20,7 @@ BIN := $(VENV)/bin
 PRESET ?= demo
 NOTEBOOKS := 00_notation 01_baseline 02_tte_before_encoders 03_tte_layerscale 04_layerscale_weights 05_modality_mechanisms
 PAPERMILL := $(BIN)/papermill -k python3 --no-progress-bar
-# the study prints one line per finished run to the terminal, not into the notebook (thesis_lib/study/runs.py: Log);
+# the study prints one line per finished run to the terminal, not into the notebook (thesis_lib/study/runs: Log);
 # --log-output echoes the notebook's own outputs there too
 LOGGED := THESIS_PROGRESS=0 $(PAPERMILL) --log-output
 KERNEL := thesis-tte
@@ -35,7 +35,7 @@ PIP_INSTALL = $(BIN)/pip install --quiet$(if $(WHEELS), --no-index --find-links 
 # the venv's torch came from another TORCH_INDEX_URL (or none) than the one asked for: install it again
 TORCH_STALE = $(if $(TORCH_INDEX_URL),$(if $(WHEELS),,$(if $(filter $(TORCH_INDEX_URL),$(shell cat $(BIN)/.torch 2>/dev/null)),,FORCE)))
 
-.PHONY: setup demo test verify golden pretrained reproduce long rehearsal figures lab clean-results wheels FORCE
+.PHONY: setup demo test verify golden pretrained reproduce long rehearsal figures lab wheels FORCE
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -106,9 +106,9 @@ test: setup $(BIN)/.installed-dev
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # Retrain one committed demo run (seed 0) of each variant family: every metric within its declared tolerance of
-# results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 11 min on 2 cores; set THESIS_DATA
-# to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results; the runs train in one-thread
-# workers, one per core, or THESIS_WORKERS).
+# results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 10 min on 2 cores: BENCHMARKS.md;
+# set THESIS_DATA to reuse the demo's prepared assets, THESIS_RESULTS to check another copy of the results; the runs
+# train in one-thread workers, one per core, or THESIS_WORKERS).
 verify: setup $(BIN)/.installed-dev
 	THESIS_VERIFY_DEMO=1 THESIS_WORKERS=$(or $(THESIS_WORKERS),$(shell nproc 2>/dev/null || echo 1)) \
 	    $(BIN)/python -m pytest tests/test_reproducible.py -k demo -s
