@@ -32,6 +32,15 @@ def test_boundaries_spend_alpha_by_an_independent_computation(two_sided):
         assert crossed == pytest.approx(spent_total(looks[k - 1] / looks[-1], two_sided=two_sided), abs=2e-5)
 
 
+def test_the_design_table_shows_the_alpha_spent_at_every_look():
+    """The table's α spent keeps three significant digits, so the first look's 8e-8 does not print as 0."""
+    rows = sequential.design_table(TABLE1_PRIMARY)
+    spent_col = [r["α spent, two-sided test"] for r in rows]
+    assert all(0 < a for a in spent_col) and spent_col == sorted(spent_col)
+    for row, a in zip(rows, spent_col):
+        assert a == pytest.approx(spent_total(row["seeds"] / TABLE1_PRIMARY.looks[-1]), rel=5e-3)
+
+
 def test_looking_six_times_at_five_percent_would_triple_the_error():
     assert 0.14 < naive_error(TABLE1_PRIMARY.looks) < 0.17
 

@@ -161,7 +161,7 @@ def design_table(design: SequentialDesign) -> list[dict]:
     for k, n in enumerate(design.looks):
         sig, tost = design.levels(n)
         rows.append({"look": k + 1, "seeds": n, "information t": round(n / design.looks[-1], 3),
-                     "α spent, two-sided test": round(spent_total(n / design.looks[-1], design.alpha), 5),
+                     "α spent, two-sided test": float(f"{spent_total(n / design.looks[-1], design.alpha):.3g}"),
                      "significance level (two-sided)": float(f"{sig:.3g}"), "TOST level (each side)":
                      float(f"{tost:.3g}")})
     return rows
