@@ -94,6 +94,7 @@ CLAIMS = (
           vs(*grids.BUDGET[::-1]), +1, AFTER, BUDGET),
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CLAIMS))
+BEFORE_HURTS, CODE_HURTS, TTE_MAIN_EFFECT, LN_MAIN_EFFECT, INTERACTION, HELPS, USED = (c.text for c in CLAIMS[:7])
 
 
 def relative_effects(rows: tuple, metric: str) -> dict:

@@ -125,7 +125,7 @@ THESIS_LR_SUM = FixedDesign(
     name="thesis-lr-sum", family=LONG_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy",
                   vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY,
-                  short="The TTE' is used: removing it at evaluation costs accuracy"),),
+                  short=reference.USED),),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=tuple(range(1, 9)), blocks=((1, 2, 3, 4), (5, 6, 7, 8)),
     margin_rule="pilot", overrides=(("train.steps", "thesis summed lr"), ("train.keep_every", KEEP_EVERY)),
     smoke_seeds=(1, 2),
@@ -148,7 +148,7 @@ THESIS_LR_SUM_CONFIRM = FixedDesign(
                   short="TTE after with LayerScale helps"),
             Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy "
                   "(confirmatory)", vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, CONFIRM_FAMILY,
-                  short="The TTE' is used: removing it at evaluation costs accuracy")),
+                  short=reference.USED)),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=CONFIRM_SEEDS,
     blocks=tuple(CONFIRM_SEEDS[i:i + 4] for i in range(0, len(CONFIRM_SEEDS), 4)), margin_rule="pilot",
     overrides=THESIS_LR_SUM.overrides, smoke_seeds=(9, 10), pilot=THESIS_LR_SUM.pilot)
@@ -160,10 +160,10 @@ LONG_TABLE1 = FixedDesign(
     name="thesis-lr-sum-table1", family=LONG_TABLE1_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of skipping the input LayerNorm",
                   half((NOLN, BASELINE), (TTE_BEFORE_NOLN, TTE_BEFORE)), -1, BEFORE, LONG_TABLE1_FAMILY,
-                  short="2 × 2 main effect of skipping the input LayerNorm"),),
+                  short=reference.LN_MAIN_EFFECT),),
     descriptive=(Claim("At the thesis's summed learning rate, 2 × 2 main effect of the TTE before",
                        half(BEFORE, (TTE_BEFORE_NOLN, NOLN)), -1, BEFORE, LONG_TABLE1_FAMILY + " (descriptive)",
-                       short="2 × 2 main effect of the TTE before"),),
+                       short=reference.TTE_MAIN_EFFECT),),
     variants=(BASELINE, TTE_BEFORE, NOLN, TTE_BEFORE_NOLN), shared=(BASELINE,), shared_from=THESIS_LR_SUM,
     seeds=(1, 2, 3, 4), blocks=((1, 2, 3, 4),), margin_rule="pilot", overrides=THESIS_LR_SUM.overrides,
     smoke_seeds=(1, 2))

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.optimize import brentq
 
+from ..reference import BEFORE_HURTS
 from .stats import ALPHA
 
 
@@ -52,7 +53,7 @@ class SequentialDesign:
             nominal_levels(self.looks, self.alpha, two_sided=False)[k]
 
 
-TABLE1_PRIMARY = SequentialDesign("TTE before the encoders hurts", looks=(4, 8, 12, 16, 20, 24))
+TABLE1_PRIMARY = SequentialDesign(BEFORE_HURTS, looks=(4, 8, 12, 16, 20, 24))
 DESIGNS = {d.claim: d for d in (TABLE1_PRIMARY,)}
 """Every claim decided sequentially, by its text (``reference.CLAIMS``); every other claim is decided once, on the
 study's seeds (``runs.SEEDS``)."""

@@ -104,12 +104,9 @@ def markdown(params) -> str | None:
     while a claim's runs are missing."""
     claimed = paired.claims_frame(params, grids.CLAIMED)
     short = study_frame(params, grids.CLAIMED)
-    before = primary_row(claimed, reference.CLAIMS[0].text)
-    noln = primary_row(short, "2 × 2 main effect of skipping the input LayerNorm")
-    tte22 = primary_row(short, "2 × 2 main effect of the TTE before")
-    code = primary_row(short, "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts")
-    helps = primary_row(short, "TTE after the encoders with LayerScale helps")
-    used = primary_row(short, "The TTE' is used: removing it at evaluation costs accuracy")
+    before = primary_row(claimed, reference.BEFORE_HURTS)
+    noln, tte22, code, helps, used = (primary_row(short, text) for text in (
+        reference.LN_MAIN_EFFECT, reference.TTE_MAIN_EFFECT, reference.CODE_HURTS, reference.HELPS, reference.USED))
     if any(r is None or r["test"].n < 2 for r in (before, noln, tte22, code, helps, used)):
         return None                              # some claim's runs are missing: report says which
     share = results.runs_of(short, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
@@ -144,14 +141,12 @@ def markdown(params) -> str | None:
                f"vectors and γ alone given the thesis's summed learning rate within the 600 steps): too small a dose "
                f"(how much TTE reaches the shared block) to test the claim, so its verdict there, {_said(helps)}, is "
                f"no disagreement.")
+    third += f"At 600 steps, removing the TTE' from the trained model: {_said(used)}."
     if budget is not None:
-        b = budget.iloc[-2]
+        b, u = budget.iloc[-2], budget.iloc[-1]
         second += (f" With that budget ({budget_share:.1f} % of the image input), on fresh seeds: **{b.verdict}** "
                    f"({b['difference (95 % CI)']} points against {b['smallest effect of interest']}, {b.seeds} "
                    f"seeds): {_meaning(b.verdict)}.")
-    third += f"At 600 steps, removing the TTE' from the trained model: {_said(used)}."
-    if budget is not None:
-        u = budget.iloc[-1]
         third += (f" At the thesis's budget for the TTE: **{u.verdict}** ({u['difference (95 % CI)']} points, "
                   f"{u.seeds} seeds): {USED_MEANING.get(u.verdict, _meaning(u.verdict))}.")
     text = "\n".join([first, second, third])

@@ -15,12 +15,8 @@ from ..claims.stats import fmt
 from . import table2, tables
 from .tables import primary_row, study_frame
 
-BEFORE, CODE, HELPS, USED = (reference.CLAIMS[0].text,
-                             "Table 1 as the thesis code ran it (TTE before, input LayerNorm skipped) hurts",
-                             "TTE after the encoders with LayerScale helps",
-                             "The TTE' is used: removing it at evaluation costs accuracy")
-LN = "2 × 2 main effect of skipping the input LayerNorm"
-TTE22 = "2 × 2 main effect of the TTE before"
+BEFORE, CODE, HELPS, USED = reference.BEFORE_HURTS, reference.CODE_HURTS, reference.HELPS, reference.USED
+LN, TTE22 = reference.LN_MAIN_EFFECT, reference.TTE_MAIN_EFFECT
 
 
 def thesis_cell(claim: reference.Claim) -> str:

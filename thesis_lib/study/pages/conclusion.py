@@ -35,8 +35,7 @@ def table1(df: pd.DataFrame, steps: int) -> str:
     first = rows.get(reference.CLAIMS[0].text)
     out = [f"This notebook asked whether a TTE added before the encoders hurts (Table 1) and why the thesis saw a "
            f"drop. At {steps:,} steps: " + "; ".join(_said(r) for r in rows.values()) + "."]
-    ln = rows.get("2 × 2 main effect of skipping the input LayerNorm")
-    tte = rows.get("2 × 2 main effect of the TTE before")
+    ln, tte = rows.get(reference.LN_MAIN_EFFECT), rows.get(reference.TTE_MAIN_EFFECT)
     ln_big = bool(ln) and ln["verdict"] in ("reproduced", "contradicted")
     if ln and tte:
         out.append(("The 2 × 2 places the drop on the skipped input LayerNorm, not on the TTE vector itself"

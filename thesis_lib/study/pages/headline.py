@@ -22,7 +22,7 @@ from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
 
 
-LN_MAIN_EFFECT = "2 × 2 main effect of skipping the input LayerNorm"     # where Table 1's drop lies
+LN_MAIN_EFFECT = reference.LN_MAIN_EFFECT     # where Table 1's drop lies
 CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == LN_MAIN_EFFECT)   # in declared order
 READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in CLAIMS}
                             for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
