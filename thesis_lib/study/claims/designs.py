@@ -38,7 +38,7 @@ from ..reference import AFTER, BEFORE, Claim, half, vs
 from ..results import contrast_values, design_frame, results_frame
 from ..runs import SEEDS, study_params
 from ..runs.designs import design_params, heldout_curves, measure_agreement, run_design, store
-from .stats import tost_power
+from .stats import ALPHA, tost_power
 from .verify import tolerances
 
 BUDGET_VARIANT = BUDGET[1]                  # the TTE' at the thesis's budget for its parameters
@@ -229,12 +229,12 @@ def confirm_power(params) -> dict:
     if len(diffs) < 2:
         return {"n": n, "margin": m, "record_seeds": len(diffs)}
     sd, mean = statistics.stdev(diffs), statistics.fmean(diffs)
-    holm_first = 0.05 / len(THESIS_LR_SUM_CONFIRM.claims)
+    holm_first = ALPHA / len(THESIS_LR_SUM_CONFIRM.claims)
     return {"n": n, "margin": m, "record_seeds": len(diffs), "record_sd": sd, "record_mean": mean,
-            "power_at_0": tost_power(n, 0.0, sd, m, 0.05), "power_at_record": tost_power(n, mean, sd, m, 0.05),
+            "power_at_0": tost_power(n, 0.0, sd, m, ALPHA), "power_at_record": tost_power(n, mean, sd, m, ALPHA),
             "power_at_record_holm": tost_power(n, mean, sd, m, holm_first),
-            "equivalent_at_0": tost_power(n, 0.0, sd, m, 0.05, 0.05),
-            "equivalent_at_record": tost_power(n, mean, sd, m, 0.05, 0.05)}
+            "equivalent_at_0": tost_power(n, 0.0, sd, m, ALPHA, ALPHA),
+            "equivalent_at_record": tost_power(n, mean, sd, m, ALPHA, ALPHA)}
 
 
 def fmt_power(p: dict) -> str:
