@@ -25,11 +25,6 @@ from ..results import results_frame, runs_of
 from ..runs import Log, run_grid
 from .paired import claim_rows, margin_digits, paired_test
 
-CONVENTIONS = {"declared": "declared: the smaller relative effect of the two versions",
-               "other version": "the other version's relative effect",
-               "log-odds": "the same change of log-odds", "error rate": "the same relative change of the error rate"}
-
-
 def sensitivity(df: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
     """One row per primary claim (of ``family``, if given): the contrast's equivalence interval and, under each
     margin convention (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm
@@ -53,7 +48,7 @@ def sensitivity_note(table: pd.DataFrame) -> str:
     if table.empty:
         return ""
     verdict = lambda cell: cell.split(": ", 1)[-1]  # noqa: E731
-    others = [c for c in CONVENTIONS if c != "declared" and c in table]
+    others = [c for c in table if c not in ("declared", "difference (equivalence interval)")]   # the other margins
     changed = [claim for claim, row in table.iterrows()
                if any(row[c] != "–" and verdict(row[c]) != verdict(row["declared"]) for c in others)]
     if not changed:
