@@ -219,9 +219,7 @@ def markdown(params) -> str:
         curve = curve_rows(params)
         if len(curve):
             parts += [_markdown(curve), overfit_sentence(params)]
-        pilot = pilot_sentence(params)
-        if pilot:
-            parts.append(pilot)
+        parts.append(pilot_sentence(params))                                  # "" without the pilot's files
     confirm = confirm_rows(params)
     if confirm is not None:
         design = designs.THESIS_LR_SUM_CONFIRM
@@ -235,10 +233,8 @@ def markdown(params) -> str:
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
                   _markdown(confirm)]
-    table1 = long_table1_markdown(params)
-    if table1:
-        parts += table1
-    return "\n\n".join(parts)
+    parts += long_table1_markdown(params)
+    return "\n\n".join(part for part in parts if part)
 
 
 def long_table1_markdown(params) -> list[str]:
