@@ -301,7 +301,7 @@ def _minutes(seconds: float) -> str:
 def run_random_init(params: StudyParams) -> list[dict]:
     """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
     Stored apart, under ``results/_ablations/random-init/``."""
-    return run_ablation(params, "random-init", random_init_overrides(params))
+    return run_many(ablation_jobs(params, "random-init", random_init_overrides(params)))
 
 
 def random_init_overrides(params: StudyParams) -> dict:
@@ -320,7 +320,7 @@ decay on the type vectors, text positions and image CLS."""
 def run_thesis_regularisation(params: StudyParams) -> list[dict]:
     """The baseline with the thesis's regularisation (``THESIS_REGULARISATION``), paired by seed with ours: the
     measured cost of a deliberate difference. Stored under ``results/_ablations/thesis-regularisation/``."""
-    return run_ablation(params, "thesis-regularisation", THESIS_REGULARISATION)
+    return run_many(ablation_jobs(params, "thesis-regularisation", THESIS_REGULARISATION))
 
 
 ABLATIONS = ("random-init", "thesis-regularisation")   # results/_ablations/<name>/results/<preset>/
@@ -331,13 +331,9 @@ def ablation_dir(params: StudyParams, name: str) -> Path:
     return params.results_root / "_ablations" / name
 
 
-def run_ablation(params: StudyParams, name: str, overrides: dict) -> list[dict]:
-    """The baseline over the study's seeds with ``overrides``, stored apart (another config of the same variant)."""
-    return run_many(ablation_jobs(params, name, overrides))
-
-
 def ablation_jobs(params: StudyParams, name: str, overrides: dict) -> list[dict]:
-    """``run_experiment``'s arguments for ``run_ablation``'s runs."""
+    """``run_experiment``'s arguments for an ablation: the baseline over the study's seeds with ``overrides``, stored
+    apart (another config of the same variant)."""
     out = ablation_dir(params, name)
     return [dict(preset=params.preset, variant="baseline", seed=s, out_dir=out, device=params.device,
                  resume=True, overrides={**params.overrides(), **overrides}) for s in params.seeds]
