@@ -156,7 +156,7 @@ def results_page(params) -> str:
         "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
         "rows take TTE after's: the TTE' barely moves at the demo's budget), carried to the thesis's score on the "
         "logit scale and added to the larger SE:",
-        _markdown(noise.drop(columns=[c for c in noise if c.startswith("_")]).set_index("comparison")),
+        _markdown(verdicts.shown(noise).set_index("comparison")),
         verdicts.thesis_noise_note(noise),
         "## Table 1 as a 2 × 2",
         "COCO retrieval, mean ± 95 % CI over the study's seeds; its effects are the Table 1 rows above:",
