@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from thesis_lib.config import PRESET_SPECS, PRESETS, get_config
 from thesis_lib.data.lifetime import die_with_parent
+from thesis_lib.data.throughput import usable_cores
 from thesis_lib.errors import ConfigError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
@@ -148,7 +149,7 @@ def cpu_workers() -> int:
     """How many runs train at once on CPU: ``THESIS_WORKERS`` when set, else one per core this process may use."""
     if os.environ.get("THESIS_WORKERS"):
         return max(1, int(os.environ["THESIS_WORKERS"]))
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return usable_cores()
 
 
 def _quiet_one_thread() -> None:
