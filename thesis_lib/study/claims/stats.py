@@ -257,10 +257,14 @@ def seeds_needed(test: PairedTest, margin: float, alpha: float = ALPHA, tost_alp
     return {"seeds": need(test.sd_used), "low": need(lo), "high": need(hi)}
 
 
+def fmt_count(n: int | None) -> str:
+    """A count of seeds; '> 10000' where it is beyond reach (None)."""
+    return "> 10000" if n is None else str(n)
+
+
 def fmt_seeds(need: dict) -> str:
     """'16 (7-177)', '> 10000' where a count is beyond reach."""
-    show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
-    return f"{show(need['seeds'])} ({show(need['low'])}-{show(need['high'])})"
+    return f"{fmt_count(need['seeds'])} ({fmt_count(need['low'])}-{fmt_count(need['high'])})"
 
 
 def fmt(mean: float, half: float, digits: int = 2) -> str:

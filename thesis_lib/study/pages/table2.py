@@ -15,7 +15,8 @@ from .. import reference, results
 from ..claims import designs, paired, verdicts
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
-from ..claims.stats import PairedTest, fmt, fmt_seeds, mean_ci, robust_seeds_needed, seeds_at_observed, seeds_needed
+from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, mean_ci, robust_seeds_needed, seeds_at_observed,
+                           seeds_needed)
 from .tables import markdown as _markdown, primary_row, study_frame
 
 COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (Holm, family)", "verdict",
@@ -91,10 +92,10 @@ def _seeds_to_decide(diffs: list, margin: float) -> str:
     robust SD) and if it is the measured one (normal theory)."""
     mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
     need = seeds_at_observed(mean, sd, margin)
-    show = lambda n: "> 10000" if n is None else str(n)  # noqa: E731
     return (f"{fmt_seeds(seeds_needed(PairedTest.of(diffs), margin))} if the true difference is 0; robust: "
             f"{fmt_seeds(robust_seeds_needed(diffs, margin))}; if it is the measured {mean:+.3f}: "
-            f"{show(need['equivalent'])} to show equivalence, {show(need['different'])} to show it differs from 0")
+            f"{fmt_count(need['equivalent'])} to show equivalence, {fmt_count(need['different'])} to show it differs "
+            "from 0")
 
 
 def all_long(params) -> pd.DataFrame:
