@@ -24,14 +24,13 @@ the study's seeds 0-3 at 600 steps (16.76 → ±0.0758), the pilot's 38.2 at the
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 from dataclasses import dataclass
 
 from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import PRIMARY
-from thesis_lib.training.results import RunPaths
+from thesis_lib.training.results import RunPaths, load_results, read_result
 from .. import reference
 from ..grids import BASELINE, BUDGET, NOLN, TTE_AFTER_LS, TTE_BEFORE, TTE_BEFORE_NOLN
 from ..reference import AFTER, BEFORE, Claim, half, vs
@@ -255,9 +254,8 @@ def pilot_baseline_coco(params) -> tuple[float, float] | None:
     path = RunPaths(root, params.preset, BASELINE, PILOT.seeds_for(params.preset)[0]).result
     if not path.exists():
         return None
-    record = design_params(params, THESIS_LR_SUM).results_root / params.preset
-    results = [json.loads(f.read_text()) for f in sorted(record.glob("*/seed*.json"))]
-    return json.loads(path.read_text())["metrics"][PRIMARY], tolerances(results)[PRIMARY]
+    record = load_results(design_params(params, THESIS_LR_SUM).results_root, params.preset)
+    return read_result(path)["metrics"][PRIMARY], tolerances(record)[PRIMARY]
 
 
 def has_curves(design: FixedDesign) -> bool:
