@@ -102,9 +102,8 @@ def curves_frame(params, design):
     root, rows = design_params(params, design).results_root, []
     for v in [v for v in design.variants if v not in design.shared]:
         for s in design.seeds_for(params.preset):
-            path = RunPaths(root, params.preset, v, s).dir / "heldout.jsonl"
-            if path.exists():
-                rows += [{"variant": v, "seed": s, **json.loads(line)} for line in path.read_text().splitlines()]
+            path = RunPaths(root, params.preset, v, s).dir / "heldout.jsonl"          # [] where none was written
+            rows += [{"variant": v, "seed": s, **row} for row in read_jsonl(path)]
     return pd.DataFrame(rows)
 
 
