@@ -75,3 +75,54 @@ def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decid
     assert "| descriptive |" in tte and "if the true difference is 0" in tte
     assert "| descriptive |" not in ln and "pending" not in ln
     assert beside.frame(params).loc[(beside.TTE22, f"{steps}, 2 × 2 (seeds 1-4)"), "verdict"] == "descriptive"
+
+
+def _complete_confirmation(monkeypatch):
+    """The long confirmation as if at its n, faked from the record's runs relabelled as seeds 9-40 (so the real
+    confirmation stays unseen before its one look); its design and demo params."""
+    from thesis_lib.study import results
+    from thesis_lib.study.claims import designs
+    params = runs.study_params("demo", need_data=False)
+    design = designs.THESIS_LR_SUM_CONFIRM
+    record = results.design_frame(params, designs.THESIS_LR_SUM)
+    fake = pd.concat([record.assign(seed=record.seed + 8 * k) for k in range(1, 5)], ignore_index=True)
+    assert sorted(set(fake.seed)) == list(design.seeds)
+    real = results.design_frame
+    monkeypatch.setattr(results, "design_frame", lambda p, d: fake if d is design else real(p, d))
+    return design, params
+
+
+def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
+    """At its n, the README's answer says each confirmatory verdict with its difference and Holm p as
+    docs/results.md's table has them (not a fixed word), and the beside table shows them."""
+    from thesis_lib.study.pages import answer
+    design, params = _complete_confirmation(monkeypatch)
+    rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
+    assert not any(v.startswith("pending") for v in rows.verdict)
+    text = answer.markdown(params)
+    second, third = (line for line in text.splitlines() if line.startswith(("2. ", "3. ")))
+    for line, (_, row) in zip((second, third), rows.iterrows()):
+        said = (f"on 32 fresh seeds (the confirmation{', fixed n' if line is second else ''}): **{row.verdict}** "
+                f"({row['difference (95 % CI)']} COCO points against {row['smallest effect of interest']}, Holm p "
+                f"{row['p (Holm, family)']})")
+        assert said in line and "pending" not in line and "seed record beside it" in line
+    table = beside.frame(params)
+    for claim, text in zip(design.claims, (beside.HELPS, beside.USED)):
+        row = table.loc[(text, "5,952 steps (confirmation, seeds 9-40)")]
+        assert (row.seeds, row.verdict) == (32, rows.loc[claim.text, "verdict"])
+
+
+def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way():
+    from thesis_lib.study.claims.stats import PairedTest
+    from thesis_lib.study.pages import answer
+    helps, used = (next(c for c in reference.CLAIMS if c.text == t) for t in (reference.HELPS, reference.USED))
+    assert (helps.direction, used.direction) == (+1, -1)
+    up, down = PairedTest.of([0.05, 0.04, 0.06]), PairedTest.of([-0.05, -0.04, -0.06])
+    assert answer._reading({"verdict": "trivial", "test": up, "claim": helps}) == answer.MEANING["trivial"]
+    assert answer._reading({"verdict": "trivial", "test": down, "claim": helps}) == (
+        "a real effect the other way, smaller than the thesis's")
+    assert answer._reading({"verdict": "trivial", "test": down, "claim": used}, used=True) == answer.USED_MEANING[
+        "trivial"]
+    assert answer._reading({"verdict": "trivial", "test": up, "claim": used}, used=True).startswith(
+        "a real effect the other way")
+    assert answer._reading({"verdict": "equivalent", "test": down, "claim": helps}) == answer.MEANING["equivalent"]

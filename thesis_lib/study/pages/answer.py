@@ -6,6 +6,7 @@ designs' tables of ``table2``); nothing here is typed by hand. ``report`` writes
 """
 from __future__ import annotations
 
+import math
 import re
 
 import torch
@@ -25,6 +26,7 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
     "trivial": "inside that margin, and yet significantly different from zero: real, but smaller than the thesis's",
     "undecided": "neither inside the margin nor significant: more seeds would decide it",
     "reproduced": "significant in the thesis's direction (\"in direction, N ×\": at N times its size)",
+    "contradicted": "significant against the thesis's direction",
     "confirmed": "significant in the stated direction (a contrast the thesis did not test)",
     "descriptive": "reported with the seeds that would decide it; declared before its runs to decide nothing",
     "pending": "its fixed number of seeds is not trained yet",
@@ -127,15 +129,24 @@ def markdown(params) -> str | None:
     if not long.empty:
         record = table2.long_rows(params, long)
         used_long, helps_long = record.iloc[0], record.loc[designs.LONG_HELPS.text]
-        pending, by_rule = _confirmation(params), record.attrs.get("helps by the rule", helps_long.verdict)
+        by_rule, confirm = record.attrs.get("helps by the rule", helps_long.verdict), _confirmation(params)
+        long_helps = (f"{helps_long['difference (95 % CI)']} COCO points against "
+                      f"{helps_long['smallest effect of interest']}, **{helps_long.verdict}** ({by_rule} by the rule; "
+                      f"no n was planned for it)")
+        long_used = (f"**{used_long.verdict}** ({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
+                     f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}")
         second += (f"Trained as long as the thesis (every parameter to the thesis's summed learning rate, the "
-                   f"learning rate added up over all steps: {steps} steps instead of 600), on "
-                   f"{helps_long.seeds} seeds: {helps_long['difference (95 % CI)']} COCO points against "
-                   f"{helps_long['smallest effect of interest']}, **{helps_long.verdict}** ({by_rule} by the rule; no "
-                   f"n was planned for it); {pending}. ")
-        third += (f"Trained as long as the thesis, removing the TTE' at evaluation: **{used_long.verdict}** "
-                  f"({used_long['difference (95 % CI)']} points, {used_long.seeds} seeds): "
-                  f"{USED_MEANING.get(used_long.verdict, _meaning(used_long.verdict))}; {pending}. ")
+                   f"learning rate added up over all steps: {steps} steps instead of 600), ")
+        third += "Trained as long as the thesis, removing the TTE' at evaluation: "
+        if isinstance(confirm, str):
+            second += f"on {helps_long.seeds} seeds: {long_helps}; {confirm}. "
+            third += f"{long_used}; {confirm}. "
+        else:
+            (h, h_row), (u, u_row) = confirm
+            second += (f"on {h.seeds} fresh seeds (the confirmation, fixed n): {_confirmed(h, h_row)}; the "
+                       f"{helps_long.seeds}-seed record beside it: {long_helps}. ")
+            third += (f"on {u.seeds} fresh seeds (the confirmation): {_confirmed(u, u_row, used=True)}; the "
+                      f"{used_long.seeds}-seed record beside it: {long_used}. ")
     second += (f"At 600 steps the TTE is {share:.3f} % of the shared block's image input, "
                f"{budget_share / share:.0f} × less than with the thesis's learning-rate budget for the TTE (its "
                f"vectors and γ alone given the thesis's summed learning rate within the 600 steps): too small a dose "
@@ -157,14 +168,34 @@ def markdown(params) -> str | None:
         f"[`docs/glossary.md`](docs/glossary.md)."
 
 
-def _confirmation(params) -> str:
-    """The long confirmation's state in words: its verdicts once all its seeds are trained, else how far it is."""
+def _confirmation(params):
+    """The long confirmation once all its seeds are trained (its one look): per claim ("helps", then "is used") its
+    row of docs/results.md's table (``table2.confirm_rows``) and its claim row (``paired.claim_rows``); before
+    that, how far it is, in words."""
     design = designs.THESIS_LR_SUM_CONFIRM
     n = len(design.seeds_for(params.preset))
     df = results.design_frame(params, design)
     done = 0 if df.empty else len(results.runs_of(df, grids.TTE_AFTER_LS))
-    return (f"its confirmation on {n} fresh seeds is pending ({done} of {n} seed pairs trained)" if done < n else
-            f"confirmed on {n} fresh seeds: docs/results.md")
+    if done < n:
+        return f"its confirmation on {n} fresh seeds is pending ({done} of {n} seed pairs trained)"
+    table, claims = table2.confirm_rows(params), designs.claims_of(params, design)
+    return [(table.loc[c.text], primary_row(df, c.text, claims)) for c in design.claims]
+
+
+def _confirmed(shown, row: dict, used: bool = False) -> str:
+    """A confirmatory claim in words: its verdict, difference ± 95 % CI against the margin and Holm p as
+    docs/results.md shows them (``shown``), then what the verdict means (``_reading`` of its claim ``row``)."""
+    return (f"**{shown.verdict}** ({shown['difference (95 % CI)']} COCO points against "
+            f"{shown['smallest effect of interest']}, Holm p {shown['p (Holm, family)']}): {_reading(row, used)}")
+
+
+def _reading(row: dict, used: bool = False) -> str:
+    """What a claim row's verdict means in plain words (``used``: "is used", whose margin is borrowed); a trivial
+    difference running against the claim's direction is said to be the other way."""
+    verdict = row["verdict"]
+    if verdict == "trivial" and math.copysign(1, row["test"].mean) != row["claim"].direction:
+        return "a real effect the other way, smaller than the thesis's" + (" Table 2 effect" if used else "")
+    return USED_MEANING.get(verdict, _meaning(verdict)) if used else _meaning(verdict)
 
 
 def _long_table1(params, steps: str) -> str:
