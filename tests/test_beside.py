@@ -112,6 +112,13 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
         assert (row.seeds, row.verdict) == (32, rows.loc[claim.text, "verdict"])
 
 
+def test_the_headline_gains_the_confirmations_two_rows_at_its_n(monkeypatch):
+    from thesis_lib.study.pages import headline
+    design, params = _complete_confirmation(monkeypatch)
+    shown = [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
+    assert [(r["claim"], r["seeds"]) for r in shown] == [(c.text, 32) for c in design.claims]
+
+
 def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way():
     from thesis_lib.study.claims.stats import PairedTest
     from thesis_lib.study.pages import answer

@@ -39,19 +39,21 @@ def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
 
 def design_rows(params) -> list[dict]:
     """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
-    confirmatory claims on fresh seeds, the long schedule's "is used"."""
+    confirmatory claims on fresh seeds, the long schedule's "is used" (the record) and its confirmation's two claims
+    on fresh seeds."""
     from ..claims import designs
+    where = {designs.BUDGET_CONFIRM: "given the thesis's learning-rate budget for the TTE, fresh seeds",
+             designs.THESIS_LR_SUM: "the whole model at the thesis's summed learning rate",
+             designs.THESIS_LR_SUM_CONFIRM: "the whole model at the thesis's summed learning rate, fresh seeds"}
     out = []
-    for design in (designs.BUDGET_CONFIRM, designs.THESIS_LR_SUM):
+    for design in where:
         df = results.design_frame(params, design)
         if df.empty or params.preset not in design.presets:
             continue
         claims = designs.claims_of(params, design)
         for r in paired.claim_rows(df, claims):
             if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
-                where = ("given the thesis's learning-rate budget for the TTE, fresh seeds" if design is
-                         designs.BUDGET_CONFIRM else "the whole model at the thesis's summed learning rate")
-                out.append(_row(r, r["claim"].short or r["claim"].text, f"({where})"))
+                out.append(_row(r, r["claim"].short or r["claim"].text, f"({where[design]})"))
     return out
 
 
