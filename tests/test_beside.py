@@ -133,3 +133,24 @@ def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way
     assert answer._reading({"verdict": "trivial", "test": up, "claim": used}, used=True).startswith(
         "a real effect the other way")
     assert answer._reading({"verdict": "equivalent", "test": down, "claim": helps}) == answer.MEANING["equivalent"]
+
+
+def test_the_confirmations_secondaries_and_sentence_appear_only_at_its_n(monkeypatch):
+    """docs/results.md gives the confirmation's secondary metrics (Flickr, ImageNet; both claims) and the Table 2
+    sentence its two verdicts only at its one look: absent while it is short of its n, present at it."""
+    from thesis_lib.study import results
+    heading = "The confirmation's secondary metrics for both claims"
+    params = runs.study_params("demo", need_data=False)
+    short = table2.confirm_rows(params)
+    if short is not None and short.verdict.str.startswith("pending").any():      # the committed runs, short of n
+        assert heading not in table2.markdown(params) and "its confirmation on" not in table2.sentence(params)
+    design, params = _complete_confirmation(monkeypatch)
+    monkeypatch.setattr(results, "curves_frame", lambda p, d: pd.DataFrame())     # the real curves stay unseen
+    page, said = table2.markdown(params), table2.sentence(params)
+    section = page[page.index(heading):]
+    for claim in design.claims:
+        assert f"| {claim.text}: Flickr" in section and f"| {claim.text}: ImageNet" in section
+    rows = table2.confirm_rows(params)
+    helps, used = (rows.loc[c.text] for c in design.claims)
+    assert (f"its confirmation on 32 fresh seeds finds \"helps\" **{helps.verdict}** "
+            f"({helps['difference (95 % CI)']} COCO points") in said and f"**{used.verdict}**" in said

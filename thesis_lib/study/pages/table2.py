@@ -164,19 +164,20 @@ def _span(df, variant) -> str:
     return ", ".join(map(str, seeds)) if seeds else "none"
 
 
-def curve_rows(params) -> pd.DataFrame:
+def curve_rows(params, design=THESIS_LR_SUM) -> pd.DataFrame:
     """Held-out COCO retrieval along the long schedule (snapshots every ``designs.KEEP_EVERY`` steps and the end),
-    mean over the seeds trained, per variant."""
-    curve = results.curves_frame(params, designs.THESIS_LR_SUM)
+    mean over the ``design``'s seeds trained, per variant."""
+    curve = results.curves_frame(params, design)
     if curve.empty:
         return curve
     table = curve.pivot_table(index="step", columns="variant", values=PRIMARY, aggfunc="mean")
     return table.rename(columns=lambda v: f"{label(PRIMARY)}, {VARIANT_LABELS[v]}").round(2)
 
 
-def overfit_sentence(params) -> str:
-    """Whether the held-out score falls late in the long schedule: its end against its best snapshot, per variant."""
-    curve = results.curves_frame(params, designs.THESIS_LR_SUM)
+def overfit_sentence(params, design=THESIS_LR_SUM) -> str:
+    """Whether the held-out score falls late in the long schedule: its end against its best snapshot, per variant
+    (the ``design``'s seeds)."""
+    curve = results.curves_frame(params, design)
     if curve.empty:
         return ""
     parts = []
@@ -234,6 +235,13 @@ def markdown(params) -> str:
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
                   _markdown(confirm)]
+        if done >= len(design.seeds_for(params.preset)):         # shown only at its one look, like its verdicts
+            parts += ["The confirmation's secondary metrics for both claims (reported; they decide nothing, their p "
+                      "unadjusted), and its held-out curves:",
+                      _markdown(secondary_rows(df_c, designs.claims_of(params, design)))]
+            curve = curve_rows(params, design)
+            if len(curve):
+                parts += [_markdown(curve), overfit_sentence(params, design)]
     parts += long_table1_markdown(params)
     return "\n\n".join(part for part in parts if part)
 
@@ -295,6 +303,14 @@ def sentence(params) -> str:
                     f"share of the shared block's input is {share.tte_ratio_image.mean() * 100:.2f} % (images) and "
                     f"{share.tte_ratio_text.mean() * 100:.2f} % (captions), and removing it moves COCO by "
                     f"{used['difference (95 % CI)']} ({used.verdict})")
+        confirm = confirm_rows(params)
+        claims = [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
+        if confirm is not None and set(claims) <= set(confirm.index) and \
+                not confirm.loc[claims[0], "verdict"].startswith("pending"):
+            helps, used = (confirm.loc[c] for c in claims)
+            bits.append(f"its confirmation on {helps.seeds} fresh seeds finds \"helps\" **{helps.verdict}** "
+                        f"({helps['difference (95 % CI)']} COCO points against {helps['smallest effect of interest']}) "
+                        f"and \"is used\" **{used.verdict}** ({used['difference (95 % CI)']})")
     if not bits:
         return ""
     return ("At budgets where the TTE can matter, " + "; ".join(bits) + ". What the demo cannot say is how a "
