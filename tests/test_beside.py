@@ -28,10 +28,11 @@ def test_a_declared_design_without_runs_reads_pending():
 
 def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
     table = pd.DataFrame({"seeds": [6, 32], "difference (95 % CI)": ["-0.05 ± 0.10", "0.01 ± 0.05"],
+                          "equivalence interval": ["-0.05 ± 0.08 (TOST α 0.05)", "0.01 ± 0.04 (TOST α 0.05)"],
                           "p (Holm, family)": ["0.300", "0.700"], "verdict": ["undecided", "equivalent"],
                           "seeds to decide": ["40", "–"]}, index=["short of n", "at n"])
     shown = table2.pending(table.copy(), 32)
-    assert shown.loc["short of n"].tolist() == [6, "–", "–", "pending (6 of 32 seeds)", "–"]
+    assert shown.loc["short of n"].tolist() == [6, "–", "–", "–", "pending (6 of 32 seeds)", "–"]
     assert shown.loc["at n"].tolist() == table.loc["at n"].tolist()
 
 
@@ -99,6 +100,7 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
     design, params = _complete_confirmation(monkeypatch)
     rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
     assert not any(v.startswith("pending") for v in rows.verdict)
+    assert rows["equivalence interval"].str.endswith("(TOST α 0.05)").all()       # the interval the rule reads
     text = answer.markdown(params)
     second, third = (line for line in text.splitlines() if line.startswith(("2. ", "3. ")))
     for line, (_, row) in zip((second, third), rows.iterrows()):

@@ -19,8 +19,8 @@ from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, mean_ci, robu
                            seeds_needed)
 from .tables import markdown as _markdown, primary_row, study_frame
 
-COLUMNS = ("seeds", "difference (95 % CI)", "smallest effect of interest", "p (Holm, family)", "verdict",
-           "seeds to decide")
+COLUMNS = ("seeds", "difference (95 % CI)", "equivalence interval", "smallest effect of interest", "p (Holm, family)",
+           "verdict", "seeds to decide")
 
 
 def _primary(table: pd.DataFrame) -> pd.DataFrame:
@@ -43,7 +43,7 @@ def budget_rows(params) -> pd.DataFrame | None:
     return pd.concat([t for t in (record, confirm) if len(t)]).rename_axis("claim")
 
 
-HIDDEN = ("difference (95 % CI)", "× the thesis's drop", "p (Holm, family)", "seeds to decide")
+HIDDEN = ("difference (95 % CI)", "equivalence interval", "× the thesis's drop", "p (Holm, family)", "seeds to decide")
 
 
 def pending_word(n: int, planned: int) -> str:
