@@ -684,7 +684,7 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
     from thesis_lib.study import reference
     params = _demo_params()
     assert [c.text for c in headline_rows.CLAIMS] == [c.text for c in reference.CLAIMS
-                                                  if c.in_thesis or c.text == headline_rows.LN_MAIN_EFFECT]
+                                                  if c.in_thesis or c.text == reference.LN_MAIN_EFFECT]
     assert "headline" in figures.FIGURES
     df = paired.claims_frame(params, headline_rows.READS)
     frame = headline_rows.frame(df)

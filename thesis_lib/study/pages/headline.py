@@ -22,8 +22,7 @@ from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
 
 
-LN_MAIN_EFFECT = reference.LN_MAIN_EFFECT     # where Table 1's drop lies
-CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == LN_MAIN_EFFECT)   # in declared order
+CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == reference.LN_MAIN_EFFECT)   # declared order
 READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in CLAIMS}
                             for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
 
@@ -71,7 +70,7 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
+def draw(frame: pd.DataFrame, title: str | None = None):
     """The chapter's claims in one figure: per claim (one row, labelled above its bar with its seeds) our paired
     difference on the primary metric in units of the thesis's effect carried to our scale (1 = the thesis's effect,
     0 = none) with its 95 % interval, ± the smallest effect of interest in the same units as a band, and the verdict
@@ -94,7 +93,7 @@ def draw(frame: pd.DataFrame, title: str | None = None, width: float = 6.4):
     if len(fits) < sum(np.isfinite(r.ratio) for r in rows):
         hi = max(hi, 2.6)                        # room beyond the thesis's effect for the clipped rows' values
     n = len(rows)
-    fig, (ax, side) = plt.subplots(1, 2, figsize=(width, 0.95 * n + 2.3), sharey=True, layout="constrained",
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(6.4, 0.95 * n + 2.3), sharey=True, layout="constrained",
                                    gridspec_kw={"width_ratios": [1, 0.27], "wspace": 0.01})
     clipped = []
     for y, r in enumerate(rows):
