@@ -31,9 +31,12 @@ def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
                           "equivalence interval": ["-0.05 ± 0.08 (TOST α 0.05)", "0.01 ± 0.04 (TOST α 0.05)"],
                           "p (Holm, family)": ["0.300", "0.700"], "verdict": ["undecided", "equivalent"],
                           "seeds to decide": ["40", "–"]}, index=["short of n", "at n"])
-    shown = table2.pending(table.copy(), 32)
+    shown = table2.pending(table.copy(), 32)            # one look for the family: no claim is read before it
     assert shown.loc["short of n"].tolist() == [6, "–", "–", "–", "pending (6 of 32 seeds)", "–"]
-    assert shown.loc["at n"].tolist() == table.loc["at n"].tolist()
+    assert shown.loc["at n"].tolist() == [32, "–", "–", "–", "pending (6 of 32 seeds)", "–"]
+    assert table2.pending(table.copy(), 32, keep=("short of n",)).equals(table)    # a kept row is not the family's
+    complete = table.assign(seeds=32)
+    assert table2.pending(complete.copy(), 32).equals(complete)
 
 
 def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
@@ -78,9 +81,10 @@ def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decid
     assert beside.frame(params).loc[(beside.TTE22, f"{steps}, 2 × 2 (seeds 1-4)"), "verdict"] == "descriptive"
 
 
-def _complete_confirmation(monkeypatch):
+def _complete_confirmation(monkeypatch, drop_baseline: int | None = None):
     """The long confirmation as if at its n, faked from the record's runs relabelled as seeds 9-40 (so the real
-    confirmation stays unseen before its one look); its design and demo params."""
+    confirmation stays unseen before its one look), less the baseline run of seed ``drop_baseline``; its design and
+    demo params."""
     from thesis_lib.study import results
     from thesis_lib.study.claims import designs
     params = runs.study_params("demo", need_data=False)
@@ -88,6 +92,7 @@ def _complete_confirmation(monkeypatch):
     record = results.design_frame(params, designs.THESIS_LR_SUM)
     fake = pd.concat([record.assign(seed=record.seed + 8 * k) for k in range(1, 5)], ignore_index=True)
     assert sorted(set(fake.seed)) == list(design.seeds)
+    fake = fake[~(fake.variant.eq("baseline") & fake.seed.eq(drop_baseline))]
     real = results.design_frame
     monkeypatch.setattr(results, "design_frame", lambda p, d: fake if d is design else real(p, d))
     return design, params
@@ -127,19 +132,38 @@ def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way
     helps, used = (next(c for c in reference.CLAIMS if c.text == t) for t in (reference.HELPS, reference.USED))
     assert (helps.direction, used.direction) == (+1, -1)
     up, down = PairedTest.of([0.05, 0.04, 0.06]), PairedTest.of([-0.05, -0.04, -0.06])
-    assert answer._reading({"verdict": "trivial", "test": up, "claim": helps}) == answer.MEANING["trivial"]
-    assert answer._reading({"verdict": "trivial", "test": down, "claim": helps}) == (
-        "a real effect the other way, smaller than the thesis's")
-    assert answer._reading({"verdict": "trivial", "test": down, "claim": used}, used=True) == answer.USED_MEANING[
-        "trivial"]
-    assert answer._reading({"verdict": "trivial", "test": up, "claim": used}, used=True).startswith(
-        "a real effect the other way")
-    assert answer._reading({"verdict": "equivalent", "test": down, "claim": helps}) == answer.MEANING["equivalent"]
+
+    def read(verdict, test, claim, used=False):
+        return answer._reading({"verdict": verdict, "words": verdict, "test": test, "claim": claim}, used)
+    assert read("trivial", up, helps) == answer.MEANING["trivial"]
+    assert read("trivial", down, helps) == "a real effect the other way, smaller than the thesis's"
+    assert read("trivial", down, used, used=True) == answer.USED_MEANING["trivial"]
+    assert read("trivial", up, used, used=True).startswith("a real effect the other way")
+    assert read("equivalent", down, helps) == answer.MEANING["equivalent"]
 
 
-def test_the_confirmations_secondaries_and_sentence_appear_only_at_its_n(monkeypatch):
-    """docs/results.md gives the confirmation's secondary metrics (Flickr, ImageNet; both claims) and the Table 2
-    sentence its two verdicts only at its one look: absent while it is short of its n, present at it."""
+def test_a_fixed_n_verdict_is_read_by_its_words():
+    """"Is used" is no thesis claim: its significant cost reads "confirmed", never "the thesis's effect"; a size
+    unlike the thesis's is said so; an undecided claim of a fixed-n design is not promised more seeds."""
+    from thesis_lib.study.claims.stats import PairedTest
+    from thesis_lib.study.pages import answer
+    helps, used = (next(c for c in reference.CLAIMS if c.text == t) for t in (reference.HELPS, reference.USED))
+    down, up = PairedTest.of([-0.5, -0.4, -0.6]), PairedTest.of([0.5, 0.4, 0.6])
+    cost = answer._reading({"verdict": "reproduced", "words": "confirmed", "test": down, "claim": used}, used=True)
+    assert cost == answer.USED_MEANING["confirmed"] and "thesis's effect" not in cost
+    far = answer._reading({"verdict": "reproduced", "words": "reproduced in direction, 9 × the thesis's size",
+                           "test": up, "claim": helps})
+    assert far == "an effect in the thesis's direction, at a size unlike the thesis's (9 × the thesis's size)"
+    still = answer._reading({"verdict": "undecided", "words": "undecided", "test": up, "claim": helps})
+    assert "no seeds are added" in still and "yet" not in still
+    for word in ("contradicted", "refuted", "confirmed"):                         # each glossed where it appears
+        assert word in answer.GLOSS
+
+
+def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(monkeypatch):
+    """docs/results.md gives the confirmation's secondary metrics (Flickr, ImageNet; both claims) and held-out curves
+    and the Table 2 sentence its two verdicts only at its one look: absent while it is short of its n, present at it."""
+    from thesis_lib.metrics import PRIMARY
     from thesis_lib.study import results
     heading = "The confirmation's secondary metrics for both claims"
     params = runs.study_params("demo", need_data=False)
@@ -147,12 +171,33 @@ def test_the_confirmations_secondaries_and_sentence_appear_only_at_its_n(monkeyp
     if short is not None and short.verdict.str.startswith("pending").any():      # the committed runs, short of n
         assert heading not in table2.markdown(params) and "its confirmation on" not in table2.sentence(params)
     design, params = _complete_confirmation(monkeypatch)
-    monkeypatch.setattr(results, "curves_frame", lambda p, d: pd.DataFrame())     # the real curves stay unseen
+    curve = pd.DataFrame([{"variant": v, "seed": s, "step": step, PRIMARY: 30.0 + step / 1000 + (v == "baseline")}
+                          for v in design.variants for s in design.seeds for step in (2976, 5952)])
+    monkeypatch.setattr(results, "curves_frame", lambda p, d: curve if d is design else pd.DataFrame())  # not the real
     page, said = table2.markdown(params), table2.sentence(params)
     section = page[page.index(heading):]
     for claim in design.claims:
         assert f"| {claim.text}: Flickr" in section and f"| {claim.text}: ImageNet" in section
+    assert "| 5952 | 36.95 | 35.95 |" in section.replace(",", "") and "(mean over seeds)" in section
     rows = table2.confirm_rows(params)
     helps, used = (rows.loc[c.text] for c in design.claims)
     assert (f"its confirmation on 32 fresh seeds finds \"helps\" **{helps.verdict}** "
             f"({helps['difference (95 % CI)']} COCO points") in said and f"**{used.verdict}**" in said
+
+
+def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(monkeypatch):
+    """32 TTE' runs and 31 baselines (the last seed's baseline still training): "is used", which reads only the TTE'
+    runs, already holds 32 seeds, yet neither claim is shown anywhere before the family's one look."""
+    from thesis_lib.study.pages import answer, headline
+    design, params = _complete_confirmation(monkeypatch, drop_baseline=40)
+    rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
+    assert rows.seeds.tolist() == [31, 32] and (rows.verdict == "pending (31 of 32 seeds)").all()
+    assert (rows[["difference (95 % CI)", "equivalence interval", "p (Holm, family)"]] == "–").all().all()
+    assert table2.confirmation(params) is None
+    assert "its confirmation on 32 fresh seeds is pending (31 of 32 seed pairs trained)" in answer.markdown(params)
+    assert "secondary metrics for both claims" not in table2.markdown(params)
+    assert "its confirmation on" not in table2.sentence(params)
+    assert not [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
+    table = beside.frame(params)
+    for text in (beside.HELPS, beside.USED):
+        assert table.loc[(text, "5,952 steps (confirmation, seeds 9-40)"), "verdict"] == "pending (31 of 32 seeds)"

@@ -697,6 +697,7 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
     designs = headline_rows.design_rows(params)       # Table 2's designs, once they hold their n of seeds
     assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(headline_rows.CLAIMS) + len(designs)
     assert all(r["seeds"] == 20 for r in designs if "learning-rate budget for the TTE, fresh seeds" in r["note"])
+    assert all(r["seeds"] == 32 for r in designs if "summed learning rate, fresh seeds" in r["note"])   # at n only
     plt.close(fig)
 
 

@@ -28,6 +28,7 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
     "reproduced": "significant in the thesis's direction (\"in direction, N ×\": at N times its size)",
     "contradicted": "significant against the thesis's direction",
     "confirmed": "significant in the stated direction (a contrast the thesis did not test)",
+    "refuted": "significant against the stated direction (a contrast the thesis did not test)",
     "descriptive": "reported with the seeds that would decide it; declared before its runs to decide nothing",
     "pending": "its fixed number of seeds is not trained yet",
 }
@@ -89,6 +90,9 @@ USED_MEANING = {   # "is used": the thesis reports no removal effect; its margin
     "trivial": "a real effect, smaller than the thesis's Table 2 effect (the thesis reports no removal effect; the "
                "margin is borrowed from its \"helps\" difference)",
     "equivalent": "no effect as large as the thesis's Table 2 effect, whose size sets the margin",
+    "confirmed": "removing it costs accuracy, by an amount not shown to be smaller than the thesis's Table 2 effect "
+                 "(whose size sets the margin)",
+    "refuted": "removing it raises accuracy",
 }
 
 
@@ -169,16 +173,15 @@ def markdown(params) -> str | None:
 
 
 def _confirmation(params):
-    """The long confirmation once all its seeds are trained (its one look): per claim ("helps", then "is used") its
-    row of docs/results.md's table (``table2.confirm_rows``) and its claim row (``paired.claim_rows``); before
-    that, how far it is, in words."""
+    """The long confirmation at its one look (``table2.confirmation``): per claim ("helps", then "is used") its row of
+    docs/results.md's table and its claim row (``paired.claim_rows``); before that, how far it is, in words."""
     design = designs.THESIS_LR_SUM_CONFIRM
-    n = len(design.seeds_for(params.preset))
-    df = results.design_frame(params, design)
-    done = 0 if df.empty else len(results.runs_of(df, grids.TTE_AFTER_LS))
-    if done < n:
-        return f"its confirmation on {n} fresh seeds is pending ({done} of {n} seed pairs trained)"
-    table, claims = table2.confirm_rows(params), designs.claims_of(params, design)
+    n, df = len(design.seeds_for(params.preset)), results.design_frame(params, design)
+    table = table2.confirmation(params)
+    if table is None:
+        return (f"its confirmation on {n} fresh seeds is pending ({table2.pairs_trained(df)} of {n} seed pairs "
+                "trained)")
+    claims = designs.claims_of(params, design)
     return [(table.loc[c.text], primary_row(df, c.text, claims)) for c in design.claims]
 
 
@@ -190,12 +193,17 @@ def _confirmed(shown, row: dict, used: bool = False) -> str:
 
 
 def _reading(row: dict, used: bool = False) -> str:
-    """What a claim row's verdict means in plain words (``used``: "is used", whose margin is borrowed); a trivial
-    difference running against the claim's direction is said to be the other way."""
-    verdict = row["verdict"]
+    """What a fixed-n claim's verdict (its ``words``: confirmed / refuted for a claim the thesis did not make) means
+    in plain words (``used``: "is used", whose margin is borrowed); a trivial difference running against the
+    claim's direction is said to be the other way, an undecided one to stay so (its design adds no seeds)."""
+    verdict, said = row["verdict"], row["words"]
     if verdict == "trivial" and math.copysign(1, row["test"].mean) != row["claim"].direction:
         return "a real effect the other way, smaller than the thesis's" + (" Table 2 effect" if used else "")
-    return USED_MEANING.get(verdict, _meaning(verdict)) if used else _meaning(verdict)
+    if verdict == "undecided":
+        return "not decided by its fixed number of seeds, and no seeds are added after its one look"
+    if said.startswith("reproduced in direction"):
+        return f"an effect in the thesis's direction, at a size unlike the thesis's ({said.split(', ', 1)[1]})"
+    return USED_MEANING.get(said, _meaning(said)) if used else _meaning(said)
 
 
 def _long_table1(params, steps: str) -> str:

@@ -37,9 +37,9 @@ def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
 
 
 def design_rows(params) -> list[dict]:
-    """The headline's rows for Table 2's fixed-n designs (``designs``) once they hold their n: the budget arm's
-    confirmatory claims on fresh seeds, the long schedule's "is used" (the record) and its confirmation's two claims
-    on fresh seeds."""
+    """The headline's rows for Table 2's fixed-n designs (``designs``) once every claim of the design holds its n
+    (its one look): the budget arm's confirmatory claims on fresh seeds, the long schedule's "is used" (the record)
+    and its confirmation's two claims on fresh seeds."""
     from ..claims import designs
     where = {designs.BUDGET_CONFIRM: "given the thesis's learning-rate budget for the TTE, fresh seeds",
              designs.THESIS_LR_SUM: "the whole model at the thesis's summed learning rate",
@@ -49,10 +49,10 @@ def design_rows(params) -> list[dict]:
         df = results.design_frame(params, design)
         if df.empty or params.preset not in design.presets:
             continue
-        claims = designs.claims_of(params, design)
-        for r in paired.claim_rows(df, claims):
-            if r["primary"] and len(r["seeds"]) >= len(design.seeds_for(params.preset)):
-                out.append(_row(r, r["claim"].short or r["claim"].text, f"({where[design]})"))
+        rows = [r for r in paired.claim_rows(df, designs.claims_of(params, design)) if r["primary"]]
+        if len(rows) == len(design.claims) and all(len(r["seeds"]) >= len(design.seeds_for(params.preset))
+                                                   for r in rows):
+            out += [_row(r, r["claim"].short or r["claim"].text, f"({where[design]})") for r in rows]
     return out
 
 

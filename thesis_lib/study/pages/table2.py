@@ -52,14 +52,15 @@ def pending_word(n: int, planned: int) -> str:
 
 
 def pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
-    """A fixed-n claim short of its n has no verdict yet: "pending (k of n seeds)", and its difference, ratio and p
-    (whichever of ``HIDDEN`` the table has) are not shown either, so that no one reads it before its one look
-    (``keep``: rows left as they are, e.g. a descriptive claim or another design's)."""
-    hidden = [c for c in HIDDEN if c in table.columns]
-    for claim in table.index:
-        if claim not in keep and table.loc[claim, "seeds"] < planned:
-            table.loc[claim, "verdict"] = pending_word(table.loc[claim, "seeds"], planned)
-            table.loc[claim, hidden] = "–"
+    """A fixed-n design has one look, when every claim holds its n: until then each of its claims reads "pending (k of
+    n seeds)", k the fewest seeds of any of them, and its difference, ratio and p (whichever of ``HIDDEN`` the table
+    has) are not shown either, so that no one reads one claim of the family before the look (``keep``: rows left as
+    they are, e.g. a descriptive claim or another design's)."""
+    hidden, rows = [c for c in HIDDEN if c in table.columns], [c for c in table.index if c not in keep]
+    fewest = min((table.loc[c, "seeds"] for c in rows), default=planned)
+    if fewest < planned:
+        table.loc[rows, "verdict"] = pending_word(fewest, planned)
+        table.loc[rows, hidden] = "–"
     return table
 
 
@@ -131,6 +132,20 @@ def confirm_rows(params) -> pd.DataFrame | None:
     if not df.empty:
         parts.append(_fixed_n(params, df, designs.THESIS_LR_SUM_CONFIRM))
     return pd.concat(parts).rename_axis("claim") if parts else None
+
+
+def pairs_trained(df: pd.DataFrame) -> int:
+    """The seeds with both a baseline and a TTE' run in a long-schedule design's frame."""
+    return 0 if df.empty else len(set(results.runs_of(df, BASELINE).seed) & set(results.runs_of(df, TTE_AFTER_LS).seed))
+
+
+def confirmation(params) -> pd.DataFrame | None:
+    """The long confirmation's rows ("helps", then "is used"; ``confirm_rows``) once the family holds its n, its one
+    look; None before."""
+    rows, claims = confirm_rows(params), [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
+    if rows is None or not set(claims) <= set(rows.index):
+        return None
+    return None if rows.loc[claims, "verdict"].str.startswith("pending").any() else rows.loc[claims]
 
 
 def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
@@ -227,7 +242,7 @@ def markdown(params) -> str:
         design = designs.THESIS_LR_SUM_CONFIRM
         power = designs.fmt_power(designs.confirm_power(params))
         df_c = results.design_frame(params, design)
-        done = 0 if df_c.empty else len(results.runs_of(df_c, TTE_AFTER_LS))
+        done = pairs_trained(df_c)
         parts += ["## Table 2 on the long schedule: the 8-seed record and its confirmation on fresh seeds",
                   f"The same schedule on seeds 9-40 (fixed n = {len(design.seeds_for(params.preset))}, one look at "
                   f"the end; declared before its runs in `thesis_lib/study/claims/designs.py`): \"helps\" and "
@@ -235,7 +250,7 @@ def markdown(params) -> str:
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
                   _markdown(confirm)]
-        if done >= len(design.seeds_for(params.preset)):         # shown only at its one look, like its verdicts
+        if confirmation(params) is not None:                      # shown only at its one look, like its verdicts
             parts += ["The confirmation's secondary metrics for both claims (reported; they decide nothing, their p "
                       "unadjusted), and its held-out curves:",
                       _markdown(secondary_rows(df_c, designs.claims_of(params, design)))]
@@ -303,11 +318,9 @@ def sentence(params) -> str:
                     f"share of the shared block's input is {share.tte_ratio_image.mean() * 100:.2f} % (images) and "
                     f"{share.tte_ratio_text.mean() * 100:.2f} % (captions), and removing it moves COCO by "
                     f"{used['difference (95 % CI)']} ({used.verdict})")
-        confirm = confirm_rows(params)
-        claims = [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
-        if confirm is not None and set(claims) <= set(confirm.index) and \
-                not confirm.loc[claims[0], "verdict"].startswith("pending"):
-            helps, used = (confirm.loc[c] for c in claims)
+        confirm = confirmation(params)
+        if confirm is not None:
+            helps, used = confirm.iloc[0], confirm.iloc[1]
             bits.append(f"its confirmation on {helps.seeds} fresh seeds finds \"helps\" **{helps.verdict}** "
                         f"({helps['difference (95 % CI)']} COCO points against {helps['smallest effect of interest']}) "
                         f"and \"is used\" **{used.verdict}** ({used['difference (95 % CI)']})")
