@@ -119,11 +119,13 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
         assert (row.seeds, row.verdict) == (32, rows.loc[claim.text, "verdict"])
 
 
-def test_the_headline_gains_the_confirmations_two_rows_at_its_n(monkeypatch):
+def test_the_headline_and_dose_figures_gain_the_confirmation_at_its_n(monkeypatch):
     from thesis_lib.study.pages import headline
     design, params = _complete_confirmation(monkeypatch)
     shown = [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
     assert [(r["claim"], r["seeds"]) for r in shown] == [(c.text, 32) for c in design.claims]
+    from thesis_lib.study.pages import dose                               # and the dose figure its regime
+    assert [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
 
 
 def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way():
@@ -189,6 +191,7 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     """32 TTE' runs and 31 baselines (the last seed's baseline still training): "is used", which reads only the TTE'
     runs, already holds 32 seeds, yet neither claim is shown anywhere before the family's one look."""
     from thesis_lib.study.pages import answer, headline
+    from thesis_lib.study.pages import dose
     design, params = _complete_confirmation(monkeypatch, drop_baseline=40)
     rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
     assert rows.seeds.tolist() == [31, 32] and (rows.verdict == "pending (31 of 32 seeds)").all()
@@ -198,6 +201,7 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     assert "secondary metrics for both claims" not in table2.markdown(params)
     assert "its confirmation on" not in table2.sentence(params)
     assert not [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
+    assert not [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
     table = beside.frame(params)
     for text in (beside.HELPS, beside.USED):
         assert table.loc[(text, "5,952 steps (confirmation, seeds 9-40)"), "verdict"] == "pending (31 of 32 seeds)"

@@ -19,6 +19,7 @@ from thesis_lib.variants import VARIANT_SPECS
 from .. import grids, results
 from ..reference import AFTER, Claim, vs
 from ..claims import designs
+from . import table2
 from .tables import primary_row, study_frame
 
 HELPS, USED = "helps", "is used"
@@ -44,9 +45,7 @@ def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
                 results.design_frame(params, designs.THESIS_LR_SUM), grids.TTE_AFTER_LS))
     out.append((f"{steps} steps, the thesis's summed learning rate (seeds 9-40)",
                 results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), grids.TTE_AFTER_LS))
-    confirm = out[-1][1]
-    if (not confirm.empty
-            and len(results.runs_of(confirm, grids.TTE_AFTER_LS)) < len(designs.THESIS_LR_SUM_CONFIRM.seeds)):
+    if table2.confirmation(params) is None:
         out.pop()                                  # a fixed-n design is shown at its one look, not before
     return [(name, df, v) for name, df, v in out if not df.empty and v in set(df.variant)]
 
