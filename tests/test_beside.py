@@ -37,6 +37,8 @@ def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
     assert table2.pending(table.copy(), 32, keep=("short of n",)).equals(table)    # a kept row is not the family's
     complete = table.assign(seeds=32)
     assert table2.pending(complete.copy(), 32).equals(complete)
+    no_runs = table2.pending(complete.copy(), 32, expected=("at n", "a claim without runs yet"))
+    assert (no_runs.verdict == "pending (0 of 32 seeds)").all()
 
 
 def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):

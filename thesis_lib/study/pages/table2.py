@@ -51,13 +51,15 @@ def pending_word(n: int, planned: int) -> str:
     return f"pending ({n} of {planned} seeds)"
 
 
-def pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
+def pending(table: pd.DataFrame, planned: int, keep=(), expected=()) -> pd.DataFrame:
     """A fixed-n design has one look, when every claim holds its n: until then each of its claims reads "pending (k of
-    n seeds)", k the fewest seeds of any of them, and its difference, ratio and p (whichever of ``HIDDEN`` the table
-    has) are not shown either, so that no one reads one claim of the family before the look (``keep``: rows left as
-    they are, e.g. a descriptive claim or another design's)."""
+    n seeds)", k the fewest seeds of any of them (0 for a claim of ``expected`` without a row: no runs yet), and its
+    difference, ratio and p (whichever of ``HIDDEN`` the table has) are not shown either, so that no one reads one
+    claim of the family before the look (``keep``: rows left as they are, e.g. a descriptive claim or another
+    design's)."""
     hidden, rows = [c for c in HIDDEN if c in table.columns], [c for c in table.index if c not in keep]
-    fewest = min((table.loc[c, "seeds"] for c in rows), default=planned)
+    fewest = min([table.loc[c, "seeds"] for c in rows] + [0 for c in expected if c not in table.index],
+                 default=planned)
     if fewest < planned:
         table.loc[rows, "verdict"] = pending_word(fewest, planned)
         table.loc[rows, hidden] = "–"
@@ -67,7 +69,7 @@ def pending(table: pd.DataFrame, planned: int, keep=()) -> pd.DataFrame:
 def _fixed_n(params, df: pd.DataFrame, design, keep=(), **kwargs) -> pd.DataFrame:
     """A fixed-n design's primary rows on ``df``, "pending" while short of its n (``pending``)."""
     return pending(_primary(paired.claim_table(df, designs.claims_of(params, design, **kwargs))),
-                    len(design.seeds_for(params.preset)), keep)
+                   len(design.seeds_for(params.preset)), keep, [c.text for c in design.claims])
 
 
 def long_frame(params) -> pd.DataFrame:
