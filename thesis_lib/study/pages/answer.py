@@ -181,8 +181,8 @@ def _confirmation(params):
     if table is None:
         return (f"its confirmation on {n} fresh seeds is pending ({table2.pairs_trained(df)} of {n} seed pairs "
                 "trained)")
-    claims = designs.claims_of(params, design)
-    return [(table.loc[c.text], primary_row(df, c.text, claims)) for c in design.claims]
+    rows = {r["claim"].text: r for r in paired.claim_rows(df, designs.claims_of(params, design)) if r["primary"]}
+    return [(table.loc[c.text], rows[c.text]) for c in design.claims]
 
 
 def _confirmed(shown, row: dict, used: bool = False) -> str:

@@ -137,17 +137,23 @@ def confirm_rows(params) -> pd.DataFrame | None:
 
 
 def pairs_trained(df: pd.DataFrame) -> int:
-    """The seeds with both a baseline and a TTE' run in a long-schedule design's frame."""
-    return 0 if df.empty else len(set(results.runs_of(df, BASELINE).seed) & set(results.runs_of(df, TTE_AFTER_LS).seed))
+    """The seeds with both a baseline and a TTE' run in a long-schedule design's frame (those "helps" pairs)."""
+    return 0 if df.empty else len(results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY))
+
+
+def _at_look(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The long confirmation's rows ("helps", then "is used") among ``rows`` once the family holds its n (no row reads
+    "pending": ``pending``), its one look; None before."""
+    claims = [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
+    if not set(claims) <= set(rows.index) or rows.loc[claims, "verdict"].str.startswith("pending").any():
+        return None
+    return rows.loc[claims]
 
 
 def confirmation(params) -> pd.DataFrame | None:
-    """The long confirmation's rows ("helps", then "is used"; ``confirm_rows``) once the family holds its n, its one
-    look; None before."""
-    rows, claims = confirm_rows(params), [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
-    if rows is None or not set(claims) <= set(rows.index):
-        return None
-    return None if rows.loc[claims, "verdict"].str.startswith("pending").any() else rows.loc[claims]
+    """The long confirmation's rows at its one look (``_at_look``), as ``confirm_rows`` shows them; None before."""
+    df = results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM)
+    return None if df.empty else _at_look(_fixed_n(params, df, designs.THESIS_LR_SUM_CONFIRM))
 
 
 def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
@@ -252,7 +258,7 @@ def markdown(params) -> str:
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
                   _markdown(confirm)]
-        if confirmation(params) is not None:                      # shown only at its one look, like its verdicts
+        if _at_look(confirm) is not None:                         # shown only at its one look, like its verdicts
             parts += ["The confirmation's secondary metrics for both claims (reported; they decide nothing, their p "
                       "unadjusted), and its held-out curves:",
                       _markdown(secondary_rows(df_c, designs.claims_of(params, design)))]
