@@ -698,6 +698,9 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
     assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(headline_rows.CLAIMS) + len(designs)
     assert all(r["seeds"] == 20 for r in designs if "learning-rate budget for the TTE, fresh seeds" in r["note"])
     assert all(r["seeds"] == 32 for r in designs if "summed learning rate, fresh seeds" in r["note"])   # at n only
+    from thesis_lib.study.claims.designs import LONG_TABLE1                 # Table 1's cause, trained as long
+    assert [(r["seeds"], r["note"]) for r in designs if r["claim"] == LONG_TABLE1.claims[0].text] == \
+        [(4, "(the whole model at the thesis's summed learning rate)")]
     plt.close(fig)
 
 

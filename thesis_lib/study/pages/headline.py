@@ -37,11 +37,12 @@ def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
 
 
 def design_rows(params) -> list[dict]:
-    """The headline's rows for Table 2's fixed-n designs (``designs``) once every claim of the design holds its n
-    (its one look): the budget arm's confirmatory claims on fresh seeds, the long schedule's "is used" (the record)
-    and its confirmation's two claims on fresh seeds."""
+    """The headline's rows for the fixed-n designs (``designs``) once every claim of the design holds its n (its one
+    look): the budget arm's confirmatory claims on fresh seeds; on the long schedule, Table 1's LayerNorm main effect
+    (the 2 × 2's decided claim), "is used" (the record) and its confirmation's two claims on fresh seeds."""
     from ..claims import designs
     where = {designs.BUDGET_CONFIRM: "given the thesis's learning-rate budget for the TTE, fresh seeds",
+             designs.LONG_TABLE1: "the whole model at the thesis's summed learning rate",
              designs.THESIS_LR_SUM: "the whole model at the thesis's summed learning rate",
              designs.THESIS_LR_SUM_CONFIRM: "the whole model at the thesis's summed learning rate, fresh seeds"}
     out = []
