@@ -24,7 +24,8 @@ GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
                   "to the thesis's baseline, times ours)",
     "trivial": "inside that margin, and yet significantly different from zero: real, but smaller than the thesis's",
-    "undecided": "neither inside the margin nor significant: more seeds would decide it",
+    "undecided": "neither inside the margin nor significant: more seeds could decide it (a design of fixed n adds "
+                 "none after its one look)",
     "reproduced": "significant in the thesis's direction (\"in direction, N ×\": at N times its size)",
     "contradicted": "significant against the thesis's direction",
     "confirmed": "significant in the stated direction (a contrast the thesis did not test)",
