@@ -39,6 +39,25 @@ def test_layerscale_reads_the_budget_arm(frame):
     assert f"on {budget.iloc[-2].seeds} fresh seeds" in said and budget.iloc[-1].verdict in said
 
 
+def test_layerscale_leads_with_the_long_confirmation_once_it_is_decided(frame):
+    """Trained as long as the thesis is the regime nearest the thesis's: its verdicts come right after the question,
+    with the seeds and differences of the confirmation's own rows; without them the conclusion points to where they
+    will be."""
+    params = runs.study_params("demo", need_data=False)
+    budget, long = table2.budget_rows(params), table2.confirmation(params)
+    assert long is not None                                        # the committed confirmation holds its n
+    sentences = conclusion.layerscale(frame, budget, long).split(". ")
+    helps, used = long.iloc[0], long.iloc[1]
+    assert sentences[1].startswith(f"Trained as long as the thesis (every parameter to its summed learning rate), "
+                                   f"on {helps.seeds} fresh seeds, \"helps\" is {helps.verdict} "
+                                   f"({helps['difference (95 % CI)']} COCO retrieval points against "
+                                   f"{helps['smallest effect of interest']}) and "
+                                   f"\"is used\" is {used.verdict} ({used['difference (95 % CI)']})")
+    assert "Trained as long" not in conclusion.layerscale(frame, budget)
+    assert conclusion.layerscale(frame, budget).endswith("the long schedule's confirmation (docs/results.md) is the "
+                                                         "nearest this demo comes.")
+
+
 def test_the_ablation_note_names_a_removal_that_raises_a_metric():
     params = runs.study_params("demo", need_data=False)
     df = results.results_frame(params, grids.CLAIMED + grids.TTE_USED)

@@ -72,10 +72,31 @@ def table2(df: pd.DataFrame, steps: int) -> str:
     return " ".join(out)
 
 
-def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
-    """Notebook 04: what γ learned, the dose-response, and Table 2 at the thesis's budget for the TTE."""
+READING = {   # what a pair of Table 2 verdicts ("helps", "is used") means, where the pair reads plainly
+    ("equivalent", "trivial"): "removing it costs a little, and adding it gains nothing as large as the thesis's "
+                               "effect",
+    ("equivalent", "equivalent"): "neither adding nor removing it changes anything as large as the thesis's effect"}
+
+
+def _pair(rows: pd.DataFrame, where: str, scope: str = "") -> str:
+    """A design's "helps" and "is used" (its rows' last two, in that order) in one sentence, read by ``READING``
+    (``scope``: where the reading holds, said before it)."""
+    helps, used = rows.iloc[-2], rows.iloc[-1]
+    reading = READING.get((helps.verdict, used.verdict))
+    return (f"{where}, on {helps.seeds} fresh seeds, \"helps\" is {helps.verdict} ({helps['difference (95 % CI)']} "
+            f"{label(PRIMARY)} points against {helps['smallest effect of interest']}) and \"is used\" is "
+            f"{used.verdict} ({used['difference (95 % CI)']})"
+            f"{': ' + scope + reading if reading else ''}.")
+
+
+def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.DataFrame | None = None) -> str:
+    """Notebook 04: Table 2 trained as long as the thesis (``long``: the long confirmation's rows at its one look,
+    ``table2.confirmation``; the regime nearest the thesis's, so said first), what γ learned, the dose-response, and
+    Table 2 at the thesis's budget for the TTE."""
     out = ["This notebook asked what the LayerScale weights learn and whether the model uses its TTE, at doses from "
-           "γ = 1e-5 to 1 and at the thesis's learning-rate budget for the TTE."]
+           "γ = 1e-5 to 1, at the thesis's learning-rate budget for the TTE and trained as long as the thesis."]
+    if long is not None:
+        out.append(_pair(long, "Trained as long as the thesis (every parameter to its summed learning rate)"))
     doses = [(v, share) for v in grids.DOSE if (share := _share(df, v)) is not None]
     if len(doses) >= 2:
         (_, lo), (_, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
@@ -85,16 +106,10 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None) -> str:
     if dose_rows:
         out.append("At 600 steps: " + "; ".join(_said(r) for r in dose_rows) + ".")
     if budget is not None and len(budget) >= 2:
-        helps, used = budget.iloc[-2], budget.iloc[-1]
-        reading = {("equivalent", "trivial"): ": where the TTE can grow, removing it costs a little, and adding it "
-                                              "gains nothing as large as the thesis's effect",
-                   ("equivalent", "equivalent"): ": where the TTE can grow, neither adding nor removing it changes "
-                                                 "anything as large as the thesis's effect"}
-        out.append(f"With the thesis's budget for the TTE, on {helps.seeds} fresh seeds, \"helps\" is "
-                   f"{helps.verdict} ({helps['difference (95 % CI)']} points) and \"is used\" is {used.verdict} "
-                   f"({used['difference (95 % CI)']}){reading.get((helps.verdict, used.verdict), '')}.")
-    out.append("What this does not show: how a 768-wide model trained on 3.3 M real pairs uses its TTE; the long "
-               "schedule's confirmation (docs/results.md) is the nearest this demo comes.")
+        out.append(_pair(budget, "With the thesis's budget for the TTE", "where the TTE can grow, "))
+    out.append("What this does not show: how a 768-wide model trained on 3.3 M real pairs uses its TTE" +
+               ("." if long is not None else "; the long schedule's confirmation (docs/results.md) is the nearest "
+                                                "this demo comes."))
     return " ".join(out)
 
 
