@@ -758,4 +758,11 @@ def test_long_schedule_keeps_both_arms_visible_and_gives_their_difference():
         assert base.get_linewidth() > 2 * tte.get_linewidth() and tte.get_linestyle() == "--"
         assert tte.get_zorder() > base.get_zorder()
     assert "at step 3,000: −0.10 points (paired, 3 seeds)" in left.get_title()
+    assert "confirmation" not in left.get_title()
+    plt.close(fig)
+    fresh = held.assign(seed=held.seed + 10)                   # fresh seeds whose TTE' gains 0.3 at the last step
+    fresh.loc[fresh.variant.eq("tte_after_ls") & fresh.step.eq(3000), "coco_mean"] += 0.4
+    fig = plotting.long_schedule(held, train, "coco_mean", "COCO retrieval", 17.0, confirm=fresh)
+    assert fig.axes[0].get_title().endswith("\non the confirmation's 3 fresh seeds: +0.30 points")
+    assert len(fig.axes[0].lines) == 3                          # said, not drawn: the two arms and the 600-step line
     plt.close(fig)

@@ -29,7 +29,7 @@ from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
 from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
-from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting
+from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting, table2
 from .tables import study_frame
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential
@@ -258,14 +258,17 @@ def fig_switch_choices(params, variants):
 
 def fig_long_schedule(params, variants):
     """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
-    training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean."""
+    training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean; at the confirmation's
+    one look, its paired difference on fresh seeds in the title."""
     heldout = results.curves_frame(params, designs.THESIS_LR_SUM)
     long = design_runs.design_params(params, designs.THESIS_LR_SUM)
     train = pd.concat([results.curves(long, v) for v in variants])
     if heldout.empty or train.empty:
         raise _missing("the long schedule's held-out curves (make long)", long)
     short = study_frame(params, (grids.BASELINE,))[PRIMARY].mean()
-    return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short))
+    looked = table2.confirmation(params) is not None                  # the confirmation's, only at its one look
+    confirm = results.curves_frame(params, designs.THESIS_LR_SUM_CONFIRM) if looked else None
+    return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short), confirm)
 
 
 def fig_effect_vs_dose(params, variants):

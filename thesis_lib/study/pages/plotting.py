@@ -345,12 +345,22 @@ def tte_ablation(df: pd.DataFrame, variants, metrics: dict):
     return fig
 
 
-def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metric_label: str, short_baseline: float):
+def _last_difference(heldout: pd.DataFrame, variants: list, metric: str) -> tuple[int, str, int]:
+    """The second variant minus the first at the last held-out snapshot, paired by seed: (step, "−0.07", seeds)."""
+    paired = heldout.pivot_table(index=["seed", "step"], columns="variant", values=metric).dropna()
+    step = paired.index.get_level_values("step").max()
+    last = paired.xs(step, level="step")
+    return step, f"{(last[variants[1]] - last[variants[0]]).mean():+.2f}".replace("-", "−"), len(last)
+
+
+def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metric_label: str, short_baseline: float,
+                  confirm: pd.DataFrame | None = None):
     """The long schedule (notebook 04): left, a held-out score at each kept snapshot, mean over seeds, with the
     600-step baseline's mean dotted; right, the training loss per logged step, mean over seeds. The arms coincide, so
     the first is drawn wide and pale and the second thin and dashed on top: both stay visible, and the left title
-    gives their paired difference at the last snapshot. A held-out score falling while the training loss still falls
-    is overfitting."""
+    gives their paired difference at the last snapshot (and, given ``confirm``, the held-out curves of the same arms
+    on fresh seeds, the difference there: said, not drawn). A held-out score falling while the training loss still
+    falls is overfitting."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
     variants = list(dict.fromkeys(heldout.variant))
     styles = [dict(lw=4.5, alpha=0.45, marker="o", ms=9), dict(lw=1.6, ls="--", marker="s", ms=5, mfc="white")]
@@ -363,12 +373,12 @@ def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metri
     left.axhline(short_baseline, color=INK, ls=":", lw=1.2, label="baseline after the demo's 600 steps")
     title = "held-out score along the schedule"
     if len(variants) == 2:
-        paired = heldout.pivot_table(index=["seed", "step"], columns="variant", values=metric).dropna()
-        step = paired.index.get_level_values("step").max()
-        last = paired.xs(step, level="step")
-        d = f"{(last[variants[1]] - last[variants[0]]).mean():+.2f}".replace("-", "−")
+        step, d, n = _last_difference(heldout, variants, metric)
         title += (f"\n{VARIANT_SHORT[variants[1]]} − {VARIANT_SHORT[variants[0]]} at step {step:,}: {d} points "
-                  f"(paired, {len(last)} seeds)")
+                  f"(paired, {n} seeds)")
+        if confirm is not None and len(confirm):
+            _, d, n = _last_difference(confirm, variants, metric)
+            title += f"\non the confirmation's {n} fresh seeds: {d} points"
     left.set(xlabel="step", ylabel=f"held-out {metric_label} (mean over seeds)")
     left.set_title(title, fontsize=10)
     right.set(xlabel="step", ylabel="training loss (KD + ITC)")
