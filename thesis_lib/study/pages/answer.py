@@ -2,7 +2,7 @@
 repository's answer in plain words (one short template per verdict word), the image-LayerNorm finding behind Table 1,
 and the demo described in one line. Every number is read from the claims' own rows (``paired.claim_rows``, the
 designs' tables of ``table2``); nothing here is typed by hand. ``report`` writes it between the README's
-``<!-- answer:start -->`` and ``<!-- answer:end -->`` markers.
+``<!-- results:start -->`` and ``<!-- results:end -->`` markers.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.models.emkum import build_model
 from .. import grids, reference, results
 from . import table2
-from .tables import primary_row, study_frame
+from .tables import primary_row, study_frame, tte_share
 from ..claims import designs, paired
 from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
 
@@ -116,15 +116,16 @@ def markdown(params) -> str | None:
         reference.LN_MAIN_EFFECT, reference.TTE_MAIN_EFFECT, reference.CODE_HURTS, reference.HELPS, reference.USED))
     if any(r is None or r["test"].n < 2 for r in (before, noln, tte22, code, helps, used)):
         return None                              # some claim's runs are missing: report says which
-    share = results.runs_of(short, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
+    share, budget_share = (tte_share(short, v) for v in (grids.TTE_AFTER_LS, designs.BUDGET_VARIANT))
     budget = table2.budget_rows(params)
-    budget_share = results.runs_of(short, designs.BUDGET_VARIANT).tte_ratio_image.mean() * 100
     long = table2.long_frame(params)
+    code_said = (code["words"] if code["verdict"] != "reproduced" or "×" in code["words"]
+                 else f"{code['ratio'][0]:.1f} × the thesis's")
     steps = f"{designs.long_steps(params.preset):,}"
     first = (f"1. **A TTE before the encoders hurts (Table 1).** {_long_table1(params, steps)}At 600 steps: "
              f"{_said(before)}. The thesis code's TTE path "
              f"also skipped the image encoder's input LayerNorm; run that way, COCO changes by "
-             f"{fmt(code['test'].mean, code['test'].half95)} points ({_said_short(code)}). Crossed in a 2 × 2, "
+             f"{fmt(code['test'].mean, code['test'].half95)} points ({code_said}). Crossed in a 2 × 2, "
              f"skipping the LayerNorm changes it by {fmt(noln['test'].mean, noln['test'].half95)} "
              f"({noln['words']}) and the TTE by {fmt(tte22['test'].mean, tte22['test'].half95, 3)} "
              f"({tte22['words']}).")
@@ -243,8 +244,3 @@ def attribution(noln: dict, tte: dict, before: dict, regime: str = "At 600 steps
                f"thesis's drop carried to this scale ({thesis:+.3f}), so a TTE effect of the thesis's size is not "
                f"ruled out, and whether the thesis's own, smaller drop is the TTE's stays open."
                if holds else "."))
-
-
-def _said_short(r: dict) -> str:
-    ratio = r["ratio"][0]
-    return f"{r['words']}" if r["verdict"] != "reproduced" or "×" in r["words"] else f"{ratio:.1f} × the thesis's"

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from thesis_lib.metrics import CLAIMED, PRIMARY, TTE_SHARE_IMAGE, label
+from thesis_lib.metrics import CLAIMED, PRIMARY, label
 from thesis_lib.variants import VARIANT_LABELS
-from .. import grids, reference, results
+from .. import grids, reference
 from ..claims import paired
 from ..claims.stats import fmt
+from .tables import tte_share
 
 
 def _rows(df: pd.DataFrame, family: str) -> list[dict]:
@@ -20,11 +21,6 @@ def _said(r: dict) -> str:
     t, digits = r["test"], paired.margin_digits(r["margin"])
     return (f"\"{r['claim'].text}\" is {r['words']} ({fmt(t.mean, t.half95, digits)} {label(PRIMARY)} points "
             f"against ±{r['margin']:.{digits}f}, {t.n} seeds)")
-
-
-def _share(df: pd.DataFrame, variant: str) -> float | None:
-    runs = results.runs_of(df, variant)
-    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else None
 
 
 def table1(df: pd.DataFrame, steps: int) -> str:
@@ -55,7 +51,7 @@ def table2(df: pd.DataFrame, steps: int) -> str:
     rows = _rows(df, reference.TABLE2)
     if not rows:
         return "No Table 2 claim has runs of both arms yet."
-    share = _share(df, grids.TTE_AFTER_LS)
+    share = tte_share(df, grids.TTE_AFTER_LS)
     out = [f"This notebook asked whether a TTE added after the encoders, scaled by LayerScale from 1e-5, helps "
            f"(Table 2), and whether the trained model uses it. At {steps:,} steps: "
            + "; ".join(_said(r) for r in rows) + "."]
@@ -97,7 +93,7 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.Da
            "γ = 1e-5 to 1, at the thesis's learning-rate budget for the TTE and trained as long as the thesis."]
     if long is not None:
         out.append(_pair(long, "Trained as long as the thesis (every parameter to its summed learning rate)"))
-    doses = [(v, share) for v in grids.DOSE if (share := _share(df, v)) is not None]
+    doses = [(v, share) for v in grids.DOSE if (share := tte_share(df, v)) is not None]
     if len(doses) >= 2:
         (_, lo), (_, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
         out.append(f"Across the doses the TTE's share of the shared block's input runs from {lo:.3f} % to "

@@ -2,9 +2,9 @@
 
     python -m thesis_lib.study.pages.report [--preset demo] [--update-readme]
 
-prints the README's block (where the demo disagrees with the thesis, one line per claim, the chapter's rows beside
-the thesis's); ``--update-readme`` replaces the block between the ``<!-- results:start -->`` and
-``<!-- results:end -->`` markers of README.md and writes docs/results.md, every table the claims rest on.
+prints the README's block (the chapter's claims answered in words, ``answer.markdown``); ``--update-readme``
+replaces the block between the ``<!-- results:start -->`` and ``<!-- results:end -->`` markers of README.md and
+writes docs/results.md, every table the claims rest on.
 """
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from thesis_lib.cache import write_text_atomic
 from thesis_lib.training.results import load_results
 from thesis_lib.config import PRESET_SPECS
 from thesis_lib.errors import ThesisError
-from thesis_lib.metrics import CLAIMED, HEADLINE, METRICS, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE_IMAGE, label, short
+from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, label, short
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
 from . import answer, beside, mechanisms, table2, tables
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
-from ..claims.stats import fmt, mean_ci, paired_difference
+from ..claims.stats import fmt, paired_difference
 from .tables import markdown as _markdown
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -58,33 +58,27 @@ class _Verdicts:
                                      agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
 
 
-def _main_table(df: pd.DataFrame, present) -> pd.DataFrame:
-    table = tables.summary(df, present).drop(columns="seeds")
-    for m in TABLE:
-        table[f"thesis: {label(m)}"] = ["/".join("–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:g}"
-                                                 for ver in ("aug", "final")) for v in present]
-    return table
-
-
 def results_markdown(params) -> str:
     """The README's block: the chapter's three claims answered in plain words (``answer.markdown``); every line and
     table behind them is ``results_page``'s (docs/results.md); while a claim's runs are missing, the table of what
     exists and what is missing (``summary_markdown``)."""
-    return answer.markdown(params) or summary_markdown(params)
+    return answer.markdown(params) or summary_markdown(_Verdicts(params))
 
 
-def summary_markdown(params, computed: _Verdicts | None = None) -> str:
+def summary_markdown(v: _Verdicts) -> str:
     """docs/results.md's opening: where the demo disagrees with the thesis, one line per claim
-    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's. ``computed``:
-    ``_Verdicts(params)`` where the caller has it."""
-    v = computed or _Verdicts(params)
-    df, claimed = v.df, v.claimed
+    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's."""
+    params, df, claimed = v.params, v.df, v.claimed
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
     seeds = sorted(params.seeds)
     present = [v for v in grids.TTE if v in set(df.variant)]
     missing = [v for v in grids.TTE if v not in present]
-    table = _markdown(_main_table(df, present))
+    table = tables.summary(df, present).drop(columns="seeds")
+    for m in TABLE:
+        table[f"thesis: {label(m)}"] = ["/".join("–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:g}"
+                                                 for ver in ("aug", "final")) for v in present]
+    table = _markdown(table)
     if missing:                                     # e.g. one run from the command line: show it, name the rest
         return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              table, f"No results yet for {', '.join(missing)}: the claims need every "
@@ -125,7 +119,7 @@ def results_page(params) -> str:
         "tested it — 600 steps, the thesis's learning-rate budget for the TTE, the long schedule (every parameter to "
         "the thesis's summed learning rate; `docs/glossary.md` defines the terms) — with its paired difference, seeds "
         "and verdict.", beside.markdown(params),
-        "## Every claim in one line", summary_markdown(params, computed),
+        "## Every claim in one line", summary_markdown(computed),
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
         "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
@@ -217,19 +211,11 @@ def why_markdown(params) -> str:
     df = results.results_frame(params, grids.WHY)
     if df.empty or PROBE_VECTOR not in df:
         return ""
-    rows = {}
-    for v in [v for v in grids.WHY if v in set(df.variant)]:
-        sub = results.runs_of(df, v)
-        cell = {"seeds": len(sub)}
-        for col in grids.WHY_METRICS:
-            values = sub[col].dropna() if col in sub else []
-            cell[short(col)] = fmt(*mean_ci(values), METRICS[col].digits) if len(values) else "–"
-        rows[VARIANT_LABELS[v]] = cell
-    return _section("## Two measurements beside the TTE's verdicts (notebook 04)\n\nThe held-out accuracy of a "
-                    "linear probe telling a picture's token from a caption's on the shared block's input with any "
-                    "TTE removed (chance 50 %; it shows the modality is decodable there, not that the block uses "
-                    "it), and the TTE's share of that input after training (per token, first 256 COCO-like test "
-                    "items):\n\n", rows, "variant")
+    table = tables.summary(df, [v for v in grids.WHY if v in set(df.variant)], grids.WHY_METRICS, name=short)
+    return ("## Two measurements beside the TTE's verdicts (notebook 04)\n\nThe held-out accuracy of a linear probe "
+            "telling a picture's token from a caption's on the shared block's input with any TTE removed (chance 50 %; "
+            "it shows the modality is decodable there, not that the block uses it), and the TTE's share of that input "
+            "after training (per token, first 256 COCO-like test items):\n\n" + _markdown(table))
 
 
 DISAGREE = ("contradicted", "equivalent", "trivial")   # verdicts that say the thesis's effect is not here
@@ -242,11 +228,8 @@ def untested(df: pd.DataFrame) -> dict:
     """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
     TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the
     shared block's input."""
-    ours, budget = (results.runs_of(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
-    if not len(ours) or not len(budget) or TTE_SHARE_IMAGE not in df:
-        return {}
-    share, full = ours.tte_ratio_image.mean() * 100, budget.tte_ratio_image.mean() * 100
-    if share * UNTESTED_SHARE > full:
+    share, full = (tables.tte_share(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
+    if share is None or full is None or share * UNTESTED_SHARE > full:
         return {}
     why = (f"at the demo's budget the TTE is {share:.3f} % of the shared block's image input, {full / share:.0f} × "
            "less than at the thesis's budget for it; Table 2's designs below test it there")
@@ -306,11 +289,11 @@ def fidelity_markdown(params) -> str:
     for m in CLAIMED:
         mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
         rows[label(m)] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
-    return _section("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its "
-                    "text path with dropout 0.1 and decays the type vectors, the text positions and the image CLS "
-                    "(docs/sources.md §9); ours does neither. The baseline with the thesis's "
-                    "(`model.text_dropout=0.1`, `train.decay_rule=thesis`), paired by seed with ours:\n\n", rows,
-                    "metric")
+    return ("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its text path "
+            "with dropout 0.1 and decays the type vectors, the text positions and the image CLS (docs/sources.md §9); "
+            "ours does neither. The baseline with the thesis's (`model.text_dropout=0.1`, `train.decay_rule=thesis`), "
+            "paired by seed with ours:\n\n"
+            + _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric")))
 
 
 def mechanisms_markdown(params) -> str:
@@ -332,13 +315,6 @@ def mechanisms_markdown(params) -> str:
 
 
 RESULTS_PAGE = ROOT / "docs" / "results.md"
-
-
-def _section(heading: str, rows: dict, index: str) -> str:
-    """A page section: its heading and text, then ``rows`` ({row name: {column: cell}}) as a table."""
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = index
-    return heading + _markdown(table)
 
 
 REPRODUCIBILITY_PAGE = ROOT / "docs" / "reproducibility.md"

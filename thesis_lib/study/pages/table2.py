@@ -15,9 +15,9 @@ from .. import reference, results
 from ..claims import designs, paired, verdicts
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
-from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, mean_ci, robust_seeds_needed, seeds_at_observed,
+from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed,
                            seeds_needed)
-from .tables import markdown as _markdown, primary_row, study_frame
+from .tables import markdown as _markdown, primary_row, study_frame, summary
 
 COLUMNS = ("seeds", "difference (95 % CI)", "equivalence interval", "smallest effect of interest", "p (Holm, family)",
            "verdict", "seeds to decide")
@@ -141,19 +141,15 @@ def pairs_trained(df: pd.DataFrame) -> int:
     return 0 if df.empty else len(results.contrast_values(df, designs.LONG_HELPS.contrast, PRIMARY))
 
 
-def _at_look(rows: pd.DataFrame) -> pd.DataFrame | None:
-    """The long confirmation's rows ("helps", then "is used") among ``rows`` once the family holds its n (no row reads
-    "pending": ``pending``), its one look; None before."""
-    claims = [c.text for c in designs.THESIS_LR_SUM_CONFIRM.claims]
-    if not set(claims) <= set(rows.index) or rows.loc[claims, "verdict"].str.startswith("pending").any():
-        return None
-    return rows.loc[claims]
-
-
 def confirmation(params) -> pd.DataFrame | None:
-    """The long confirmation's rows at its one look (``_at_look``), as ``confirm_rows`` shows them; None before."""
-    df = results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM)
-    return None if df.empty else _at_look(_fixed_n(params, df, designs.THESIS_LR_SUM_CONFIRM))
+    """The long confirmation's rows ("helps", then "is used") as ``confirm_rows`` shows them, once the family holds
+    its n (no row reads "pending": ``pending``), its one look; None before."""
+    df, claims = results.design_frame(params, designs.THESIS_LR_SUM_CONFIRM), designs.THESIS_LR_SUM_CONFIRM.claims
+    rows = pd.DataFrame() if df.empty else _fixed_n(params, df, designs.THESIS_LR_SUM_CONFIRM)
+    texts = [c.text for c in claims]
+    if not set(texts) <= set(rows.index) or rows.loc[texts, "verdict"].str.startswith("pending").any():
+        return None
+    return rows.loc[texts]
 
 
 def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
@@ -169,13 +165,10 @@ def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
 def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The baseline at the thesis's summed learning rate beside the 600-step baseline (the study's seeds 0-3), mean ±
     95 % CI over seeds, on the headline metrics."""
-    short = study_frame(params, (BASELINE,))
-    rows = {}
-    for name, sub in ((f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})",
-                       results.runs_of(df, BASELINE)),
-                      ("baseline, 600 steps (seeds 0-3)", short)):
-        rows[name] = {"seeds": len(sub), **{label(m): fmt(*mean_ci(sub[m])) for m in HEADLINE}}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("run")
+    regimes = {f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})": df,
+               "baseline, 600 steps (seeds 0-3)": study_frame(params, (BASELINE,))}
+    return pd.concat([summary(frame, (BASELINE,), HEADLINE).set_axis([name])
+                      for name, frame in regimes.items()]).rename_axis("run")
 
 
 def _steps(params) -> str:
@@ -227,12 +220,14 @@ def markdown(params) -> str:
                   _markdown(budget)]
     df = long_frame(params)
     if not df.empty:
-        n_done = len(results.runs_of(df, TTE_AFTER_LS))
+        done, wanted = len(results.runs_of(df, TTE_AFTER_LS)), len(THESIS_LR_SUM.seeds_for(params.preset))
+        trained = f"all {wanted} of the design's seeds trained" if done >= wanted else \
+            f"{done} of the design's {wanted} seeds trained so far"
         parts += ["## The whole model at the thesis's summed learning rate",
                   f"Every parameter trained for {_steps(params)} steps of the demo's schedule (its summed learning "
                   f"rate equals the thesis run's, ≈ 4.46; the demo's 600 steps sum to 0.45): a rule of thumb for "
                   f"\"trained as long as the thesis\" on a width-96 model, not the thesis's regime. Baseline and "
-                  f"TTE', paired by seed; {_trained(n_done, len(THESIS_LR_SUM.seeds_for(params.preset)))}. The margin "
+                  f"TTE', paired by seed; {trained}. The margin "
                   f"(±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the pilot's baseline.",
                   _markdown(long_rows(params, df)),
                   "The secondary metrics of both claims (reported; they decide nothing, their p unadjusted):",
@@ -258,7 +253,7 @@ def markdown(params) -> str:
                   f"the 8-seed record is reported beside it, never pooled; {done} of "
                   f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
                   _markdown(confirm)]
-        if _at_look(confirm) is not None:                         # shown only at its one look, like its verdicts
+        if confirmation(params) is not None:                      # shown only at its one look, like its verdicts
             parts += ["The confirmation's secondary metrics for both claims (reported; they decide nothing, their p "
                       "unadjusted), and its held-out curves:",
                       _markdown(secondary_rows(df_c, designs.claims_of(params, design)))]
@@ -336,8 +331,3 @@ def sentence(params) -> str:
         return ""
     return ("At budgets where the TTE can matter, " + "; ".join(bits) + ". What the demo cannot say is how a "
             "768-wide model trained on 3.3 M real pairs uses its TTE.")
-
-
-def _trained(done: int, wanted: int) -> str:
-    return f"all {wanted} of the design's seeds trained" if done >= wanted else \
-        f"{done} of the design's {wanted} seeds trained so far"

@@ -9,8 +9,8 @@ import itertools
 
 import pandas as pd
 
-from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, PRECISION,
-                                PRIMARY, TABLE, label)
+from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGENET_TOP1, IMAGENET_TOP5, METRICS,
+                                PRECISION, PRIMARY, TABLE, TTE_SHARE_IMAGE, label)
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from .. import grids, reference, runs
 from ..claims.paired import claim_rows, paired_test
@@ -32,6 +32,12 @@ def study_frame(params, variants) -> pd.DataFrame:
 def primary_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
     """The primary metric's row of ``paired.claim_rows`` for the claim ``text`` (None where its arms have no runs)."""
     return next((r for r in claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
+
+
+def tte_share(df: pd.DataFrame, variant: str) -> float | None:
+    """The TTE's mean share of the shared block's image input (percent) over ``variant``'s runs; None without."""
+    runs = runs_of(df, variant)
+    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else None
 
 
 def declared_variants(variants) -> pd.DataFrame:
@@ -65,27 +71,26 @@ def declared_claims(families=None, claims=reference.CLAIMS) -> pd.DataFrame:
                          for c in claims]).set_index("claim")
 
 
-def summary(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
+def summary(df: pd.DataFrame, variants, metrics=TABLE, name=label) -> pd.DataFrame:
     """Mean ± 95 % CI over seeds (``stats.mean_ci``, Student t) per variant and metric: the one summary every
     notebook, the README's results block and the figures use; "–" for a metric the variant's results lack."""
     rows = [{"variant": VARIANT_LABELS[v], "seeds": len(runs_of(df, v)),
-             **{label(m): fmt(*mean_ci(column(runs_of(df, v), m))) for m in metrics}} for v in variants]
+             **{name(m): fmt(*mean_ci(column(runs_of(df, v), m)), METRICS[m].digits) for m in metrics}}
+            for v in variants]
     return pd.DataFrame(rows).set_index("variant")
 
 
-def results_table(df: pd.DataFrame, variants, metrics=TABLE, version: str | None = None) -> pd.DataFrame:
-    """``summary`` with the thesis's numbers as reference columns beside each of ours (both versions, or
-    ``version``), under a two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's
-    EMKUM, Data2Vec2 text) and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out.
-    The final text reports no ImageNet top-5."""
+def results_table(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
+    """``summary`` with the thesis's numbers (both versions) as reference columns beside each of ours, under a
+    two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's EMKUM, Data2Vec2 text)
+    and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out. The final text reports no
+    ImageNet top-5."""
     names = {"aug": "thesis Aug 2024", "final": "thesis final"}
-    versions = {m: [ver for ver in ([version] if version else names) if not (ver == "final" and m == IMAGENET_TOP5)]
-                for m in metrics}
     ours = summary(df, variants, metrics).set_index(pd.Index(variants))
     table = pd.DataFrame({("seeds", "ours"): ours["seeds"]})
     for m in metrics:
         table[(label(m), "ours")] = ours[label(m)]
-        for ver in versions[m]:
+        for ver in [ver for ver in names if not (ver == "final" and m == IMAGENET_TOP5)]:
             table[(label(m), names[ver])] = [
                 "–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:.2f}" for v in variants]
     table.index = pd.Index([VARIANT_LABELS[v] for v in variants], name="variant")
