@@ -8,7 +8,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 
-from thesis_lib.study.claims.stats import PairedTest, holm, seeds_for_power, tost
+from thesis_lib.study.claims.stats import PairedTest, decide, holm, seeds_for_power
 
 RNG = np.random.default_rng(0)
 PAIRS = [(RNG.normal(20, 1, n), RNG.normal(0.3 * k, 0.2 + 0.1 * k, n)) for k, n in enumerate([2, 3, 4, 5, 5, 6, 7, 8,
@@ -26,16 +26,17 @@ def test_paired_p_and_interval_equal_scipy_ttest_rel(base, effect):
 
 @pytest.mark.parametrize("base,effect", PAIRS)
 @pytest.mark.parametrize("margin", [0.05, 0.3, 1.0, 5.0])
-def test_tost_equals_statsmodels_ttost_paired(base, effect, margin):
+def test_equivalence_by_the_90_percent_interval_is_statsmodels_tost(base, effect, margin):
+    """``decide``'s size rule (the 90 % interval inside ± margin) is TOST at 5 %: statsmodels' ``ttost_paired``."""
     a, b = base + effect, base
-    peer = ttost_paired(a, b, -margin, margin)[0]
-    assert tost(PairedTest.of(a - b), -margin, margin) == pytest.approx(peer, rel=1e-9, abs=1e-12)
+    inside = decide(PairedTest.of(a - b), 1.0, +1, margin) in ("equivalent", "trivial")
+    assert inside == (ttost_paired(a, b, -margin, margin)[0] < 0.05)
 
 
-def test_tost_covers_both_ends():
+def test_equivalence_covers_both_ends():
     near_one = PairedTest.of([1.0, 1.2, 0.8, 1.1, 0.9])                  # far outside ±0.1
     near_zero = PairedTest.of([0.0, 0.01, -0.01, 0.005, -0.005])         # far inside ±1
-    assert tost(near_one, -0.1, 0.1) > 0.99 and tost(near_zero, -1, 1) < 1e-6
+    assert decide(near_one, 1.0, +1, 0.1) == "undecided" and decide(near_zero, 1.0, +1, 1) == "equivalent"
 
 
 @pytest.mark.parametrize("m", range(1, 13))

@@ -36,13 +36,8 @@ fixed-n claim short of its n)."""
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float]:
     """(mean, half-width of the t-interval); the half-width is nan with fewer than two values."""
-    x = np.asarray(list(values), dtype=float)
-    if len(x) == 0:
-        return math.nan, math.nan
-    if len(x) < 2:
-        return float(x.mean()), math.nan
-    half = sps.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
-    return float(x.mean()), float(half)
+    test = PairedTest.of(values)
+    return test.mean, test.half(level)
 
 
 def paired_difference(treated: dict, baseline: dict) -> tuple[float, float, int]:
@@ -102,18 +97,6 @@ def holm(pvalues, family: int | None = None) -> list[float]:
         running = max(running, min(1.0, (m - rank) * v))
         out[i] = running
     return out
-
-
-def tost(test: PairedTest, low: float, high: float) -> float:
-    """p of the two one-sided paired t-tests (Schuirmann 1987) that the true mean lies inside (low, high): the larger
-    of p(mean ≤ low) and p(mean ≥ high), from the SD the test uses; nan with fewer than two seeds."""
-    if test.n < 2 or math.isnan(test.sd):
-        return math.nan
-    se = test.sd_used / math.sqrt(test.n)
-    if se == 0:
-        return 0.0 if low < test.mean < high else 1.0
-    df = test.n - 1
-    return float(max(sps.t.sf((test.mean - low) / se, df), sps.t.cdf((test.mean - high) / se, df)))
 
 
 def decide(test: PairedTest, p_adjusted: float, direction: int, margin: float, alpha: float = ALPHA,
