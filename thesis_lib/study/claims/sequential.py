@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.optimize import brentq
 
+from thesis_lib.config import PRESET_SPECS
 from ..reference import BEFORE_HURTS
 from .stats import ALPHA
 
@@ -35,22 +36,20 @@ from .stats import ALPHA
 @dataclass(frozen=True)
 class SequentialDesign:
     """A claim decided by looks at ``looks`` seeds (the last is the cap), α spent by O'Brien-Fleming-type
-    Lan-DeMets spending. ``cap_by_preset``: a smaller cap for a scale that only tests the path (smoke)."""
+    Lan-DeMets spending; a scale that only tests the path (``Preset.path_test``: smoke) stops at the first look."""
     claim: str
     looks: tuple
     alpha: float = ALPHA
-    cap_by_preset: tuple = (("smoke", 4),)
 
     def looks_for(self, preset: str) -> tuple:
-        cap = dict(self.cap_by_preset).get(preset, self.looks[-1])
-        return tuple(n for n in self.looks if n <= cap)
+        return self.looks[:1] if PRESET_SPECS[preset].path_test else self.looks
 
     def levels(self, n: int) -> tuple[float, float]:
         """(two-sided significance level, one-sided TOST level) at a look of ``n`` seeds; the nominal levels for a
         seed count that is not a look are those of the last look below it (seeds beyond a look add nothing)."""
         k = max(i for i, look in enumerate(self.looks) if look <= n) if n >= self.looks[0] else 0
-        return nominal_levels(self.looks, self.alpha, two_sided=True)[k], \
-            nominal_levels(self.looks, self.alpha, two_sided=False)[k]
+        return tuple(float((2 if two else 1) * sps.norm.sf(boundaries(self.looks, self.alpha, two)[k]))
+                     for two in (True, False))    # the nominal levels: 2(1 − Φ(c_k)), 1 − Φ(c_k)
 
 
 TABLE1_PRIMARY = SequentialDesign(BEFORE_HURTS, looks=(4, 8, 12, 16, 20, 24))
@@ -101,12 +100,6 @@ def boundaries(looks: tuple, alpha: float = ALPHA, two_sided: bool = True) -> tu
             f = np.trapezoid(f[None, :] * sps.norm.pdf((grid[:, None] - s[None, :]) / sd) / sd, s, axis=1)
         s, prev_n = grid, n
     return tuple(bounds)
-
-
-@lru_cache(maxsize=None)
-def nominal_levels(looks: tuple, alpha: float = ALPHA, two_sided: bool = True) -> tuple:
-    """The nominal level of each look (two-sided: 2(1 − Φ(c_k)); one-sided: 1 − Φ(c_k))."""
-    return tuple(float((2 if two_sided else 1) * sps.norm.sf(c)) for c in boundaries(looks, alpha, two_sided))
 
 
 def no_crossing(bounds, looks, two_sided: bool = True) -> float:
