@@ -111,7 +111,7 @@ def test_margins_are_fixed_at_the_declaration():
     assert designs.margin(BUDGET_CONFIRM, designs.study_baseline_mean(params)) == pytest.approx(0.0758, abs=5e-5)
     with pytest.raises(ValueError):
         designs.margin(BUDGET_CONFIRM)
-    claims = designs.fixed_claims(BUDGET_CONFIRM, 0.5)
+    claims = tuple(dataclasses.replace(c, margin=0.5) for c in BUDGET_CONFIRM.claims)
     df = _frame()
     table = paired.claim_table(df, claims)
     assert set(table[table.role.eq("primary")]["smallest effect of interest"]) == {"±0.50"}

@@ -93,8 +93,8 @@ def design_frame(params, design):
     frames = [results_frame(design_params(params, design), own)]
     if design.shared:
         frames.append(results_frame(design_params(params, design, own=False), design.shared))
-    return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) \
-        else frames[0]
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def curves_frame(params, design):

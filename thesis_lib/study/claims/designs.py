@@ -183,11 +183,6 @@ def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> flo
     return reference.sesoi(AFTER, PRIMARY, basis)
 
 
-def fixed_claims(design: FixedDesign, margin_points: float, claims=None) -> tuple:
-    """The design's claims with their margin fixed (``Claim.margin``)."""
-    return tuple(dataclasses.replace(c, margin=margin_points) for c in (claims or design.claims))
-
-
 def main(argv=None) -> int:
     """``python -m thesis_lib.study.claims.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
     sitting), one line per finished run on the terminal; finished runs are reused, an interrupted one resumes."""
@@ -276,9 +271,9 @@ def study_baseline_mean(params) -> float:
 def claims_of(params, design: FixedDesign, descriptive: bool = False) -> tuple:
     """The design's claims with their margin fixed; ``descriptive``: and the long schedule's "helps" (a family of
     its own, decided by nothing: shown with the seeds it would need)."""
-    basis = None if design.margin_rule == "pilot" else study_baseline_mean(params)
-    extra = design.descriptive if descriptive else ()
-    return fixed_claims(design, margin(design, basis), design.claims + extra)
+    fixed = margin(design, None if design.margin_rule == "pilot" else study_baseline_mean(params))
+    claims = design.claims + (design.descriptive if descriptive else ())
+    return tuple(dataclasses.replace(c, margin=fixed) for c in claims)
 
 
 if __name__ == "__main__":

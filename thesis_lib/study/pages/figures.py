@@ -55,11 +55,6 @@ class Reads:
         return " and ".join(([", ".join(self.all_of)] if self.all_of else [])
                             + ([f"one of {', '.join(self.any_of)}"] if self.any_of else []))
 
-    def lacking(self, present) -> list[str]:
-        """The variants whose absence from ``present`` leaves the figure without its data (in declared order)."""
-        lacking = [v for v in self.all_of if v not in present]
-        return lacking + ([] if set(self.any_of) & set(present) else list(self.any_of))
-
 
 def _seeds(seeds) -> str:
     """``seed 0``, ``seeds 0-3`` (consecutive) or ``seeds 0, 2``."""
@@ -89,7 +84,8 @@ def check_results(params, reads: Reads) -> None:
     needed = reads.variants
     present = {v for v in needed
                if any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)}
-    lacking = reads.lacking(present)
+    lacking = [v for v in reads.all_of if v not in present] + ([] if set(reads.any_of) & present
+                                                               else list(reads.any_of))
     if lacking:
         raise _missing(f"results of {reads.text()}", params, lacking, needed)
 

@@ -83,21 +83,11 @@ def _evaluated(checkpoints, measure, device: str):
             yield int(state["step"]), measure(load_trained(state, dev), *sets, ctx)
 
 
-def snapshot_metrics(checkpoints, device: str = "cpu") -> list[dict]:
-    """The held-out metrics (``evaluate.evaluate``: ImageNet, COCO, Flickr) of each checkpoint of one run, in step
-    order: {"step", metric: value}."""
-    from thesis_lib.evaluation import evaluate
-    rows = [{"step": step, **{k: metrics[k] for k in HELDOUT_METRICS}}
-            for step, metrics in _evaluated(checkpoints, evaluate, device)]
-    return sorted(rows, key=lambda r: r["step"])
-
-
-HELDOUT_METRICS = (IMAGENET_TOP1, COCO_MEAN, FLICKR_MEAN)
-
-
 def heldout_curves(params, design, device: str = "cpu") -> None:
     """For each finished run of the design: its kept snapshots and final checkpoint evaluated on the held-out sets,
-    written beside its curve (``<run>/heldout.jsonl``); a run whose file exists is skipped."""
+    written beside its curve (``<run>/heldout.jsonl``: one line per step, ImageNet, COCO and Flickr as
+    ``evaluation.evaluate`` measures them); a run whose file exists is skipped."""
+    from thesis_lib.evaluation import evaluate
     root = design_params(params, design).results_root
     for v in [v for v in design.variants if v not in design.shared]:
         for s in design.seeds_for(params.preset):
@@ -107,8 +97,9 @@ def heldout_curves(params, design, device: str = "cpu") -> None:
                 continue
             final = int(json.loads(paths.result.read_text())["train"]["steps"])
             snaps = [p for p in sorted(paths.dir.glob("checkpoint-step*.pt"), key=_step) if _step(p) != final]
-            rows = snapshot_metrics([p for p in snaps + [paths.checkpoint] if p.exists()], device)
-            out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            rows = [{"step": step, **{k: m[k] for k in (IMAGENET_TOP1, COCO_MEAN, FLICKR_MEAN)}}
+                    for step, m in _evaluated([p for p in snaps + [paths.checkpoint] if p.exists()], evaluate, device)]
+            out.write_text("".join(json.dumps(r) + "\n" for r in sorted(rows, key=lambda r: r["step"])))
 
 
 def _step(snapshot) -> int:
