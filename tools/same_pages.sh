@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What the reader sees, drawn twice from the same stored results: by BASE's code and by this checkout's. Every figure
-# (PNG), the README's results block (between its markers) and docs/results.md, compared byte for byte; the module
-# paths a page names are mapped first (MOVED: old → new), since a page that says where the code lives must follow it.
+# (PNG and PDF), the README's results block (between its markers) and docs/results.md, compared byte for byte; the
+# module paths a page names are mapped first (MOVED: old → new), since a page that says where the code lives must
+# follow it.
 #   bash tools/same_pages.sh BASE [PRESET]     (BASE: a commit; PRESET: demo)
 # Both draw from BASE's results/ (the starting results), with this machine's world (THESIS_DATA) for the gallery.
 set -euo pipefail
@@ -30,8 +31,9 @@ status=0
 for f in README.block.md results.drawn.md; do
   cmp -s "$work/old/$f" "$work/new/$f" && echo "same   $f" || { echo "DIFFER $f"; diff "$work/old/$f" "$work/new/$f" | head -20; status=1; }
 done
-old=$(cd "$work/old/figures" && find . -name '*.png' | sort); new=$(cd "$work/new/figures" && find . -name '*.png' | sort)
+files() { (cd "$1" && find . -name '*.png' -o -name '*.pdf' | sort); }     # every figure, PNG and PDF
+old=$(files "$work/old/figures"); new=$(files "$work/new/figures")
 [ "$old" = "$new" ] || { echo "DIFFER the figures drawn: $(diff <(echo "$old") <(echo "$new") | tr '\n' ' ')"; status=1; }
 n=0; for f in $old; do n=$((n + 1)); cmp -s "$work/old/figures/$f" "$work/new/figures/$f" || { echo "DIFFER figure $f"; status=1; }; done
-echo "$n figures compared; BASE $(git rev-parse --short "$base"), this checkout $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + uncommitted changes')"
+echo "$n figure files (PNG, PDF) compared; BASE $(git rev-parse --short "$base"), this checkout $(git rev-parse --short HEAD)$(git diff --quiet || echo ' + uncommitted changes')"
 exit $status
