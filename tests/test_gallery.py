@@ -82,11 +82,10 @@ def test_the_captions_marked_true_are_exactly_the_pictures_own(loaded, coco):
 
 def test_top1_wrong_is_100_minus_the_image_to_text_r1_the_evaluation_computed(loaded, coco, run):
     """The run's own evaluation (its result file) on one thread, and ``rank``'s argmax to within exact ties."""
-    wrong = gallery.top1_wrong(loaded, coco)
-    assert wrong == pytest.approx(100 - run[1]["metrics"]["coco_tr@1"], abs=1e-9)
     found = gallery.top1(loaded, coco)
-    n = found["pictures"]
-    assert found["wrong"] == wrong and (n, found["captions"]) == (len(coco.files), len(coco.captions))
+    wrong, n = found["wrong"], found["pictures"]
+    assert wrong == pytest.approx(100 - run[1]["metrics"]["coco_tr@1"], abs=1e-9)
+    assert (n, found["captions"]) == (len(coco.files), len(coco.captions))
     img, txt = gallery.embed(loaded, coco)
     sims = img @ txt.T
     own = coco.retrieval.text_to_image[None, :] == torch.arange(n)[:, None]

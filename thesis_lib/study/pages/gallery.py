@@ -1,6 +1,6 @@
 """A trained model in hand (notebook 01's last section), as open_clip's readers look at one: pictures of the COCO-like
 test set with their own captions (``gallery``), the captions a model ranks first for a few of them (``retrievals``,
-drawn by ``retrievals_figure``), and how often its top caption is not a picture's own (``top1_wrong``, ``top1``).
+drawn by ``retrievals_figure``), and how often its top caption is not a picture's own (``top1``).
 
 The set is read as the evaluation reads it (``evaluate.evaluation_inputs``), its captions as text by the same loader
 (``datasets.retrieval_index`` of ``roots.pair_records``); the embeddings are the API's (``Loaded.encode_image`` and
@@ -88,14 +88,14 @@ def picks(n: int, total: int, seed: int = 0) -> list[int]:
 
 def embed(loaded: Loaded, test: TestSet) -> tuple[torch.Tensor, torch.Tensor]:
     """Every picture (N, D) and caption (T, D) of the set, through the API; on one thread on a CPU, as a run
-    evaluates itself (so ``top1_wrong`` is the run's stored image→text R@1 to the last digit)."""
+    evaluates itself (so ``top1``'s ``wrong`` is 100 − the run's stored image→text R@1 to the last digit)."""
     with one_thread() if loaded.context.device.type == "cpu" else contextlib.nullcontext():
         return loaded.encode_image(test.retrieval.images), loaded.encode_text(test.retrieval.tokens)
 
 
-def gallery(test: TestSet, n: int = 8, *, pictures=None, seed: int = 0, columns: int = 4, width: int = 34):
-    """A figure of ``n`` test pictures (``picks``, or ``pictures``), each with its own captions wrapped under it."""
-    pictures = picks(n, len(test.files), seed) if pictures is None else list(pictures)
+def gallery(test: TestSet, n: int = 8, *, columns: int = 4, width: int = 34):
+    """A figure of ``n`` test pictures (``picks``), each with its own captions wrapped under it."""
+    pictures = picks(n, len(test.files))
     texts = ["\n".join(textwrap.fill(test.captions[j], width, subsequent_indent="   ") for j in test.own(p))
              for p in pictures]
     rows, lines = -(-len(pictures) // columns), max(t.count("\n") + 1 for t in texts)
@@ -114,20 +114,16 @@ def gallery(test: TestSet, n: int = 8, *, pictures=None, seed: int = 0, columns:
     return fig
 
 
-def retrievals(loaded: Loaded, test: TestSet, n: int = 6, *, pictures=None, seed: int = 0, k: int = 3,
+def retrievals(loaded: Loaded, test: TestSet, n: int = 6, *, pictures=None, k: int = 3,
                embedded=None) -> pd.DataFrame:
     """For ``n`` test pictures (``picks``: the gallery's first, or ``pictures``), the model's top-``k`` captions of
     the whole set (``rank``'s, best first) and the picture's own, a row each: ``picture``, ``kind`` (retrieved, own),
     ``rank`` (retrieved: its place; own: 1 + how many of all captions score higher, so one tied with the top is 1),
     ``mark`` (``MARKS``), ``cosine``, ``caption``, ``own`` (the picture's own caption), ``fits`` (names nothing the
-    picture lacks) and ``caption_id``."""
-    pictures = picks(n, len(test.files), seed) if pictures is None else list(pictures)
-    if embedded:
-        img, txt = embedded[0][pictures], embedded[1]
-    else:
-        held = test.retrieval
-        chosen = held.images[pictures] if isinstance(held.images, torch.Tensor) else [held.images[p] for p in pictures]
-        img, txt = loaded.encode_image(chosen), loaded.encode_text(held.tokens)
+    picture lacks) and ``caption_id``. ``embedded``: ``embed``'s (else embedded here)."""
+    pictures = picks(n, len(test.files)) if pictures is None else list(pictures)
+    img, txt = embedded or embed(loaded, test)
+    img = img[pictures]
     _, top = rank(img, txt, k)
     sims = img.float() @ txt.to(img.device).float().T                        # rank's similarities
     rows = []
@@ -175,16 +171,10 @@ def retrievals_figure(frame: pd.DataFrame, test: TestSet):
     return fig
 
 
-def top1_wrong(loaded: Loaded, test: TestSet, embedded=None) -> float:
-    """The share (percent) of the set's pictures whose top caption of all is not one of their own: 100 − the
-    image→text R@1 of the evaluation (``evaluation.retrieval_recalls`` on the API's embeddings). A tie between an
-    own caption and another picture's in the same words is broken as the evaluation breaks it (``top1`` counts them)."""
-    img, txt = embedded or embed(loaded, test)
-    return 100 - retrieval_recalls(img, txt, test.retrieval.text_to_image, loaded.context.chunk)["tr@1"]
-
-
 def top1(loaded: Loaded, test: TestSet, embedded=None) -> dict:
-    """``top1_wrong`` and what the wrong top captions are, over the whole set (percent of its N pictures):
+    """The top captions over the whole set, in percent of its N pictures: ``wrong`` (not one of the picture's own:
+    100 − the evaluation's image→text R@1, ``evaluation.retrieval_recalls`` on the API's embeddings, which breaks a
+    tie between an own caption and another picture's in the same words as the evaluation does),
     ``argmax_wrong`` (by ``rank``'s top caption), ``ties`` (an own caption ties with the top one, another
     picture's), ``fits`` (the top caption is another picture's and names nothing this one lacks), ``chance``."""
     img, txt = embedded or embed(loaded, test)
@@ -201,7 +191,8 @@ def top1(loaded: Loaded, test: TestSet, embedded=None) -> dict:
         tied[chunk] = foreign[chunk] & (sims.masked_fill(~own, float("-inf")).max(1).values == best[:, 0]).cpu()
     fits = foreign & test.fits(range(n), top.tolist())
     sizes = {"coco": (n, len(t2i))}
-    return dict(wrong=top1_wrong(loaded, test, (img, txt)), argmax_wrong=100 * foreign.sum().item() / n,
+    return dict(wrong=100 - retrieval_recalls(img, txt, t2i, loaded.context.chunk)["tr@1"],
+                argmax_wrong=100 * foreign.sum().item() / n,
                 ties=100 * tied.sum().item() / n, fits=100 * fits.sum().item() / n,
                 chance=METRICS[COCO_TR1].chance(sizes), pictures=n, captions=len(t2i))
 
