@@ -1,8 +1,6 @@
-"""The study's result figures: paired differences to a control with the seeds, the smallest effect of interest, the
-thesis's effect carried to this scale and the verdict, as a forest (``forest``: one row per comparison, one panel per
-metric) and as a dose-response (``dose_response``: notebook 04's γ initial values on a log x axis); the chapter's
-headline figure is ``headline.py``'s. Every legend entry says in words what its mark is (``LEGEND``: "name:
-explanation").
+"""The study's figures of paired differences to a control: a forest (``forest``) and a dose-response
+(``dose_response``); the headline figure is ``headline.py``'s. Every legend entry says in words what its mark is
+(``LEGEND``: "name: explanation").
 
 Every axis of a difference is linear, so that a drawn length is the number's size (a logarithmic axis drew a ±0.7
 interval shorter than a ±0.1 one), and every row is drawn once: where a group of rows (Table 1's 2 × 2) reaches far
@@ -14,18 +12,16 @@ import math
 import textwrap
 
 import matplotlib.pyplot as plt
-import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 from matplotlib.legend_handler import HandlerLine2D
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from .plotting import BAND, INK, SEED_INK, THESIS_INK, VERDICT_INK
+from .plotting import BAND, INK, SEED_INK, THESIS_INK, VERDICT_INK, finite
 
 EQ_LEVEL = "90 %"   # the TOST at 5 % reads the 90 % interval (``stats.decide``), unless a row says otherwise
-HEADING = "0.2"
 
 LEGEND = {  # the legend entries of these figures, short: (name, what it is); the label is "name: explanation"
     "mean": ("circle", "the mean paired difference (variant − control, same seed)"),
@@ -33,7 +29,6 @@ LEGEND = {  # the legend entries of these figures, short: (name, what it is); th
     "seeds": ("dots", "the seeds, one paired difference each"),
     "band": ("green band", "± the smallest effect of interest (the margin)"),
     "thesis": ("diamond", "the thesis's effect carried to this scale"),
-    "thesis_line": ("dashed line", "the thesis's effect carried to this scale"),
     "zero": ("line at 0", "no difference to the baseline"),
     "verdict": ("word at the right", "the verdict"),
 }
@@ -86,17 +81,12 @@ def _num(value) -> float:
         return math.nan
 
 
-def _finite(*values) -> np.ndarray:
-    x = np.asarray([v for v in values if v is not None], dtype=float).ravel()
-    return x[np.isfinite(x)]
-
-
 def _row(r) -> dict:
     """One (comparison, metric) row as numbers. ``eq``: the half-width of the interval the equivalence verdict reads,
     ``half_eq`` where the frame has it (at ``eq_level``), else ``half90`` (the TOST's, at 90 %); nan where the row has
     no margin to be equivalent within."""
     out = {k: _num(r.get(k)) for k in ("mean", "half95", "margin", "thesis")}
-    out["diffs"] = _finite(*np.atleast_1d(r["diffs"]))
+    out["diffs"] = finite(*np.atleast_1d(r["diffs"]))
     eq, level = _num(r.get("half_eq")), r.get("eq_level")
     if not np.isfinite(eq):
         eq, level = _num(r.get("half90")), EQ_LEVEL
@@ -105,8 +95,8 @@ def _row(r) -> dict:
     out["eq_level"] = level if isinstance(level, str) and level else EQ_LEVEL
     out["verdict"] = str(r["verdict"])
     m, h, e = out["mean"], out["half95"], out["eq"]
-    out["reach"] = np.abs(_finite(m - h, m + h, m - e, m + e, m, out["margin"], out["thesis"],
-                                  *out["diffs"])).max(initial=0)
+    out["reach"] = np.abs(finite(m - h, m + h, m - e, m + e, m, out["margin"], out["thesis"],
+                                 *out["diffs"])).max(initial=0)
     return out
 
 
@@ -121,8 +111,7 @@ def verdict_ink(text: str):
     return VERDICT_INK.get(verdict_word(text), INK)
 
 
-def _interval(ax, at: float, mean: float, half: float, eq: float, vertical: bool, capsize: int,
-              mean_gid: str | None = None) -> None:
+def _interval(ax, at: float, mean: float, half: float, eq: float, vertical: bool, capsize: int) -> None:
     """A paired difference's marks at ``at``: its 95 % interval (thin, capped), its equivalence interval (thick),
     its mean (a circle); along x (a forest's row) or, ``vertical``, along y (a dose of the dose-response)."""
     if not np.isfinite(mean):
@@ -134,12 +123,11 @@ def _interval(ax, at: float, mean: float, half: float, eq: float, vertical: bool
         bars.lines[2][0].set_gid("ci95")
     if np.isfinite(eq):
         (ax.vlines if vertical else ax.hlines)(at, mean - eq, mean + eq, colors=[INK], lw=6, zorder=4, gid="ci_eq")
-    ax.plot(*point, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid=mean_gid)
+    ax.plot(*point, "o", ms=7, mfc="white", mec=INK, mew=1.6, zorder=5, gid="mean")
 
 
 def _draw_row(ax, row: dict, y: float):
-    """One row: the margin band, the seeds, the 95 % interval (thin, capped), the equivalence interval (thick), the
-    mean, the thesis's effect; the verdict above it at the right."""
+    """One row: the margin band, the seeds, its ``_interval``, the thesis's effect; its verdict above, at the right."""
     margin, thesis = row["margin"], row["thesis"]
     if np.isfinite(margin) and margin > 0:
         ax.fill_betweenx([y - 0.5, y + 0.5], -margin, margin, color=BAND, alpha=0.18, lw=0, zorder=0)
@@ -150,8 +138,7 @@ def _draw_row(ax, row: dict, y: float):
     _interval(ax, y, row["mean"], row["half95"], row["eq"], vertical=False, capsize=4)
     if np.isfinite(thesis):
         ax.scatter(thesis, y, marker="D", s=70, facecolors="none", edgecolors=THESIS_INK, lw=1.8, zorder=5)
-    right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)     # x: panel fraction, y: row
-    ax.text(0.985, y - 0.29, row["verdict"], transform=right, ha="right", va="center", fontsize=8.5,
+    ax.text(0.985, y - 0.29, row["verdict"], transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=8.5,
             color=verdict_ink(row["verdict"]), gid="verdict",
             bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
 
@@ -183,12 +170,8 @@ def _seeds_text(rows) -> str:
 
 
 def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = None, eq_notes: dict | None = None):
-    """Paired differences to a control: one column of panels per metric, one row per comparison, each drawn once; x
-    linear and symmetric about 0, so that a drawn length is the number's size. Per row: the seeds as dots, the mean
-    with its 95 % interval (thin, capped) and, where the row has a margin, the interval its equivalence verdict
-    reads (thick: ``half_eq`` at ``eq_level`` if the frame has them, else ``half90``, the TOST's 90 %), ± the
-    smallest effect of interest as a band, the thesis's effect carried to this scale as a hollow diamond, the verdict
-    above the row at the right. Each row's label ends with its number of seeds.
+    """One column of panels per metric, one row per comparison (``_draw_row``; x symmetric about 0), its label
+    ending with its number of seeds.
 
     ``frame``: one row per (comparison, metric) with comparison, metric, diffs, mean, half95, margin, thesis,
     verdict; optional half90, half_eq, eq_level, and group: a group's rows get panels of their own, titled with the
@@ -216,8 +199,7 @@ def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = 
                 if (metric, c) in rows:
                     _draw_row(ax, rows[(metric, c)], y)
             edge = 1.15 * max([r["reach"] for r in shown if r["reach"] > 0] or [1.0])    # every row's, with room
-            ax.set_xlim(-edge, edge)
-            ax.set_ylim(len(names) - 0.5, -0.5)
+            ax.set(xlim=(-edge, edge), ylim=(len(names) - 0.5, -0.5))
             ax.xaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], symmetric=True))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
             ax.axvline(0, color=INK, lw=1, zorder=2)
@@ -229,7 +211,7 @@ def forest(frame: pd.DataFrame, title: str | None = None, primary: str | None = 
             head = f"{metric}{role}" if group is None or len(metrics) > 1 else ""
             if group is not None:
                 ax.set_title("\n".join(filter(None, (head if i == 0 else "", group))), loc="left", fontsize=9.5,
-                             fontweight="bold", color=HEADING, gid="heading")
+                             fontweight="bold", color="0.2", gid="heading")
             else:
                 ax.set_title(head)
             if i == len(order) - 1:
@@ -260,11 +242,9 @@ def dose_tick(dose: float) -> str:
 
 
 def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, notes: dict | None = None):
-    """A dose-response of paired differences on the ``primary`` metric (the one that decides; the secondary ones are
-    in the notebook's tables): x the dose on a log axis (one position per dose), y the difference to the baseline
-    (linear, points): per dose the seeds (dots, beside it), the mean with its 95 % interval (thin, capped) and the
-    equivalence interval (thick); ± the smallest effect of interest as a band and the thesis's effect carried to
-    this scale as a dashed line; each dose's verdict above it, upright.
+    """Paired differences on the ``primary`` metric only (the secondary ones are in the notebook's tables) against
+    the dose, on a log x axis (one position per dose): per dose the seeds beside its ``_interval``, its verdict above
+    it, upright.
 
     ``frame``: one row per (dose, metric) with dose, metric, diffs, mean, half95, margin, thesis, verdict; optional
     half_eq, eq_level, tick (the dose's tick label). ``notes``: {dose: a line under its verdict} (e.g. the claim's
@@ -296,38 +276,33 @@ def dose_response(frame: pd.DataFrame, primary: str, title: str | None = None, n
         if len(diffs):
             spread = np.linspace(-0.07, 0.07, len(diffs)) if len(diffs) > 1 else np.zeros(1)
             ax.scatter(d * 10 ** (0.3 + spread), diffs, s=14, color=SEED_INK, alpha=0.85, lw=0, zorder=3, gid="seeds")
-        _interval(ax, d, r["mean"], r["half95"], r["eq"], vertical=True, capsize=5, mean_gid="mean")
-        ends += [*diffs, *_finite(r["mean"] - r["half95"], r["mean"] + r["half95"], r["margin"], -r["margin"],
-                                  r["thesis"])]
+        _interval(ax, d, r["mean"], r["half95"], r["eq"], vertical=True, capsize=5)
+        ends += [*diffs, *finite(r["mean"] - r["half95"], r["mean"] + r["half95"], r["margin"], -r["margin"],
+                                 r["thesis"])]
     low, high = min(ends), max(ends)
     span = (high - low) or 1.0
     ax.set_ylim(low - 0.08 * span, high + 0.3 * span)                  # room for the verdicts at the top
-    top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
     tier, last = 0, None
     for d, r in rows.items():
         # a dose within 1.5 decades of the last one writes its verdict one line lower than that one's
         tier = 1 - tier if last is not None and math.log10(d / last) < 1.5 else 0
         last = d
         note = notes.get(d)
-        ax.text(d, 0.975 - 0.085 * tier, r["verdict"] + (f"\n{note}" if note else ""), transform=top, ha="center",
-                va="top", fontsize=9, color=verdict_ink(r["verdict"]), gid="verdict", linespacing=1.1,
-                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
-    ax.set_xscale("log")
-    ax.set_xlim(10 ** lo, 10 ** hi)
-    ax.xaxis.set_major_locator(FixedLocator(doses))
+        ax.text(d, 0.975 - 0.085 * tier, r["verdict"] + (f"\n{note}" if note else ""), ha="center", va="top",
+                transform=ax.get_xaxis_transform(), fontsize=9, color=verdict_ink(r["verdict"]), gid="verdict",
+                linespacing=1.1, bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85), zorder=6)
+    ax.set(xscale="log", xlim=(10 ** lo, 10 ** hi))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xticks(doses, [ticks[d] for d in doses], fontsize=9)
     ax.grid(axis="x", visible=False)
     locator = MaxNLocator(nbins=9, steps=[1, 2, 2.5, 5, 10])
     ax.set_yticks([t for t in locator.tick_values(low, high) if low - 0.08 * span <= t <= high + 0.05 * span])
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-    ax.set_gid(primary)
-    ax.set_xlabel("γ's initial value (log scale)")
-    ax.set_ylabel("paired difference to the baseline (points)")
+    ax.set(gid=primary, xlabel="γ's initial value (log scale)", ylabel="paired difference to the baseline (points)")
     ax.set_title(f"{primary} (the primary metric: decides the claims)", fontsize=10.5)
     edge = len(margins) == 1 and len(theses) == 1 and np.isclose(abs(next(iter(theses))), next(iter(margins)))
     whisker = Line2D([], [], color=INK, lw=1.3, marker="_", ms=9, label=legend_label("ci95"))
-    thesis = Line2D([], [], color=THESIS_INK, ls="--", lw=1.5, label=legend_label("thesis_line") + (
+    thesis = Line2D([], [], color=THESIS_INK, ls="--", lw=1.5, label=legend_label("thesis", name="dashed line") + (
         " (the band's upper edge)" if edge else ""))
     legend_below(fig, _marks(list(rows.values()), whisker, thesis, zero=True, verdict_name="word above a dose"), 60, 2)
     if title:

@@ -1,10 +1,9 @@
-"""Notebook 04's figures of the learned TTE LayerScale γ (one value per channel): its distribution per seed beside the
-thesis's statistics (``histogram``), its sorted profile over the channels (``per_channel``: the channels have no
-order, so they are drawn by rank) and its statistics along training (``evolution``). One hue per seed, distinct from
-one another and from the thesis's ink and ours (``SEED_INKS``)."""
+"""Notebook 04's figures of the learned TTE LayerScale γ (one value per channel). One hue per seed, distinct from one
+another and from the thesis's ink and ours (``SEED_INKS``, cycled past the six)."""
 from __future__ import annotations
 
 import math
+from itertools import cycle
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
@@ -20,21 +19,15 @@ SEED_INKS = tuple(map(mcolors.to_rgb, ("#4477AA", "#228833", "#AA3377", "#CCBB44
 INIT_INK = "0.45"
 
 
-def seed_ink(k: int):
-    """The k-th seed's hue (cycled past the six)."""
-    return SEED_INKS[k % len(SEED_INKS)]
-
-
 def histogram(gammas: dict, init: float):
-    """The learned γ per channel and seed beside the thesis's statistics of the signed γ (``reference.LAYERSCALE``:
-    mean, std, max), each compared with the same quantity of ours. Left: γ on a linear axis, the thesis's mean ± std
-    and ours (seeds pooled) as bars above the histograms. Right: |γ| on a log axis (the channels span decades), with
-    γ's initial value ``init``, the thesis's max γ and our max |γ|."""
+    """The learned γ per seed and the thesis's statistics of the signed γ (``reference.LAYERSCALE``), each beside
+    ours. Left: γ (linear), the thesis's mean ± std and ours (seeds pooled) as bars above the histograms. Right: |γ|
+    on a log axis (the channels span decades), with γ's initial value ``init``, the thesis's max γ and our max |γ|."""
     thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
     edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
-    for k, (seed, g) in enumerate(gammas.items()):
-        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.6, color=seed_ink(k), label=f"seed {seed}")
+    for (seed, g), ink in zip(gammas.items(), cycle(SEED_INKS)):
+        a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.6, color=ink, label=f"seed {seed}")
     top = a.get_ylim()[1]
     for k, (mean, std, ink, name) in enumerate(
             ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({sci(thesis['mean'])} ± "
@@ -44,13 +37,12 @@ def histogram(gammas: dict, init: float):
         a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
     a.set_ylim(0, top * 1.3)
     a.axvline(0, color="0.6", lw=0.8, zorder=0)
-    a.set_xlabel("γ_d, signed (one value per channel; linear)")
-    a.set_ylabel("channels")
+    a.set(xlabel="γ_d, signed (one value per channel; linear)", ylabel="channels")
     magnitude = np.abs(pooled)
     low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
     bins = np.logspace(np.log10(min(low, init) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])), 40)
-    for k, g in enumerate(gammas.values()):
-        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.6, color=seed_ink(k))
+    for g, ink in zip(gammas.values(), cycle(SEED_INKS)):
+        b.hist(np.abs(g), bins=bins, histtype="step", lw=1.6, color=ink)
     b.set_xscale("log")
     b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
     b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
@@ -69,13 +61,12 @@ def per_channel(gammas: dict, init: float, variant: str):
     so each seed's values are drawn from the smallest to the largest (x: the channel's rank), as points. Seeds that
     learned the same spread of γ draw the same profile."""
     fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-    for k, (seed, g) in enumerate(gammas.items()):
-        ax.plot(np.arange(1, len(g) + 1), np.sort(g), "o", ms=3.2, color=seed_ink(k), label=f"seed {seed}")
+    for (seed, g), ink in zip(gammas.items(), cycle(SEED_INKS)):
+        ax.plot(np.arange(1, len(g) + 1), np.sort(g), "o", ms=3.2, color=ink, label=f"seed {seed}")
     ax.axhline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value ({sci(init)}, every channel)")
     n = len(next(iter(gammas.values())))
-    ax.set_xlim(0, n + 1)
-    ax.set_xlabel(f"channel, ranked by its γ_d (1 = smallest of the {n})")
-    ax.set_ylabel("γ_d after training (linear)")
+    ax.set(xlim=(0, n + 1), xlabel=f"channel, ranked by its γ_d (1 = smallest of the {n})",
+           ylabel="γ_d after training (linear)")
     ax.set_title(f"γ of {variant} per channel, sorted", fontsize=11)
     ax.legend(fontsize=8, loc="upper left", frameon=False)
     return fig
@@ -89,11 +80,10 @@ def evolution(curves: pd.DataFrame, init: float, variant: str):
     value at initialisation (every channel at ``init``: mean and max ``init``, std 0)."""
     fig, axes = plt.subplots(1, len(STATISTICS), figsize=(12, 3.9), layout="constrained")
     for ax, (col, title) in zip(axes, STATISTICS.items()):
-        for k, (seed, sub) in enumerate(curves.groupby("seed")):
-            ax.plot(sub.step, sub[col], color=seed_ink(k), lw=1.6, label=f"seed {seed}")
+        for (seed, sub), ink in zip(curves.groupby("seed"), cycle(SEED_INKS)):
+            ax.plot(sub.step, sub[col], color=ink, lw=1.6, label=f"seed {seed}")
         ax.axhline(0 if col == "gamma_std" else init, color=INIT_INK, ls=":", lw=1.5)
-        ax.set_title(title)
-        ax.set_xlabel("training step")
+        ax.set(title=title, xlabel="training step")
     handles, labels = axes[0].get_legend_handles_labels()
     handles.append(Line2D([], [], color=INIT_INK, ls=":", lw=1.5))
     labels.append(f"at initialisation (every γ_d = {sci(init)}: std 0)")

@@ -9,7 +9,6 @@ import math
 import textwrap
 
 import matplotlib.pyplot as plt
-import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -72,22 +71,18 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw(frame: pd.DataFrame, title: str | None = None):
-    """The chapter's claims in one figure: per claim (one row, labelled above its bar with its seeds) our paired
-    difference on the primary metric in units of the thesis's effect carried to our scale (1 = the thesis's effect,
-    0 = none) with its 95 % interval, ± the smallest effect of interest in the same units as a band, and the verdict
-    in a column at the right. A row reaching past the axis (whose end is set by the other rows,
-    ``plotting.zoom_edge``) is clipped at the edge with a triangle and its value written beside it; the legend says
-    where the axis is clipped.
+    """The figure the module describes: each row labelled above its bar, the verdicts in a column at the right; the
+    axis ends where the other rows do (``plotting.zoom_edge``), and the legend says where it is clipped.
 
-    ``frame``: one row per claim with label, ratio, low, high, verdict; optional margin (the smallest effect of
-    interest in the same units) and note (a second line of the label)."""
+    ``frame``: one row per claim with label, ratio, low, high, verdict, margin (the smallest effect of interest in
+    the same units) and note (a second line of the label)."""
     if frame is None or not len(frame):
         raise ValueError("headline: no claims to draw")
     rows = list(frame.reset_index(drop=True).itertuples())
     reaches = [max(abs(r.low), abs(r.high), 1.0) for r in rows if np.isfinite(r.ratio)]
     cut = zoom_edge(reaches)
     fits = [r for r in rows if np.isfinite(r.ratio) and (cut is None or max(abs(r.low), abs(r.high)) <= cut)]
-    margins = [m for r in fits if np.isfinite(m := getattr(r, "margin", math.nan))]
+    margins = [r.margin for r in fits if np.isfinite(r.margin)]
     lo = min([-0.5, *(r.low for r in fits), *(-m for m in margins)])
     hi = max([1.5, *(r.high for r in fits), *margins])
     lo, hi = lo - 0.08 * (hi - lo), hi + 0.08 * (hi - lo)
@@ -98,12 +93,10 @@ def draw(frame: pd.DataFrame, title: str | None = None):
                                    gridspec_kw={"width_ratios": [1, 0.27], "wspace": 0.01})
     clipped = []
     for y, r in enumerate(rows):
-        margin = getattr(r, "margin", math.nan)
-        if np.isfinite(margin) and margin > 0:
-            ax.fill_between([-margin, margin], y - 0.02, y + 0.26, color=BAND, alpha=0.2, lw=0, zorder=0,
+        if np.isfinite(r.margin) and r.margin > 0:
+            ax.fill_between([-r.margin, r.margin], y - 0.02, y + 0.26, color=BAND, alpha=0.2, lw=0, zorder=0,
                             gid="band")
-        note = getattr(r, "note", "")
-        ax.text(lo + 0.012 * (hi - lo), y - 0.44, r.label + (f"\n{note}" if note else ""), ha="left", va="top",
+        ax.text(lo + 0.012 * (hi - lo), y - 0.44, r.label + (f"\n{r.note}" if r.note else ""), ha="left", va="top",
                 fontsize=9, linespacing=1.15, gid="row_label", zorder=6,
                 bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.8))
         side.text(0.04, y + 0.12, textwrap.fill(r.verdict, 13), ha="left", va="center", fontsize=9.5,
@@ -131,7 +124,7 @@ def draw(frame: pd.DataFrame, title: str | None = None):
             clipped.append(r.label)
     ax.axvline(0, color=INK, lw=1.2, zorder=2, gid="no_effect")
     ax.axvline(1, color=THESIS_INK, lw=1.6, ls="--", zorder=2, gid="thesis_effect")
-    top = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    top = ax.get_xaxis_transform()
     ax.text(0, 1.005, "0: no effect", transform=top, ha="right", va="bottom", fontsize=9, gid="label_0")
     ax.text(1, 1.005, "1: the thesis's effect", transform=top, ha="left", va="bottom", fontsize=9, color=THESIS_INK,
             gid="label_1")
@@ -139,12 +132,9 @@ def draw(frame: pd.DataFrame, title: str | None = None):
     for a in (ax, side):
         for k in range(1, n):
             a.axhline(k - 0.5, color="0.8", lw=0.8, zorder=1)
-    ax.set_xlim(lo, hi)
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_yticks([])
+    ax.set(xlim=(lo, hi), ylim=(n - 0.5, -0.5), yticks=[])
     ax.grid(axis="y", visible=False)
-    side.set_xlim(0, 1)
-    side.set_xticks([])
+    side.set(xlim=(0, 1), xticks=[])
     side.grid(False)
     side.spines[["top", "right", "bottom"]].set_visible(False)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))

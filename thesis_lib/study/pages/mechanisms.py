@@ -77,7 +77,7 @@ def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
                          for (_, _, _, diffs, t), row in zip(tests, table.itertuples())])
 
 
-def rerank_gain(df: pd.DataFrame, variants=FUSION) -> pd.DataFrame:
+def rerank_gain(df: pd.DataFrame, variants) -> pd.DataFrame:
     """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run), Holm
     over the table's rows."""
     items = items_of(df)
@@ -121,13 +121,13 @@ def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd
     return pd.DataFrame(rows).set_index("variant")
 
 
-def switch_choices(params, variants=SWITCHES, dataset: str = "flickr") -> pd.DataFrame:
+def switch_choices(params, variants=SWITCHES) -> pd.DataFrame:
     """The switches' hard choices on the re-ranking pairs, per run: one row per (variant, seed, kind, layer, option)."""
     rows = []
     for r in load_results(params.results_root, params.preset):
         if r["variant"] not in variants or r["seed"] not in params.seeds:
             continue
-        choices = r.get("fusion", {}).get(f"{dataset}_switch_choices", {})
+        choices = r.get("fusion", {}).get("flickr_switch_choices", {})
         for kind, names in (("modes", MODES), ("inputs", INPUTS)):
             for layer, fractions in enumerate(choices.get(kind, [])):
                 rows += [{"variant": r["variant"], "seed": r["seed"], "kind": kind,
@@ -155,17 +155,14 @@ def fusion_title(metric: str) -> str:
     return f"{label(metric)}:\n{FUSION_TITLES[metric]}" if metric in FUSION_TITLES else label(metric)
 
 
-def _source(layer: int) -> str:
-    return "the head's input" if layer == 0 else f"layer {layer}"
-
-
 def _input_words(option: str, layers) -> str:
     """A Switch-Input candidate, "(l-1, l-2)", in words: where the image and the text come from, with the layers'
     numbers where every row is the same layer (else l−1, l−2: the previous fusion layer and the one before it)."""
     image, text = (part.strip() for part in option.strip("()").split(","))
     if len(set(layers)) == 1:
         (layer,) = set(layers)
-        image, text = (_source(layer - int(p[-1])) for p in (image, text))
+        image, text = ("the head's input" if layer == int(p[-1]) else f"layer {layer - int(p[-1])}"
+                       for p in (image, text))
     return f"image from {image}, text from {text}".replace("l-", "l−")
 
 
@@ -189,8 +186,7 @@ def draw_switch_choices(df: pd.DataFrame):
                 else _input_words(option, layers)
             ax.barh(rows, sub[option].values, left=left, color=SWITCH_INKS[kind][j % 4], label=name)
             left += sub[option].values
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("fraction of evaluation pairs (hard selection)")
+        ax.set(xlim=(0, 1), xlabel="fraction of evaluation pairs (hard selection)")
         ax.set_title("Switch-Attention: who attends to whom" if kind == "modes" else
                      "Switch-Input: which layer's output feeds the layer", fontsize=10.5)
         ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,

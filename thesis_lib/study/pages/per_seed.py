@@ -20,9 +20,8 @@ from ..results import contrast_values, runs_of
 
 
 def draw(df: pd.DataFrame, variants, metrics=TABLE):
-    """``variants`` = (control, variant): per metric of ``metrics`` (the primary one marked) a panel of the paired
-    differences variant − control per seed (stems) and their mean ± 95 % interval, on a linear axis symmetric about
-    0; the seeds both arms have."""
+    """``variants`` = (control, variant), one panel per metric of ``metrics`` (the primary one marked), on a linear
+    axis symmetric about 0; the seeds both arms have."""
     control, variant = variants
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.3 * len(metrics) + 0.6, 4.0), squeeze=False,
                              layout="constrained")
@@ -42,9 +41,8 @@ def draw(df: pd.DataFrame, variants, metrics=TABLE):
         ax.set_ylim(-reach, reach)
         ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10], symmetric=True))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-        ax.set_xlim(-0.6, at + 0.6)
-        ax.set_xticks([*range(len(values)), at], [*map(str, seeds), "mean"])
-        ax.set_xlabel("seed")
+        ax.set(xlim=(-0.6, at + 0.6), xticks=[*range(len(values)), at], xticklabels=[*map(str, seeds), "mean"],
+               xlabel="seed")
         ax.grid(axis="x", visible=False)
         base = runs_of(df, control).set_index("seed")[m].reindex(seeds)
         ax.set_title(f"{label(m)}{' (primary)' if m == PRIMARY else ''}\n{VARIANT_SHORT[control]}: mean "

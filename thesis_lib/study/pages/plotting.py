@@ -1,6 +1,5 @@
-"""Every figure of the notebooks, one function each; ``save`` writes PNG and PDF. One seaborn style, one colour per
-variant. The notebooks call these and nothing else draws (so
-``python -m thesis_lib.study.pages.figures`` redraws them all)."""
+"""The figures' one seaborn style and one colour per variant (``COLOURS``), ``save`` (PNG and PDF), and the figures
+that need no module of their own; ``figures.draw`` draws every figure of the notebooks by name."""
 from __future__ import annotations
 
 import math
@@ -8,7 +7,6 @@ from pathlib import Path
 
 import matplotlib.colors as mcolors
 import matplotlib.pyplot as plt
-import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
 import seaborn as sns
@@ -34,6 +32,11 @@ VERDICT_INK = {"reproduced": _CB[2], "contradicted": _CB[3], "equivalent": _CB[0
 
 
 ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoomed view (linear, like every axis)
+
+
+def finite(*values) -> np.ndarray:
+    x = np.asarray([v for v in values if v is not None], dtype=float).ravel()
+    return x[np.isfinite(x)]
 
 
 def zoom_edge(reaches) -> float | None:
@@ -118,9 +121,8 @@ def pre_vs_post_ln(scales: dict):
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for name, values in scales.items():
         ax.plot(np.arange(1, len(values) + 1), values, marker="o", label=name)
-    ax.set_xlabel("block l")
-    ax.set_ylabel("RMS of H_l")
-    ax.set_title("at initialisation: the pre-LN stream grows, post-LN re-normalises")
+    ax.set(xlabel="block l", ylabel="RMS of H_l",
+           title="at initialisation: the pre-LN stream grows, post-LN re-normalises")
     ax.legend()
     return fig
 
@@ -147,8 +149,7 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
             ends += [*values, mean - np.nan_to_num(half), mean + np.nan_to_num(half)]
         if m in chance:
             ax.axhline(chance[m], color=INK, ls="--", lw=1.3, zorder=2, gid="chance")
-        ends = np.asarray(ends, dtype=float)
-        ends = ends[np.isfinite(ends)]
+        ends = finite(*ends)
         if len(ends):
             pad = 0.15 * (ends.max() - ends.min()) or 0.05 * max(abs(ends.max()), 1.0)
             ax.set_ylim(ends.min() - pad, ends.max() + pad)
@@ -166,7 +167,7 @@ def results_bars(df: pd.DataFrame, variants, metrics: dict, chance: dict | None 
     return fig
 
 
-LOSS_TITLES = {"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}
+LOSS_TITLES = {"loss": "L = L_KD + L_ITC", "itc": "L_ITC", "kd": "L_KD (MSE to teacher CLS)"}   # the panels, in order
 
 
 def _spread(ax, by_step, colour, **style) -> None:
@@ -176,7 +177,7 @@ def _spread(ax, by_step, colour, **style) -> None:
     ax.fill_between(mean.index, by_step.min().values, by_step.max().values, color=colour, alpha=0.15, lw=0)
 
 
-def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: str = "baseline"):
+def loss_curves(curves: pd.DataFrame, control: str = "baseline"):
     """The training losses per logged step, mean over seeds (band: min to max over seeds), one panel per loss; the
     control solid, each other variant dashed with hollow markers, so that coinciding curves stay visible. With a
     control and another variant, a second row draws each one's difference to the control, paired by seed and step
@@ -187,23 +188,22 @@ def loss_curves(curves: pd.DataFrame, columns=("loss", "itc", "kd"), control: st
     def dashed(k: int) -> dict:
         return dict(ls="--", marker="osD^v"[k % 5], mfc="none", ms=5, markevery=(k, 3))
 
-    fig, axes = plt.subplots(1 + bool(others), len(columns), figsize=(4.2 * len(columns), 3.2 + 2.6 * bool(others)),
-                             squeeze=False, sharex=True, layout="constrained")
-    for ax, col in zip(axes[0], columns):
+    fig, axes = plt.subplots(1 + bool(others), len(LOSS_TITLES), squeeze=False, sharex=True, layout="constrained",
+                             figsize=(4.2 * len(LOSS_TITLES), 3.2 + 2.6 * bool(others)))
+    for ax, (col, title) in zip(axes[0], LOSS_TITLES.items()):
         for k, v in enumerate(variants):
             _spread(ax, curves[curves.variant.eq(v)].groupby("step")[col], COLOURS[v], label=VARIANT_SHORT[v],
                     **({} if v == control else dashed(k)))
-        ax.set_title(LOSS_TITLES.get(col, col))
-        ax.set_ylabel("training loss (mean over seeds)" if col == columns[0] else None)
+        ax.set(title=title, ylabel="training loss (mean over seeds)" if col == "loss" else None)
     if others:
-        paired = curves.pivot_table(index=["seed", "step"], columns="variant", values=list(columns))
-        for ax, col in zip(axes[1], columns):
+        paired = curves.pivot_table(index=["seed", "step"], columns="variant", values=list(LOSS_TITLES))
+        for ax, (col, title) in zip(axes[1], LOSS_TITLES.items()):
             for k, v in enumerate(others, start=1):
                 _spread(ax, (paired[(col, v)] - paired[(col, control)]).dropna().groupby("step"), COLOURS[v],
                         gid="difference", **dashed(k))
             ax.axhline(0, color=INK, lw=1)
-            ax.set_title(f"{LOSS_TITLES.get(col, col)}: variant − {VARIANT_SHORT[control]}", fontsize=10)
-            ax.set_ylabel(f"Δ loss vs. {VARIANT_SHORT[control]}\n(paired by seed)" if col == columns[0] else None)
+            ax.set_title(f"{title}: variant − {VARIANT_SHORT[control]}", fontsize=10)
+            ax.set_ylabel(f"Δ loss vs. {VARIANT_SHORT[control]}\n(paired by seed)" if col == "loss" else None)
             ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:.2g}".replace("e-0", "e-")))   # no offset
     for ax in axes[-1]:
         ax.set_xlabel("step")
@@ -256,20 +256,17 @@ def _end_labels(ax, ends: dict, inks: dict) -> None:
     placed[-1] = min(placed[-1], hi - 0.02 * (hi - lo))
     for i in range(len(placed) - 2, -1, -1):                         # downwards: the top one inside the axis
         placed[i] = min(placed[i], placed[i + 1] - gap)
-    right = mtransforms.blended_transform_factory(ax.transAxes, ax.transData)
     for v, at in zip(order, placed):
-        ax.annotate(VARIANT_SHORT[v], ends[v], xytext=(1.03, 10 ** at), textcoords=right, va="center",
-                    fontsize=8, color=INK, arrowprops=dict(arrowstyle="-", color=inks[v], lw=0.8),
+        ax.annotate(VARIANT_SHORT[v], ends[v], xytext=(1.03, 10 ** at), textcoords=ax.get_yaxis_transform(),
+                    va="center", fontsize=8, color=INK, arrowprops=dict(arrowstyle="-", color=inks[v], lw=0.8),
                     annotation_clip=False, gid="line_label")
 
 
 def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order=()):
-    """‖γ ⊙ t_type‖ / ‖H_L‖ per variant and modality, the share of the shared block's input that is TTE. After
-    training: mean ± 95 % CI over seeds (the interval of every table; dots: seeds) as bars on a linear axis from 0, so
-    that a bar's length is the share, one row per variant (named on the axis), image and text in two inks; where the
-    bars differ more than ZOOM ×, a second panel zooms (linear) on the small ones. With ``curves``: the image tokens'
-    share along training on the same test items, mean over seeds, on a log axis (positions, not lengths), each line
-    named at its end. ``order``: the variants' order (the others after them)."""
+    """‖γ ⊙ t_type‖ / ‖H_L‖, the share of the shared block's input that is TTE: after training as ``_share_bars``
+    (a bar's length is the share); where the bars differ more than ZOOM ×, a second panel zooms (linear) on the small
+    ones. With ``curves``: the image tokens' share along training on the same test items, mean over seeds, on a log
+    axis (positions, not lengths), each line named at its end. ``order``: the variants' order (the others after)."""
     variants = sorted(dict.fromkeys(df.variant), key=lambda v: list(order).index(v) if v in order else len(order))
     ends = [m + np.nan_to_num(h) for v in variants for k in MODALITY_INK
             for m, h in [mean_ci(runs_of(df, v)[f"tte_ratio_{k}"].dropna())]]
@@ -300,9 +297,7 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
             ax.plot(mean.index, mean.values, color=COLOURS[v], lw=1.4 if on else 2.4, ls="--" if on else "-", gid=v)
             drawn.append(mean)
             last[v] = (mean.index[-1], mean.values[-1])
-        ax.set_yscale("log")
-        ax.set_ylabel("image tokens' share (log scale)")
-        ax.set_xlabel("training step")
+        ax.set(yscale="log", ylabel="image tokens' share (log scale)", xlabel="training step")
         ax.set_title("image tokens along training (log scale;\na dashed line lies on a solid one)", fontsize=10)
         _end_labels(ax, last, COLOURS)
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
@@ -355,12 +350,11 @@ def _last_difference(heldout: pd.DataFrame, variants: list, metric: str) -> tupl
 
 def long_schedule(heldout: pd.DataFrame, train: pd.DataFrame, metric: str, metric_label: str, short_baseline: float,
                   confirm: pd.DataFrame | None = None):
-    """The long schedule (notebook 04): left, a held-out score at each kept snapshot, mean over seeds, with the
-    600-step baseline's mean dotted; right, the training loss per logged step, mean over seeds. The arms coincide, so
-    the first is drawn wide and pale and the second thin and dashed on top: both stay visible, and the left title
-    gives their paired difference at the last snapshot (and, given ``confirm``, the held-out curves of the same arms
-    on fresh seeds, the difference there: said, not drawn). A held-out score falling while the training loss still
-    falls is overfitting."""
+    """The long schedule (notebook 04): a held-out score per kept snapshot (the 600-step baseline's dotted) beside the
+    training loss, means over seeds: a held-out score falling while the loss still falls is overfitting. The arms
+    coincide, so the first is drawn wide and pale, the second thin and dashed on top, and the left title gives their
+    paired difference at the last snapshot (and, given ``confirm``'s fresh seeds, the difference there: said, not
+    drawn)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.0), layout="constrained")
     variants = list(dict.fromkeys(heldout.variant))
     styles = [dict(lw=4.5, alpha=0.45, marker="o", ms=9), dict(lw=1.6, ls="--", marker="s", ms=5, mfc="white")]
