@@ -167,12 +167,12 @@ rehearsal: setup
 	$(BIN)/python -m thesis_lib.full_scale.rehearsal --out build/rehearsal $(REHEARSAL_ARGS)
 
 # Redraw every figure (and, at the demo preset, the README's results block) from the stored results (no training),
-# and rewrite every measured figure the documents quote from benchmarks/measured.json (thesis_lib.study.pages.measured),
+# and rewrite every measured figure the documents quote from benchmarks/measured.json (thesis_lib.full_scale.measured),
 # then every figure the full-scale guide quotes from the recipe's computation (thesis_lib.full_scale.guide).
 figures: setup
 	$(BIN)/python -m thesis_lib.study.pages.figures --preset $(PRESET)
 	if [ "$(PRESET)" = demo ]; then $(BIN)/python -m thesis_lib.study.pages.report --preset demo --update-readme > /dev/null; fi
-	$(BIN)/python -m thesis_lib.study.pages.measured
+	$(BIN)/python -m thesis_lib.full_scale.measured
 	$(BIN)/python -m thesis_lib.full_scale.guide
 
 # JupyterLab on the notebooks, new notebooks on the kernel "Python (thesis-tte)"; --allow-root only where it is needed

@@ -1,7 +1,7 @@
 """The documents' figures against the code.
 
 Every measured figure README.md, BENCHMARKS.md and docs/*.md quote (a time, a count of tests or runs, a date, a
-machine) has one source, benchmarks/measured.json, which thesis_lib.study.pages.measured renders into the documents and
+machine) has one source, benchmarks/measured.json, which thesis_lib.full_scale.measured renders into the documents and
 tests/test_measured.py holds them to; every figure the full-scale guide computes (the run table, the days, a run's
 GPU-hours, the checkpoints' size) is thesis_lib.full_scale.guide's rendering of the recipe's code, held by
 tests/test_guide.py; the README's results block and docs/results.md are generated from results/ and
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from thesis_lib.study import SEEDS, grids
-from thesis_lib.study.pages import measured
+from thesis_lib.full_scale import measured
 
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 

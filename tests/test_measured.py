@@ -1,4 +1,4 @@
-"""thesis_lib.study.pages.measured: every measured figure README.md, BENCHMARKS.md and docs/*.md quote comes from
+"""thesis_lib.full_scale.measured: every measured figure README.md, BENCHMARKS.md and docs/*.md quote comes from
 benchmarks/measured.json (issue 45). The committed documents are current; a value changed in the data file, a key it
 lacks, a hand-edited code block, a figure quoted without a marker and a marker that begins a line each fail, naming
 the document; rendering twice changes nothing; the data file agrees with itself where one figure follows from others.
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from thesis_lib.paths import ROOT
-from thesis_lib.study.pages import measured
+from thesis_lib.full_scale import measured
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def copy_root(tmp_path) -> Path:
 
 
 def test_the_committed_documents_are_current():
-    """`python -m thesis_lib.study.pages.measured --check` passes: `make figures` renders the documents
+    """`python -m thesis_lib.full_scale.measured --check` passes: `make figures` renders the documents
     after a data edit."""
     problems = measured.check()
     assert not problems, "\n".join(problems)

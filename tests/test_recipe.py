@@ -398,7 +398,7 @@ def test_the_days_say_what_they_leave_out_with_the_measurements():
     """The assumption printed with the days (and quoted by the guide and BENCHMARKS.md): the GPU's goal beside the
     measured step, physical cores, SLURM's hyperthreads, the slower CPU measured, the storage's reads not modelled,
     the pilot as where to measure; the shards' size."""
-    from thesis_lib.study.pages.measured import load, value
+    from thesis_lib.full_scale.measured import load, value
     data = load()
     said = recipe.days_table()
     for quoted in (f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256",

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH, THESIS_STEPS_RUN, get_config
+from . import measured
 
 THESIS_HOURS, THESIS_GPUS = 6.9, 2   # its run's wall time and GPUs (TimCares/MasterThesis, docs/thesis/experiments/
 #                                      differences_to_unimodal_kd.typ), for 44,632 steps of 512 pairs
@@ -124,9 +125,8 @@ def workers(cores_per_gpu: int) -> int:
 def decode_rates() -> dict:
     """Measured images/s per CPU core (decode + both views) per image shape and decoder (``rates``), the command and
     the machine (``machine_name``): ``benchmarks/measured.json``'s ``data_path_shapes``."""
-    from ..study.pages.measured import load, value
-    data = load()
-    return {**data["data_path_shapes"], "machine_name": value(data, "data_path_shapes.machine.with_isa")}
+    data = measured.load()
+    return {**data["data_path_shapes"], "machine_name": measured.value(data, "data_path_shapes.machine.with_isa")}
 
 
 SHARDS_GB = 260    # the hub's shards of the mixture's CC3M + CC12M pairs: ≈ 140 + ≈ 120 GB (docs/full_scale.md, Disk)
@@ -134,15 +134,13 @@ SHARDS_GB = 260    # the hub's shards of the mixture's CC3M + CC12M pairs: ≈ 1
 
 @functools.cache
 def _measured() -> dict:
-    from ..study.pages.measured import load
-    return load()
+    return measured.load()
 
 
 def caveats(rates: dict | None = None) -> str:
     """What the pace leaves out, with the measurements that say so (``benchmarks/measured.json``): the GPU's goal
     beside its measured step, the cores per GPU as physical cores, the slower CPU measured, the storage's reads."""
-    from ..study.pages.measured import value
-    data, rates = _measured(), rates or decode_rates()
+    value, data, rates = measured.value, _measured(), rates or decode_rates()
     other, here = float(value(data, "data_path.pil")), float(rates["rates"]["coco"][DECODER])
     ratio = other / here
     said = "about half" if 0.4 <= ratio <= 0.6 else f"{ratio:.1f} ×"

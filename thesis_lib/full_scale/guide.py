@@ -6,7 +6,7 @@ a document marks each where it quotes it, and ``python -m thesis_lib.full_scale.
 from the computation (``make figures`` runs it after the measured figures, on which the days depend). ``--check``
 changes nothing and exits 1 listing every marked figure that differs from its computation or names no figure.
 
-Markers are HTML comments, as for the measured figures (``study.pages.measured``) but ``c:`` (computed): in prose
+Markers are HTML comments, as for the measured figures (``measured``) but ``c:`` (computed): in prose
 ``<!-- c:checkpoint.gb_baseline -->1.59<!-- /c -->``; a block (a table and the assumption below it) on lines of its
 own, a blank line inside each marker, so that the table renders as a table (the days, as the command prints them,
 in a fence: a comment inside a fence would show)::
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from thesis_lib.full_scale import cost, recipe
 from thesis_lib.paths import ROOT
-from thesis_lib.study.pages import measured
+from thesis_lib.full_scale import measured
 
 PAGES = ("docs/full_scale.md", "BENCHMARKS.md")
 SPAN = re.compile(r"<!-- c:([\w.-]+) -->(.*?)<!-- /c -->", re.S)

@@ -1,6 +1,6 @@
 """Every measured figure the documents quote, from one data file: ``benchmarks/measured.json``.
 
-``python -m thesis_lib.study.pages.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from
+``python -m thesis_lib.full_scale.measured`` rewrites each marked figure of README.md, BENCHMARKS.md and docs/*.md from
 the data file (``make figures`` runs it). ``--check`` changes nothing and exits 1 listing every marked figure that
 differs from the data file or names a key it lacks, every marker that begins a line, and every measured-looking figure
 left unmarked (a time such as ``12 min 22 s`` or ``1 h 40 min``, a count such as ``832 passed`` or ``833 tests``).
@@ -162,7 +162,7 @@ def command(argv, prog: str, description: str, check, write, current: str, sourc
 
 
 def main(argv: list[str] | None = None) -> int:
-    return command(argv, "python -m thesis_lib.study.pages.measured", __doc__.split("\n")[0], check, write,
+    return command(argv, "python -m thesis_lib.full_scale.measured", __doc__.split("\n")[0], check, write,
                    f"every measured figure the documents quote is current with {DATA}", str(DATA))
 
 
