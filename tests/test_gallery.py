@@ -80,7 +80,7 @@ def test_the_captions_marked_true_are_exactly_the_pictures_own(loaded, coco):
     assert (frame.mark[~frame.own] == frame.fits[~frame.own].map({True: "≈", False: "✗"})).all()
 
 
-def test_top1_wrong_is_100_minus_the_image_to_text_r1_the_evaluation_computed(loaded, coco, run):
+def test_top1s_wrong_share_is_100_minus_the_image_to_text_r1_the_evaluation_computed(loaded, coco, run):
     """The run's own evaluation (its result file) on one thread, and ``rank``'s argmax to within exact ties."""
     found = gallery.top1(loaded, coco)
     wrong, n = found["wrong"], found["pictures"]
