@@ -120,10 +120,14 @@ def retrievals(loaded: Loaded, test: TestSet, n: int = 6, *, pictures=None, k: i
     the whole set (``rank``'s, best first) and the picture's own, a row each: ``picture``, ``kind`` (retrieved, own),
     ``rank`` (retrieved: its place; own: 1 + how many of all captions score higher, so one tied with the top is 1),
     ``mark`` (``MARKS``), ``cosine``, ``caption``, ``own`` (the picture's own caption), ``fits`` (names nothing the
-    picture lacks) and ``caption_id``. ``embedded``: ``embed``'s (else embedded here)."""
+    picture lacks) and ``caption_id``. ``embedded``: ``embed``'s, where the caller has it."""
     pictures = picks(n, len(test.files)) if pictures is None else list(pictures)
-    img, txt = embedded or embed(loaded, test)
-    img = img[pictures]
+    if embedded:
+        img, txt = embedded[0][pictures], embedded[1]
+    else:                                                  # only the chosen pictures encoded, every caption
+        held = test.retrieval
+        chosen = held.images[pictures] if isinstance(held.images, torch.Tensor) else [held.images[p] for p in pictures]
+        img, txt = loaded.encode_image(chosen), loaded.encode_text(held.tokens)
     _, top = rank(img, txt, k)
     sims = img.float() @ txt.to(img.device).float().T                        # rank's similarities
     rows = []
