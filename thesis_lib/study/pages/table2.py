@@ -103,8 +103,8 @@ def _seeds_to_decide(diffs: list, margin: float) -> str:
 
 def all_long(params) -> pd.DataFrame:
     """The runs of every long-schedule design with the TTE' (the record, seeds 1-8; the confirmation, seeds 9-40)."""
-    frames = [results.design_frame(params, d) for d in (THESIS_LR_SUM, designs.THESIS_LR_SUM_CONFIRM)]
-    return pd.concat([f for f in frames if len(f)], ignore_index=True) if any(len(f) for f in frames) else frames[0]
+    frames = [f for d in (THESIS_LR_SUM, designs.THESIS_LR_SUM_CONFIRM) if len(f := results.design_frame(params, d))]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def pilot_sentence(params) -> str:
