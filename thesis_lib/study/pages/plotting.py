@@ -35,6 +35,7 @@ ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoo
 
 
 def finite(*values) -> np.ndarray:
+    """The values (scalars or arrays, None skipped) as one flat float array, nan and ±inf dropped."""
     x = np.asarray([v for v in values if v is not None], dtype=float).ravel()
     return x[np.isfinite(x)]
 
