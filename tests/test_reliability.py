@@ -29,6 +29,7 @@ from thesis_lib.data.datasets import load_karpathy_split, open_image
 from thesis_lib.data.tokenizer import CaptionTokenizer, check_tokenizer
 from thesis_lib.models.checkpoints import load_data2vec2_image, torch_load
 from thesis_lib.study.runs import study_params
+from thesis_lib.training.results import read_jsonl
 from thesis_lib.training.run import main, resolve_device
 
 CLI = [sys.executable, "-m", "thesis_lib.training.run", "--preset", "smoke", "--no-progress"]
@@ -191,8 +192,8 @@ def test_kill_at_a_random_step_and_resume_gives_the_uninterrupted_result(tmp_pat
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
-        lines = (run_dir / "metrics.jsonl").read_text().splitlines() if (run_dir / "metrics.jsonl").exists() else []
-        if lines and json.loads(lines[-1])["step"] >= kill_at:
+        rows = read_jsonl(run_dir / "metrics.jsonl")                  # the row being written may be torn
+        if rows and rows[-1]["step"] >= kill_at:
             break
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
@@ -304,6 +305,13 @@ def test_a_resume_refuses_a_training_curve_cut_short(tmp_path):
     curve.write_text(curve.read_text().splitlines(keepends=True)[0])    # a curve cut by a kill mid-rewrite
     with pytest.raises(ResultConflictError, match="does not reach the checkpoint's step 6"):
         run_experiment("smoke", "baseline", 0, out, resume=True)
+
+
+def test_a_training_log_read_while_a_row_is_being_written_gives_its_complete_rows(tmp_path):
+    curve = tmp_path / "metrics.jsonl"
+    curve.write_text('{"step": 5, "loss": 1.0}\n{"step": 10, "loss": 0.9}\n{"step": 15, "lo')
+    assert [r["step"] for r in read_jsonl(curve)] == [5, 10]
+    assert read_jsonl(tmp_path / "none.jsonl") == []
 
 
 def test_a_full_disk_during_a_checkpoint_is_one_clear_error_and_leaves_no_temporary(tmp_path, monkeypatch):
