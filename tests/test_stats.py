@@ -153,3 +153,12 @@ def test_seeds_at_the_observed_difference_are_the_smallest_n_with_the_power():
     solved = TTestPower().solve_power(effect_size=abs(effect) / sd, alpha=0.05, power=0.8, alternative="two-sided")
     assert need["different"] == math.ceil(solved)
     assert seeds_at_observed(0.3, sd, margin)["equivalent"] is None    # outside the margin: never equivalent
+
+
+def test_seeds_to_decide_counts_up_to_ten_thousand_and_says_none_beyond():
+    """Doubling from 2 passes 8,192 straight to 16,384: a claim needing 8,193-10,000 seeds still gets its count."""
+    n = stats.seeds_to_decide(0.0, 32.4, 1.0)
+    assert 8_192 < n <= 10_000
+    assert stats.tost_power(n - 1, 0.0, 32.4, 1.0) < 0.8 <= stats.tost_power(n, 0.0, 32.4, 1.0)
+    assert stats.seeds_to_decide(0.0, 35.0, 1.0) is None
+    assert stats.tost_power(10_000, 0.0, 35.0, 1.0) < 0.8

@@ -201,16 +201,22 @@ def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPH
         return None
     if margin and abs(effect) < margin:
         a = alpha if tost_alpha is None else tost_alpha
-        lo, hi = 2, 2
-        while tost_power(hi, 0.0, sd, margin, a) < 0.8:       # doubling, then bisection: power rises with n
-            lo, hi = hi, hi * 2
-            if hi > 10_000:
-                return None
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (mid + 1, hi) if tost_power(mid, 0.0, sd, margin, a) < 0.8 else (lo, mid)
-        return hi
+        return _fewest_seeds(lambda n: tost_power(n, 0.0, sd, margin, a))
     return seeds_for_power(effect, sd, alpha)
+
+
+def _fewest_seeds(power, most: int = 10_000):
+    """The fewest seeds n in [2, ``most``] with ``power(n)`` ≥ 80 % (power rises with n), None beyond ``most``:
+    doubling up to ``most``, then bisection."""
+    lo, hi = 2, 2
+    while power(hi) < 0.8:
+        if hi == most:
+            return None
+        lo, hi = hi + 1, min(hi * 2, most)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if power(mid) < 0.8 else (lo, mid)
+    return hi
 
 
 def seeds_at_observed(effect: float, sd: float, margin: float) -> dict:
@@ -219,7 +225,7 @@ def seeds_at_observed(effect: float, sd: float, margin: float) -> dict:
     ± ``margin`` (None when |effect| ≥ margin or beyond 10,000), "different": the paired t-test's to show it ≠ 0}."""
     equivalent = None
     if sd > 0 and margin and abs(effect) < margin:
-        equivalent = next((n for n in range(2, 10_001) if tost_power(n, effect, sd, margin) >= 0.8), None)
+        equivalent = _fewest_seeds(lambda n: tost_power(n, effect, sd, margin))
     return {"equivalent": equivalent, "different": seeds_for_power(effect, sd)}
 
 
