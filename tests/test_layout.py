@@ -163,6 +163,15 @@ def test_a_preset_is_read_by_its_fields_not_branched_on_by_name():
     assert not hits, hits
 
 
+def test_the_layerscale_initial_value_is_resolved_only_by_the_config():
+    """γ starts at the variant's own value or the configured default: ``ModelConfig.tte`` applies that rule, and every
+    other module reads its ``gamma_init`` instead of the default knob."""
+    hits = [f"{p.relative_to(ROOT)}:{node.lineno}" for p in PACKAGE.rglob("*.py") if p.name != "config.py"
+            for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, ast.Attribute) and node.attr == "tte_layer_scale"]
+    assert not hits, hits
+
+
 MARKDOWN = re.compile(r"[\w./-]+\.md\b")
 WRITTEN_BY_THE_CODE = {"gpu.md"}                          # benchmarks/gpu.py's output
 

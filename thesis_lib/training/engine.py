@@ -134,11 +134,11 @@ def adamw_drift(t: TrainConfig, grad_scales=(1e-7, 1e-5, 1e-3, 1.0), steps: int 
     """How far ``steps`` steps of the optimiser as configured (``make_optimizer``: AdamW, its schedule, no decay on a
     vector) move a LayerScale vector γ (``width`` channels at ``init``) under gradients of each scale, of a fixed
     sign per channel and a size drawn in [0.5, 1.5] × scale per step: the mean |Δγ| per channel, and it over the
-    summed learning rates (``init``: None, the configured ``ModelConfig.tte_layer_scale``). Adam divides by the
+    summed learning rates (``init``: None, the configured γ's, ``ModelConfig.tte``). Adam divides by the
     gradient's own running scale, so once the gradient is well above ``eps`` the drift is about one learning rate
     per step however small it is (Kingma & Ba 2015, arXiv:1412.6980, §2.1): γ leaving its initial value says
     nothing about whether the TTE is useful (notebook 04's ablation)."""
-    out, init = {}, ModelConfig().tte_layer_scale if init is None else init
+    out, init = {}, ModelConfig().tte.gamma_init if init is None else init
     for scale in grad_scales:
         gamma = torch.nn.Parameter(torch.full((width,), init))
         opt, sched = make_optimizer(torch.nn.ParameterList([gamma]), t, world_size=1)

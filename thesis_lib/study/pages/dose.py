@@ -15,7 +15,6 @@ import pandas as pd
 
 from thesis_lib.config import get_config
 from thesis_lib.metrics import PRIMARY, label
-from thesis_lib.variants import VARIANT_SPECS
 from .. import grids, results
 from ..reference import AFTER, Claim, vs
 from ..claims import designs
@@ -34,8 +33,7 @@ def _claims(variant: str) -> dict:
 def regimes(params) -> list[tuple[str, pd.DataFrame, str]]:
     """(label, results frame, the TTE variant) of every regime with stored runs, in order of training budget."""
     short = study_frame(params, grids.DOSE_ARMS + grids.BUDGET[1:])
-    default = get_config(params.preset).model.tte_layer_scale
-    inits = {v: VARIANT_SPECS[v].layerscale_init or default for v in grids.DOSE}
+    inits = {v: get_config(params.preset, v).model.tte.gamma_init for v in grids.DOSE}
     out = [(f"600 steps, γ init {inits[v]:g}", short, v) for v in grids.DOSE]
     out.append(("600 steps, the thesis's budget for the TTE (seeds 0-3)", short, grids.BUDGET[1]))
     out.append(("600 steps, the thesis's budget for the TTE (seeds 4-23)",
