@@ -66,7 +66,8 @@ def claim_rows(df: pd.DataFrame, claims) -> list[dict]:
                          "margin": margin, "levels": levels,
                          # the thesis's effect in the claim's direction: "removing the TTE' costs" is −|effect|
                          "thesis": None if rel is None else claim.direction * abs(rel) * control,
-                         "family_size": sizes[claim.family]})
+                         # the level the seeds to decide are counted at: the family's strictest Holm level
+                         "decide_alpha": levels[0] / sizes[claim.family] if primary else levels[0]})
     for family in families:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
         for r, p in zip(members, holm([r["test"].p for r in members], family=sizes[family])):
@@ -111,7 +112,7 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     out = []
     for r in claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], margin_digits(r["margin"])
-        sig, tost = r["levels"]
+        tost = r["levels"][1]
         out.append({"claim": c.text, "family": c.family, "metric": label(r["metric"]),
                     "role": "primary" if r["primary"] else "secondary",
                     "difference (95 % CI)": fmt(t.mean, t.half95, digits),
@@ -122,8 +123,8 @@ def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
                     else "{:.2g} × [{:.2g}, {:.2g}]".format(*r["ratio"]), "seeds": t.n,
                     "p (Holm, family)": fmt_p(r["p_adjusted"]) if r["primary"] else None,
                     "p (unadjusted)": fmt_p(t.p), "verdict": r["words"] if r["primary"] else f"({r['words']})",
-                    "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, sig / r["family_size"] if r["primary"]
-                                                              else sig, tost)) if v == "undecided" else "–",
+                    "seeds to decide": fmt_seeds(seeds_needed(t, margin or 0.0, r["decide_alpha"], tost))
+                    if v == "undecided" else "–",
                     "_p_holm": r["p_adjusted"] if r["primary"] else math.nan, "_p_unadjusted": t.p})
     return pd.DataFrame(out)
 

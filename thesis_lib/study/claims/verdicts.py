@@ -159,9 +159,8 @@ def conclusions(df: pd.DataFrame, family: str) -> list[str]:
         line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
                 f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
         if r["verdict"] == "undecided":
-            sig, tost = r["levels"]
-            line += (f"; {fmt_seeds(seeds_needed(t, r['margin'] or 0.0, sig / r['family_size'], tost))} "
-                     "seeds would decide it")
+            need = seeds_needed(t, r["margin"] or 0.0, r["decide_alpha"], r["levels"][1])
+            line += f"; {fmt_seeds(need)} seeds would decide it"
         lines.append(line)
     return lines
 
@@ -243,11 +242,11 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
                               sum(base[s] for s in row["seeds"][:n]) / n)
               for n in design.looks if n <= len(row["seeds"])]
     values = dict(zip(row["seeds"], row["diffs"]))
-    sig, tost = row["levels"]
+    level, tost = row["decide_alpha"], row["levels"][1]
     return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates, "worst": worst,
             "moving_margin": (min(moving), max(moving)),
-            "robust": fmt_seeds(robust_seeds_needed(row["diffs"], margin, sig / row["family_size"], tost)),
-            "normal": fmt_seeds(seeds_needed(t, margin, sig / row["family_size"], tost)),
+            "robust": fmt_seeds(robust_seeds_needed(row["diffs"], margin, level, tost)),
+            "normal": fmt_seeds(seeds_needed(t, margin, level, tost)),
             "outliers": outlying_seeds(values)}
 
 

@@ -49,8 +49,7 @@ def _would_decide(r: dict) -> str:
     """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a
     robust SD (with the seeds lying far out), as docs/results.md gives them, and to show equivalence if it is the
     measured one."""
-    t, (sig, tost) = r["test"], r["levels"]
-    level = sig / r["family_size"]
+    t, level, tost = r["test"], r["decide_alpha"], r["levels"][1]
     normal = fmt_seeds(seeds_needed(t, r["margin"], level, tost)).split()[0]
     robust = fmt_seeds(robust_seeds_needed(r["diffs"], r["margin"], level, tost))
     far = outlying_seeds(dict(zip(r["seeds"], r["diffs"])))
