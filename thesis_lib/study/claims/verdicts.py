@@ -178,8 +178,7 @@ def run_sequential(params) -> dict:
     claim = sequential_claim(design)
     for k, n in enumerate(design.looks_for(params.preset)):
         run_grid(dataclasses.replace(params, seeds=tuple(range(n))), claim.arms_variants)
-        df = results_frame(dataclasses.replace(params, seeds=tuple(sorted({*range(n), *params.seeds}))),
-                           grids.CLAIMED)
+        df = results_frame(params, grids.CLAIMED, seeds={*range(n), *params.seeds})
         row = next(r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
         if row["verdict"] != "undecided":
