@@ -73,23 +73,18 @@ def eq_label(levels: list[str], notes: dict | None = None) -> str:
     return f"thick bar: the interval read for equivalence, {level}"
 
 
-def _num(value) -> float:
-    """A frame cell as a float: nan for None, a missing column or anything not a number."""
-    try:
-        return math.nan if value is None else float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _row(r) -> dict:
     """One (comparison, metric) row as numbers. ``eq``: the half-width of the interval the equivalence verdict reads,
     ``half_eq`` where the frame has it (at ``eq_level``), else ``half90`` (the TOST's, at 90 %); nan where the row has
     no margin to be equivalent within."""
-    out = {k: _num(r.get(k)) for k in ("mean", "half95", "margin", "thesis")}
+    def num(k):                                        # a cell as a number; nan: None, a missing column, "–"
+        return pd.to_numeric(r.get(k), errors="coerce")
+
+    out = {k: num(k) for k in ("mean", "half95", "margin", "thesis")}
     out["diffs"] = finite(*np.atleast_1d(r["diffs"]))
-    eq, level = _num(r.get("half_eq")), r.get("eq_level")
+    eq, level = num("half_eq"), r.get("eq_level")
     if not np.isfinite(eq):
-        eq, level = _num(r.get("half90")), EQ_LEVEL
+        eq, level = num("half90"), EQ_LEVEL
     has_margin = np.isfinite(out["margin"]) and out["margin"] > 0
     out["eq"] = eq if has_margin else math.nan
     out["eq_level"] = level if isinstance(level, str) and level else EQ_LEVEL
