@@ -165,7 +165,8 @@ def secondary_rows(df: pd.DataFrame, claims) -> pd.DataFrame:
 def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
     """The baseline at the thesis's summed learning rate beside the 600-step baseline (the study's seeds 0-3), mean ±
     95 % CI over seeds, on the headline metrics."""
-    regimes = {f"baseline, {_steps(params)} steps (seeds {_span(df, BASELINE)})": df,
+    seeds = ", ".join(map(str, sorted(results.runs_of(df, BASELINE).seed))) or "none"
+    regimes = {f"baseline, {_steps(params)} steps (seeds {seeds})": df,
                "baseline, 600 steps (seeds 0-3)": study_frame(params, (BASELINE,))}
     return pd.concat([summary(frame, (BASELINE,), HEADLINE).set_axis([name])
                       for name, frame in regimes.items()]).rename_axis("run")
@@ -173,11 +174,6 @@ def baseline_rows(params, df: pd.DataFrame) -> pd.DataFrame:
 
 def _steps(params) -> str:
     return f"{designs.long_steps(params.preset):,}"
-
-
-def _span(df, variant) -> str:
-    seeds = sorted(results.runs_of(df, variant).seed)
-    return ", ".join(map(str, seeds)) if seeds else "none"
 
 
 def curve_rows(params, design=THESIS_LR_SUM) -> pd.DataFrame:
