@@ -50,13 +50,13 @@ def zoom_edge(reaches) -> float | None:
     return reach[max(range(len(reach) - 1), key=lambda i: reach[i + 1] / reach[i])]
 
 
-def save(fig, folder: Path, name: str) -> list[Path]:
+def save(fig, folder: Path, name: str) -> None:
+    """``fig`` as ``name``.png and .pdf in ``folder``, without the dates and versions that would change their bytes."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight", metadata={"Software": None})
-    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None, "Producer": None, "Creator": None})
-    return paths
+    fig.savefig(folder / f"{name}.png", dpi=150, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(folder / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None, "Producer": None,
+                                                                       "Creator": None})
 
 
 # ------------------------------------------------------------------------------------------ notation chapter
