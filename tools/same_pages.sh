@@ -29,7 +29,10 @@ draw "$PWD" "$work/new"
 sed -i "$MOVED" "$work/old/README.block.md" "$work/old/results.drawn.md"
 status=0
 for f in README.block.md results.drawn.md; do
-  cmp -s "$work/old/$f" "$work/new/$f" && echo "same   $f" || { echo "DIFFER $f"; diff "$work/old/$f" "$work/new/$f" | head -20; status=1; }
+  if cmp -s "$work/old/$f" "$work/new/$f"; then echo "same   $f"; continue; fi
+  echo "DIFFER $f"; status=1
+  diff "$work/old/$f" "$work/new/$f" > "$work/$f.diff" || true          # (a difference must not end the script)
+  head -20 "$work/$f.diff"
 done
 files() { (cd "$1" && find . -name '*.png' -o -name '*.pdf' | sort); }     # every figure, PNG and PDF
 old=$(files "$work/old/figures"); new=$(files "$work/new/figures")
