@@ -96,6 +96,18 @@ def test_tost_power_equals_a_simulation(n, effect, margin):
     assert tost_power(n, effect, 1.0, margin) == pytest.approx(simulated, abs=0.005)
 
 
+@pytest.mark.parametrize("n", [500, 1000, 4096, 10_000])
+def test_tost_power_at_hundreds_to_thousands_of_seeds_equals_a_simulation(n):
+    """The seeds to decide search up to 10,000: there the mean is N(effect, sd/√n) and (n − 1)s²/sd² is χ²(n − 1),
+    drawn directly (two numbers per trial, not n)."""
+    rng = np.random.default_rng(n)
+    for effect, sd, margin in ((-0.146, 0.2533, 0.174), (0.0, 32.4, 1.0), (0.05, 3.0, 0.3)):
+        m = rng.normal(effect, sd / math.sqrt(n), 400_000)
+        h = sps.t.ppf(0.95, n - 1) * sd * np.sqrt(rng.chisquare(n - 1, 400_000) / (n - 1)) / math.sqrt(n)
+        simulated = ((m - h > -margin) & (m + h < margin)).mean()
+        assert tost_power(n, effect, sd, margin) == pytest.approx(simulated, abs=0.005), (effect, sd, margin)
+
+
 @pytest.mark.parametrize("n,effect,margin", [(32, -0.36, 0.865), (32, 0.0, 0.865), (8, 0.3, 1.0), (20, -0.2, 0.5)])
 def test_p_equivalent_equals_a_simulation_with_scipys_ttest(n, effect, margin):
     """The verdict *equivalent*: the TOST passes and scipy's paired t-test (one-sample on the differences) does not
@@ -122,7 +134,9 @@ def test_tost_power_is_the_integral_over_scipy_stats_distributions_bit_for_bit()
             width = margin - crit * s / math.sqrt(n)
             return 0.0 if width <= 0 else (sps.norm.cdf((width - effect) / se) - sps.norm.cdf((-width - effect) / se)
                                            ) * sps.chi2.pdf(q, df)
-        return float(integrate.quad(given, 0, df * (margin * math.sqrt(n) / (crit * sd)) ** 2, limit=200)[0])
+        top = df * (margin * math.sqrt(n) / (crit * sd)) ** 2
+        lo, hi = sps.chi2.ppf(1e-15, df), min(top, sps.chi2.isf(1e-15, df))
+        return float(integrate.quad(given, lo, hi, limit=200)[0]) if hi > lo else 0.0
 
     rng = np.random.default_rng(0)
     for n, effect, sd, margin in [(int(rng.integers(2, 60)), float(rng.choice([0.0, rng.uniform(-0.5, 0.5)])),
