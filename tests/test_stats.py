@@ -162,3 +162,16 @@ def test_seeds_to_decide_counts_up_to_ten_thousand_and_says_none_beyond():
     assert stats.tost_power(n - 1, 0.0, 32.4, 1.0) < 0.8 <= stats.tost_power(n, 0.0, 32.4, 1.0)
     assert stats.seeds_to_decide(0.0, 35.0, 1.0) is None
     assert stats.tost_power(10_000, 0.0, 35.0, 1.0) < 0.8
+
+
+def test_the_robust_counts_interval_is_over_every_bootstrap_resample():
+    """Of four seeds, a fifth of the resamples have a MAD of 0: the exact bootstrap law (all 4⁴ resamples) puts the
+    2.5 % end there (two seeds decide), and the 97.5 % end where the law does, not where the resamples left give it."""
+    import itertools
+    d = np.array([-0.30, -0.05, 0.10, 0.20])
+    law = np.sort([stats.robust_sd(d[list(i)]) for i in itertools.product(range(4), repeat=4)])
+    assert np.mean(law == 0) > 0.2
+    ours = stats.robust_seeds_needed(d, 0.174, boot=4000)
+    need = lambda q: stats.seeds_to_decide(float(np.median(d)), float(np.quantile(law, q)), 0.174)  # noqa: E731
+    assert ours["low"] == 2 and need(0.96) <= ours["high"] <= need(0.99)
+    assert stats.robust_seeds_needed([0.1, 0.1, 0.1, 0.5], 0.174)["seeds"] == 2              # no spread at all
