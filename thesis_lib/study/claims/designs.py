@@ -216,8 +216,9 @@ def confirm_power(params) -> dict:
     """The confirmation's power, from the 8-seed record (``THESIS_LR_SUM``'s "helps" differences on the primary
     metric): the paired TOST's P(inside the margin), so the verdict equivalent or trivial, with
     ``THESIS_LR_SUM_CONFIRM``'s n at its margin if the true difference is 0, and if it is the record's mean, at 5 %
-    and at Holm's first level (2.5 %, two claims); and P(equivalent), the TOST passing at 5 % with the t-test not
-    significant at an unadjusted 5 % (``tost_power``'s ``not_significant_at``), at 0 and at the record's mean."""
+    (the rule's) and, were the TOST read at Holm's first level too (2.5 %, two claims; the rule applies Holm to
+    significance only), at 2.5 %; and P(equivalent), the TOST passing at 5 % with the t-test not significant at an
+    unadjusted 5 % (``tost_power``'s ``not_significant_at``), at 0 and at the record's mean."""
     diffs = list(contrast_values(design_frame(params, THESIS_LR_SUM), LONG_HELPS.contrast, PRIMARY).values())
     n, m = len(THESIS_LR_SUM_CONFIRM.seeds_for(params.preset)), margin(THESIS_LR_SUM_CONFIRM)
     if len(diffs) < 2:
@@ -239,7 +240,8 @@ def fmt_power(p: dict) -> str:
             f"true difference is 0 (equivalent {p['equivalent_at_0']:.2f}), {p['power_at_record']:.2f} at 5 % "
             f"(equivalent {p['equivalent_at_record']:.2f}, trivial "
             f"{p['power_at_record'] - p['equivalent_at_record']:.2f}; significance at an unadjusted 5 %) and "
-            f"{p['power_at_record_holm']:.2f} at Holm's 2.5 % if it is the record's {p['record_mean']:+.3f}")
+            f"{p['power_at_record_holm']:.2f} were the TOST read at Holm's 2.5 % (the rule reads it at 5 %) if it is "
+            f"the record's {p['record_mean']:+.3f}")
 
 
 def pilot_baseline_coco(params) -> tuple[float, float] | None:
