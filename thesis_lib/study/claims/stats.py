@@ -154,13 +154,13 @@ def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float
     underflows to nan."""
     if not (abs(effect) > 0) or not (sd > 0):
         return None
-    for n in range(2, max_n + 1):
+
+    def power_at(n):
         df, nc = n - 1, abs(effect) / (sd / math.sqrt(n))
         crit = sps.t.ppf(1 - alpha / 2, df)
-        upper, lower = sps.nct.sf(crit, df, nc), sps.nct.cdf(-crit, df, nc)
-        if np.nan_to_num(upper) + np.nan_to_num(lower) >= power:
-            return n
-    return None
+        return np.nan_to_num(sps.nct.sf(crit, df, nc)) + np.nan_to_num(sps.nct.cdf(-crit, df, nc))
+
+    return _fewest_seeds(power_at, power, max_n)
 
 
 def tost_power(n: int, effect: float, sd: float, margin: float, alpha: float = ALPHA,
@@ -208,17 +208,17 @@ def seeds_to_decide(effect: float, sd: float, margin: float, alpha: float = ALPH
     return seeds_for_power(effect, sd, alpha)
 
 
-def _fewest_seeds(power, most: int = 10_000):
-    """The fewest seeds n in [2, ``most``] with ``power(n)`` ≥ 80 % (power rises with n), None beyond ``most``:
-    doubling up to ``most``, then bisection."""
+def _fewest_seeds(power_at, power: float = 0.8, most: int = 10_000):
+    """The fewest seeds n in [2, ``most``] with ``power_at(n)`` ≥ ``power`` (power rises with n), None beyond
+    ``most``: doubling up to ``most``, then bisection."""
     lo, hi = 2, 2
-    while power(hi) < 0.8:
+    while power_at(hi) < power:
         if hi == most:
             return None
         lo, hi = hi + 1, min(hi * 2, most)
     while lo < hi:
         mid = (lo + hi) // 2
-        lo, hi = (mid + 1, hi) if power(mid) < 0.8 else (lo, mid)
+        lo, hi = (mid + 1, hi) if power_at(mid) < power else (lo, mid)
     return hi
 
 
