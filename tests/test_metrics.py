@@ -35,6 +35,18 @@ def test_chance_is_what_a_random_ranking_scores():
     assert METRICS["flickr_itm_acc"].chance() == 50.0 and METRICS["coco_mean"].chance() is None
 
 
+def test_chance_on_a_test_set_smaller_than_k_is_every_item_found():
+    """k at or beyond the candidates: the top k holds them all (100 %, not k / n above it, nor a division by 0)."""
+    for n_img, per in ((8, 5), (2, 5), (1, 5), (3, 1)):
+        sizes = {"coco": (n_img, n_img * per)}
+        for k in (1, 5, 10):
+            exact_tr = 100.0 if k >= n_img * per else 100 * (1 - math.comb(n_img * per - per, k)
+                                                             / math.comb(n_img * per, k))
+            assert math.isclose(METRICS[f"coco_tr@{k}"].chance(sizes), exact_tr)
+            assert METRICS[f"coco_ir@{k}"].chance(sizes) == 100 * min(k, n_img) / n_img
+        assert METRICS["coco_mean"].chance(sizes) <= 100
+
+
 def test_chance_levels_of_evaluation_come_from_the_registry():
     from thesis_lib.data.eval_sets import RetrievalSet, ZeroShotSet
     from thesis_lib.evaluation import chance_levels

@@ -71,7 +71,7 @@ class Metric:
         if self.kind == "accuracy":
             return 100 * min(self.k, other) / other                 # other: the classes
         tr = [100 * (1 - _none_in_top(other, other / images, k)) for k in (1, 5, 10)]
-        ir = [100 * k / images for k in (1, 5, 10)]
+        ir = [100 * min(k, images) / images for k in (1, 5, 10)]
         if self.kind == "recall mean":
             return (sum(tr) + sum(ir)) / 6
         return (tr if self.kind == "text recall" else ir)[(1, 5, 10).index(self.k)]
@@ -80,7 +80,7 @@ class Metric:
 def _none_in_top(n: int, good: float, k: int) -> float:
     """P(no relevant item among the first k of a random ranking of n items with ``good`` relevant ones)."""
     p = 1.0
-    for i in range(k):
+    for i in range(min(k, n)):                   # k ≥ n: the whole ranking is the top
         p *= max(0.0, (n - good - i) / (n - i))
     return p
 
