@@ -15,6 +15,8 @@ def test_phi_is_pearsons_r_of_the_hits():
     b = np.where(rng.random(500) < 0.7, a, rng.random(500) < 0.6)
     assert ia.phi(torch.tensor(a), torch.tensor(b)) == pytest.approx(np.corrcoef(a, b)[0, 1])
     assert math.isnan(ia.phi(torch.ones(5, dtype=torch.bool), torch.tensor(a[:5])))
+    same = [ia.phi(x, x) for x in torch.rand(200, 1714, generator=torch.Generator().manual_seed(0)) < 0.6]
+    assert max(same) == 1.0 and ia.phi(torch.tensor(a), ~torch.tensor(a)) == -1.0   # rounding held to [−1, 1]
 
 
 @pytest.mark.parametrize("share", [0.0, 0.5, 0.9])

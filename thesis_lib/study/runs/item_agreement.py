@@ -4,8 +4,9 @@ independent samples of the test set: their difference has the variance
 
     Var(p̂_a − p̂_b) = [p_a(1 − p_a) + p_b(1 − p_b) − 2 φ √(p_a(1 − p_a) p_b(1 − p_b))] / n,
 
-so the independent-samples SE (φ = 0) is an upper bound, √(1 − φ) times the paired one where p_a ≈ p_b (the
-variance of a difference of correlated proportions; McNemar 1947, *Psychometrika* 12(2)). ``verdicts.thesis_noise``
+so where p_a ≈ p_b the paired SE is √(1 − φ) times the independent-samples one (φ = 0): smaller when the models
+agree item by item (φ > 0), larger when they disagree (the variance of a difference of correlated proportions;
+McNemar 1947, *Psychometrika* 12(2)). ``verdicts.thesis_noise``
 carries the φ measured here between paired demo variants to the thesis's single runs.
 """
 from __future__ import annotations
@@ -38,12 +39,13 @@ def item_hits(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
 
 
 def phi(a: torch.Tensor, b: torch.Tensor) -> float:
-    """The φ coefficient of two hit vectors (Pearson's r of 0/1 values); nan where either is constant."""
+    """The φ coefficient of two hit vectors (Pearson's r of 0/1 values, held in [−1, 1] against rounding: a model
+    against itself gave 1 + 2e-16, and √(1 − φ) then failed); nan where either is constant."""
     x, y = a.double(), b.double()
     sx, sy = x.std(unbiased=False).item(), y.std(unbiased=False).item()
     if sx == 0 or sy == 0:
         return math.nan
-    return float(((x - x.mean()) * (y - y.mean())).mean().item() / (sx * sy))
+    return min(1.0, max(-1.0, float(((x - x.mean()) * (y - y.mean())).mean().item() / (sx * sy))))
 
 
 def agreement(hits_a: dict, hits_b: dict) -> dict:
