@@ -66,7 +66,8 @@ def claim_rows(df: pd.DataFrame, claims) -> list[dict]:
                          "margin": margin, "levels": levels,
                          # the thesis's effect in the claim's direction: "removing the TTE' costs" is −|effect|
                          "thesis": None if rel is None else claim.direction * abs(rel) * control,
-                         # the level the seeds to decide are counted at: the family's strictest Holm level
+                         # the level its seeds to decide are counted at: the family's strictest Holm level
+                         # (a secondary metric, which decides nothing: unadjusted)
                          "decide_alpha": levels[0] / sizes[claim.family] if primary else levels[0]})
     for family in families:
         members = [r for r in rows if r["primary"] and r["claim"].family == family]
