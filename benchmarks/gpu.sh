@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The GPU command, for a GPU host with no package index. One call of at most 10 minutes (benchmarks/gpu.py; its
-# --budget is 540 s less this set-up), its sections in order, each under its own budget (expected on an H100, budget):
-#   peak matmul (~5 s, 15) | step batch 256 and 512 eager, peak memory; 512 out of memory is recorded, not accumulated
-#   (~25 s each, 40) | data path (~10 s, 20) | data loader: webdataset shards, 8 workers, pairs/s beside the step's
-#   (~25 s, 40) | cuda tests: pytest -m cuda tests/test_cuda.py (~25 s, 50) | demo assets: the world (~50 s, 60) |
-#   demo run: results/demo/baseline/seed0 trained on the GPU, metrics vs the committed CPU ones within the declared
-#   tolerance (~45 s, 80) | step batch 256 and 512 compiled (~60 s each, 70 up to 140 with time left over).
+# --budget is 540 s less this set-up), its sections in order, each under its own budget (measured on a bare H100
+# host, budget): peak matmul (3 s, 15) | step batch 256 and 512 eager, peak memory; 512 out of memory is recorded, not
+# accumulated (11 and 7 s, 25 each) | data path (7 s, 20) | data loader: webdataset shards, 8 workers, pairs/s beside
+# the step's (17-21 s, 40) | cuda tests: pytest -m cuda tests/test_cuda.py (16-18 s, 40) | demo assets: the world and
+# the demo's pretraining (65 s, 120) | demo run: results/demo/baseline/seed0 trained on the GPU, metrics vs the
+# committed CPU ones within the declared tolerance (31-33 s, 80) | step batch 256 and 512 compiled (30-39 s, 60 each
+# up to 140 with time left over).
 # Optionally a second call: `bash benchmarks/gpu.sh --only-notebook --merge FIRST/gpu.json` (notebook 03 on the GPU).
 # Results: ${OUT:-build/gpu}/gpu.{json,md}, rewritten after every section, and demo_run/ (the run's result, curve).
 #   bash benchmarks/gpu.sh --rehearsal [ARGS]   instead: the full-scale path in miniature (make rehearsal's, on the GPU;
