@@ -82,6 +82,20 @@ def test_thesis_noise_pairs_and_carries_on_the_logit_scale():
         sd * 0.663 * 0.337 / (base * (1 - base)), abs=0.006)
 
 
+def test_thesis_noise_at_full_agreement_calls_a_difference_infinitely_many_paired_ses():
+    """φ = 1 (two models that agree on every item, e.g. one against itself) leaves a paired SE of 0: a difference is
+    then ±inf SEs and no difference nan, not a ZeroDivisionError."""
+    df = frame(0.0, (0.0, 0.2, -0.2, 0.1), ("tte_before", "tte_after", "tte_after_ls"))
+    table = verdicts.thesis_noise(df, agreement={"coco_mean": 1.0})
+    coco = table[table.metric == "COCO retrieval"]
+    d = coco.difference.to_numpy()
+    assert len(coco) and (d != 0).any()
+    assert (coco._z_paired[d != 0] == math.inf).all() and coco._z_paired[d == 0].isna().all()
+    shown = coco["z, paired (larger SE)"]
+    assert set(shown[d > 0]) <= {"+inf"} and set(shown[d < 0]) <= {"-inf"}
+    assert "exceed" in verdicts.thesis_noise_note(table)
+
+
 def test_conclusions_are_the_claims_table_rows():
     df = frame(-0.5, (0.0, 0.1, -0.1, 0.05, -0.05))
     claims = study.claim_table(df)

@@ -98,15 +98,21 @@ def thesis_noise(df: pd.DataFrame, variants=None, agreement: dict | None = None)
                              "test-set SE": f"{low:.2f}-{high:.2f}",
                              "z, larger … smaller SE": f"{d / high:+.1f} … {d / low:+.1f}",
                              "φ": "–" if phi is None else f"{phi:.2f}",
-                             "z, paired (larger SE)": "–" if phi is None else f"{d / paired:+.1f}",
+                             "z, paired (larger SE)": "–" if phi is None else f"{_z(d, paired):+.1f}",
                              "seed SD (carried)": "–" if math.isnan(seed) else f"{seed:.2f} ({source})",
                              "z, larger SE + seeds": "–" if math.isnan(seed) else f"{d / both:+.1f}",
                              "_z_conservative": abs(d) / high, "_z_best": abs(d) / low,
-                             "_z_paired": abs(d) / paired,          # nan without φ (paired) or a seed SD (seed)
+                             "_z_paired": abs(_z(d, paired)),       # nan without φ (paired) or a seed SD (seed)
                              "_z_seeds": math.nan if math.isnan(seed) else abs(d) / both,
                              "_z_seeds_best": abs(d) / math.hypot(low, seed),
-                             "_z_seeds_paired": d / math.hypot(paired, seed)})
+                             "_z_seeds_paired": _z(d, math.hypot(paired, seed))})
     return pd.DataFrame(rows)
+
+
+def _z(d: float, se: float) -> float:
+    """d / se; a paired SE of 0 (φ = 1: the two models agree on every item) makes any difference infinitely many SEs
+    (0 / 0: nan)."""
+    return d / se if se else math.copysign(math.inf, d) if d else math.nan
 
 
 def _seed_sd(df: pd.DataFrame, treated: str, control: str, metric: str, thesis_control: float) -> float:
