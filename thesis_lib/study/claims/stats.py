@@ -305,19 +305,29 @@ def outlying_seeds(values: dict) -> dict:
     return {s: (v - med) / sd for s, v in values.items() if abs(v - med) > OUTLIER_SDS * sd}
 
 
+EXACT_BOOTSTRAP = 50_000    # up to this many ordered resamples (nⁿ: six seeds) the bootstrap law is enumerated
+
+
 def robust_seeds_needed(diffs, margin: float, alpha: float = ALPHA, tost_alpha: float | None = None,
                         boot: int = 2000, seed: int = 0) -> dict:
     """``seeds_to_decide`` at the robust SD (``robust_sd``) and the median, with the 95 % percentile interval of the
     same count over bootstrap resamples of the seeds (Efron & Tibshirani 1993, ch. 13): the normal-theory count's
-    robust counterpart, for per-seed differences that are not normal. Every resample counts: of four seeds, about
-    one resample in five repeats a value often enough that its MAD is 0, and with no spread two seeds decide."""
+    robust counterpart, for per-seed differences that are not normal. Of up to six seeds every ordered resample is
+    taken once (the exact bootstrap law: of four seeds its 256 values, where ``boot`` draws would land on either side
+    of an atom at the interval's end); of more, ``boot`` drawn ones. Every resample counts: of four seeds, about one in
+    five repeats a value often enough that its MAD is 0, and with no spread two seeds decide."""
     d = np.asarray(list(diffs), dtype=float)
-    center = float(np.median(d))
+    n, center = len(d), float(np.median(d))
 
     def need(sd):
         return 2 if sd == 0 else seeds_to_decide(center, sd, margin, alpha, tost_alpha)
 
-    rng = np.random.default_rng(seed)
-    sds = np.array([robust_sd(d[rng.integers(0, len(d), len(d))]) for _ in range(boot)])
-    lo, hi = np.quantile(sds, [0.025, 0.975])                # nan with fewer than two seeds (robust_sd's)
+    if n < 2:
+        lo = hi = math.nan                                   # robust_sd's: no spread from fewer than two seeds
+    else:
+        idx = (np.indices((n,) * n).reshape(n, -1).T if n ** n <= EXACT_BOOTSTRAP
+               else np.random.default_rng(seed).integers(0, n, (boot, n)))
+        r = d[idx]
+        sds = MAD_TO_SD * np.median(np.abs(r - np.median(r, axis=1, keepdims=True)), axis=1)   # robust_sd per row
+        lo, hi = np.quantile(sds, [0.025, 0.975])
     return {"seeds": need(robust_sd(d)), "low": need(lo), "high": need(hi)}
