@@ -409,6 +409,22 @@ def test_the_days_say_what_they_leave_out_with_the_measurements():
         assert quoted in said, quoted
 
 
+def test_the_pace_sets_the_dataloader_measured_on_the_gpu_hosts_beside_the_priced_rate():
+    """Each GPU host's DataLoader, per worker, against the per-core rate the measured decode rates give for the same
+    half-and-half shards (their harmonic mean), in the pace the recipe prints; without those shapes' rates, no note."""
+    from thesis_lib.full_scale import measured
+    rates, data = cost.decode_rates(), measured.load()
+    note = cost.loader_note(rates)
+    priced = 2 / (1 / float(rates["rates"]["shard256"]["pil"]) + 1 / float(rates["rates"]["shard512"]["pil"]))
+    value = lambda key: float(measured.value(data, key))      # noqa: E731
+    per_worker = [value(f"{k}.loader.pairs_per_s") / value(f"{k}.loader.workers") for k in cost.LOADER_RUNS]
+    assert f"{' and '.join(f'{w:.0f}' for w in per_worker)} per worker" in note
+    assert f"give {priced:.0f} per core" in note
+    assert f"({' and '.join(f'{w / priced:.2f}' for w in per_worker)} ×)" in note
+    assert note in cost.pace()[1]
+    assert cost.loader_note({"rates": {"coco": {"pil": 1.0}, "shard512": {"pil": 1.0}}}) == ""
+
+
 def test_the_data_path_time_enters_the_run_table():
     """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
     doubles the GPU-hours; one faster than the GPU changes nothing."""

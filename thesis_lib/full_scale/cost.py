@@ -149,9 +149,30 @@ def caveats(rates: dict | None = None) -> str:
             f"{value(data, 'gpu_h100.compiled_256.pairs_per_s')} compiled (BENCHMARKS.md). The cores are physical "
             f"cores decoding at the rate of a {value(data, 'data_path_shapes.machine.short')} VM; SLURM's CPUs are "
             f"often hyperthreads, two to a physical core, and the same benchmark decoded COCO at {other:.0f} images/s "
-            f"per core on an {value(data, 'data_path.machine.name')}, {said} the rate above. Only decoding is "
-            f"modelled: random reads of the mixture's ≈ {SHARDS_GB} GB of tar shards from shared storage may be the "
-            "real limit. The pilot measures both on your nodes.")
+            f"per core on an {value(data, 'data_path.machine.name')}, {said} the rate above. {loader_note(rates)}"
+            f"Only decoding is modelled: random reads of the mixture's ≈ {SHARDS_GB} GB of tar shards from shared "
+            "storage may be the real limit. The pilot measures both on your nodes.")
+
+
+LOADER_RUNS = ("gpu_h100", "gpu_h100_rerun")    # benchmarks/measured.json: the DataLoader measured on GPU hosts
+
+
+def loader_note(rates: dict) -> str:
+    """The DataLoader measured end to end on the H100 hosts (``benchmarks/gpu.py``'s shards: half 256 × 256, half
+    683 × 512) against what the per-core rates above give for the same shards; "" where they give none."""
+    data, shards = _measured(), ("shard256", "shard512")
+    if not set(shards) <= set(rates["rates"]):
+        return ""
+    priced = len(shards) / sum(1 / float(rates["rates"][shape][DECODER]) for shape in shards)
+    runs = [(float(measured.value(data, f"{k}.loader.pairs_per_s").replace(",", "")),
+             int(measured.value(data, f"{k}.loader.workers"))) for k in LOADER_RUNS]
+    per_worker = [pairs / workers for pairs, workers in runs]
+    workers = "/".join(sorted({str(w) for _, w in runs}))
+    return (f"On the two H100 hosts a DataLoader of {workers} workers over shards half 256 × 256, "
+            f"half 683 × 512 px delivered {' and '.join(f'{p:,.0f}' for p, _ in runs)} pairs/s end to end, "
+            f"{' and '.join(f'{w:.0f}' for w in per_worker)} per worker, where the rates above give {priced:.0f} per "
+            f"core for those shards ({' and '.join(f'{w / priced:.2f}' for w in per_worker)} ×): on such hosts the "
+            "data path's pace above is optimistic by as much. ")
 
 
 def per_core_pairs(rates: dict, decoder: str = DECODER) -> float:
