@@ -293,7 +293,12 @@ def robust_sd(diffs) -> float:
     """The per-seed differences' SD from their median absolute deviation (× ``MAD_TO_SD``): one seed far out moves it
     little, where it inflates the sample SD (Huber & Ronchetti 2009, *Robust Statistics*, §5.1)."""
     d = np.asarray(list(diffs), dtype=float)
-    return float(MAD_TO_SD * np.median(np.abs(d - np.median(d)))) if len(d) >= 2 else math.nan
+    return float(_mad_sd(d)) if len(d) >= 2 else math.nan
+
+
+def _mad_sd(x: np.ndarray) -> np.ndarray:
+    """``robust_sd`` along the last axis: of every row (a bootstrap resample) at once."""
+    return MAD_TO_SD * np.median(np.abs(x - np.median(x, axis=-1, keepdims=True)), axis=-1)
 
 
 def outlying_seeds(values: dict) -> dict:
@@ -327,7 +332,5 @@ def robust_seeds_needed(diffs, margin: float, alpha: float = ALPHA, tost_alpha: 
     else:
         idx = (np.indices((n,) * n).reshape(n, -1).T if n ** n <= EXACT_BOOTSTRAP
                else np.random.default_rng(seed).integers(0, n, (boot, n)))
-        r = d[idx]
-        sds = MAD_TO_SD * np.median(np.abs(r - np.median(r, axis=1, keepdims=True)), axis=1)   # robust_sd per row
-        lo, hi = np.quantile(sds, [0.025, 0.975])
+        lo, hi = np.quantile(_mad_sd(d[idx]), [0.025, 0.975])
     return {"seeds": need(robust_sd(d)), "low": need(lo), "high": need(hi)}
