@@ -45,7 +45,7 @@ def results_frame(params: StudyParams, variants=grids.TTE, seeds=None) -> pd.Dat
             ab = {f"{mode}:{m}": v for mode, ms in r.get("tte_ablation", {}).items() for m, v in ms.items()}
             rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc,
                          **ab, "train_s": r["train"]["time_s"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=None if rows else ["preset", "variant", "seed"])   # no runs: still a table
 
 
 def runs_of(df: pd.DataFrame, variant: str) -> pd.DataFrame:
