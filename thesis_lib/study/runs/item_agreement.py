@@ -15,27 +15,25 @@ import math
 
 import torch
 
+from thesis_lib.analysis import evaluating
 from thesis_lib.metrics import IMAGENET_TOP1
 from thesis_lib.evaluation import EvalContext, embed_images, embed_texts, test_set, zero_shot_classifier
 
 
-@torch.no_grad()
 def item_hits(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
     """{item kind: bool tensor}: ImageNet top-1 per image ("imagenet_top1"), and per retrieval set its R@1 per
     caption (text → image, "<set>_ir@1") and per image (image → text, "<set>_tr@1")."""
-    was_training = model.training
-    model.eval()
-    classes = zero_shot_classifier(model, zero_shot, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
-    logits = embed_images(model, zero_shot.images, ctx) @ classes.T
-    out = {IMAGENET_TOP1: (logits.argmax(1) == zero_shot.labels.to(logits.device)).cpu()}
-    for rs in retrieval:
-        img = embed_images(model, rs.images, ctx)
-        txt = embed_texts(model, rs.tokens, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
-        sims, own = txt @ img.T, rs.text_to_image.to(img.device)
-        out[f"{test_set(rs)}_ir@1"] = (sims.argmax(1) == own).cpu()
-        out[f"{test_set(rs)}_tr@1"] = (own[sims.argmax(0)] == torch.arange(len(img), device=img.device)).cpu()
-    model.train(was_training)
-    return out
+    with evaluating(model):
+        classes = zero_shot_classifier(model, zero_shot, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
+        logits = embed_images(model, zero_shot.images, ctx) @ classes.T
+        out = {IMAGENET_TOP1: (logits.argmax(1) == zero_shot.labels.to(logits.device)).cpu()}
+        for rs in retrieval:
+            img = embed_images(model, rs.images, ctx)
+            txt = embed_texts(model, rs.tokens, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
+            sims, own = txt @ img.T, rs.text_to_image.to(img.device)
+            out[f"{test_set(rs)}_ir@1"] = (sims.argmax(1) == own).cpu()
+            out[f"{test_set(rs)}_tr@1"] = (own[sims.argmax(0)] == torch.arange(len(img), device=img.device)).cpu()
+        return out
 
 
 def phi(a: torch.Tensor, b: torch.Tensor) -> float:
