@@ -99,6 +99,16 @@ def ratio_to_thesis(row: dict) -> tuple:
     return t.mean * scale, *ends
 
 
+def primary_rows(df: pd.DataFrame, claims=reference.CLAIMS, family: str | None = None) -> list[dict]:
+    """The primary metric's ``claim_rows`` of ``claims`` (those of ``family``, when given)."""
+    return [r for r in claim_rows(df, claims) if r["primary"] and family in (None, r["claim"].family)]
+
+
+def primary_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
+    """The primary row of the claim ``text`` (None where its arms have no runs)."""
+    return next((r for r in primary_rows(df, claims) if r["claim"].text == text), None)
+
+
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
     """One row per claim and metric whose arms have runs: the paired contrast (95 % CI, and the interval the
     equivalence test uses: 90 %, or a sequential look's), the smallest effect of interest at this scale (the

@@ -23,14 +23,14 @@ from . import sequential
 from .stats import decide, fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_needed, words
 from ..results import results_frame, runs_of
 from ..runs import Log, run_grid
-from .paired import claim_rows, margin_digits, paired_test
+from .paired import margin_digits, paired_test, primary_row, primary_rows
 
 def sensitivity(df: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
     """One row per primary claim (of ``family``, if given): the contrast's equivalence interval and, under each
     margin convention (``reference.margin_conventions``), the margin and the verdict it gives (same test, same Holm
     p, same levels)."""
     claims, rows = [c for c in reference.CLAIMS if family is None or c.family == family], []
-    for r in [r for r in claim_rows(df, claims) if r["primary"]]:
+    for r in primary_rows(df, claims):
         t, digits, tost = r["test"], margin_digits(r["margin"]), r["levels"][1]
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
         margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
@@ -157,7 +157,7 @@ def conclusions(df: pd.DataFrame, family: str) -> list[str]:
     """One line per claim of ``family``, from the claims' own rows: claim: verdict, difference ± 95 % CI on the
     primary metric, seeds (a sequential claim: its look), and the seeds an open claim would need."""
     lines = []
-    for r in [r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]:
+    for r in primary_rows(df, family=family):
         t, digits = r["test"], margin_digits(r["margin"])
         design = sequential.DESIGNS.get(r["claim"].text)
         seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
@@ -185,7 +185,7 @@ def run_sequential(params) -> dict:
     for k, n in enumerate(design.looks_for(params.preset)):
         run_grid(dataclasses.replace(params, seeds=tuple(range(n))), claim.arms_variants)
         df = results_frame(params, grids.CLAIMED, seeds={*range(n), *params.seeds})
-        row = next(r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"] == claim)
+        row = next(r for r in primary_rows(df) if r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
         if row["verdict"] != "undecided":
             break
@@ -231,7 +231,7 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
     look at an unadjusted 5 %, before the design was declared) against the design's own, simulated at the measured
     margin / SD (``sequential.procedure_error``); how far a margin recomputed at every look would have moved; the
     robust seeds to decide and the seeds far out."""
-    row = next((r for r in claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].text == design.claim), None)
+    row = primary_row(df, design.claim)
     if row is None or row["test"].n < 2:
         return {}
     t, margin = row["test"], row["margin"]

@@ -16,7 +16,7 @@ from thesis_lib.metrics import PRIMARY, label
 from thesis_lib.models.emkum import build_model
 from .. import grids, reference, results
 from . import table2
-from .tables import primary_row, study_frame, tte_share
+from .tables import study_frame, tte_share
 from ..claims import designs, paired
 from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
 
@@ -64,10 +64,12 @@ def demo_line(params) -> str:
     """The demo in one line: parameters, steps, the generated world, the test sets' sizes (from the config)."""
     cfg = get_config(params.preset)
     n = sum(p.numel() for p in build_model(cfg, pretrained=False).parameters())
+    with torch.device("meta"):                                  # the thesis's model, its shapes alone
+        thesis_n = sum(p.numel() for p in build_model(get_config("thesis", "baseline")).parameters())
     w, t = cfg.data.world, cfg.train
     items = results.eval_items(params.preset)
     return (f"*Scale of every answer here*: the demo, EMKUM's classes at width {cfg.model.dim} ({n / 1e6:.2f} M "
-            f"parameters against the thesis's {_thesis_parameters() / 1e6:.0f} M) trained for {t.steps} steps of "
+            f"parameters against the thesis's {thesis_n / 1e6:.0f} M) trained for {t.steps} steps of "
             f"{t.batch_size} pairs (the long schedule: {designs.long_steps(params.preset):,}) on a generated world "
             f"of {w.n_train:,} pictures × 5 captions; tested on a COCO-like "
             f"set of {items['coco'][0]:,} pictures, a Flickr-like set of {items['flickr'][0]:,} and "
@@ -100,18 +102,13 @@ def _meaning(verdict: str) -> str:
     return next((m for w, m in MEANING.items() if verdict.startswith(w)), "")
 
 
-def _thesis_parameters() -> int:
-    with torch.device("meta"):
-        return sum(p.numel() for p in build_model(get_config("thesis", "baseline")).parameters())
-
-
 def markdown(params) -> str | None:
     """The first screen's answer: three numbered claims, the LayerNorm finding, the glossary of verdict words; None
     while a claim's runs are missing."""
     claimed = paired.claims_frame(params, grids.CLAIMED)
     short = study_frame(params, grids.CLAIMED)
-    before = primary_row(claimed, reference.BEFORE_HURTS)
-    noln, tte22, code, helps, used = (primary_row(short, text) for text in (
+    before = paired.primary_row(claimed, reference.BEFORE_HURTS)
+    noln, tte22, code, helps, used = (paired.primary_row(short, text) for text in (
         reference.LN_MAIN_EFFECT, reference.TTE_MAIN_EFFECT, reference.CODE_HURTS, reference.HELPS, reference.USED))
     if any(r is None or r["test"].n < 2 for r in (before, noln, tte22, code, helps, used)):
         return None                              # some claim's runs are missing: report says which
@@ -182,7 +179,7 @@ def _confirmation(params):
     if table is None:
         return (f"its confirmation on {n} fresh seeds is pending ({table2.pairs_trained(df)} of {n} seed pairs "
                 "trained)")
-    rows = {r["claim"].text: r for r in paired.claim_rows(df, designs.claims_of(params, design)) if r["primary"]}
+    rows = {r["claim"].text: r for r in paired.primary_rows(df, designs.claims_of(params, design))}
     return [(table.loc[c.text], rows[c.text]) for c in design.claims]
 
 
@@ -213,7 +210,7 @@ def _long_table1(params, steps: str) -> str:
     design = designs.LONG_TABLE1
     df = results.design_frame(params, design)
     claims = designs.claims_of(params, design, descriptive=True)
-    noln, tte = (primary_row(df, c.text, claims) for c in claims)
+    noln, tte = (paired.primary_row(df, c.text, claims) for c in claims)
     if noln is None or tte is None or noln["test"].n < len(design.seeds_for(params.preset)):
         done = 0 if noln is None else noln["test"].n
         return (f"Trained as long as the thesis ({steps} steps), its 2 × 2 is pending ({done} of "

@@ -13,7 +13,7 @@ from ..reference import THESIS_AUG, THESIS_FINAL
 from ..claims import designs, paired
 from ..claims.stats import fmt
 from . import table2, tables
-from .tables import primary_row, study_frame
+from .tables import study_frame
 
 BEFORE, CODE, HELPS, USED = reference.BEFORE_HURTS, reference.CODE_HURTS, reference.HELPS, reference.USED
 LN, TTE22 = reference.LN_MAIN_EFFECT, reference.TTE_MAIN_EFFECT
@@ -58,22 +58,22 @@ def frame(params) -> pd.DataFrame:
     def add(claim_text: str, regime: str, ours: dict):
         rows.append({"claim": claim_text, "thesis (COCO)": thesis_cell(by_text[claim_text]), "regime": regime, **ours})
 
-    add(BEFORE, "600 steps (sequential design)", _ours(primary_row(claimed, BEFORE)))
-    add(CODE, "600 steps", _ours(primary_row(short, CODE)))
+    add(BEFORE, "600 steps (sequential design)", _ours(paired.primary_row(claimed, BEFORE)))
+    add(CODE, "600 steps", _ours(paired.primary_row(short, CODE)))
     long22 = results.design_frame(params, designs.LONG_TABLE1)
     long_claims = designs.claims_of(params, designs.LONG_TABLE1, descriptive=True)
     long_n = len(designs.LONG_TABLE1.seeds_for(params.preset))
     for text in (LN, TTE22):
-        add(text, "600 steps, 2 × 2", _ours(primary_row(short, text)))
-        ours = _ours(None if long22.empty else primary_row(long22, f"At the thesis's summed learning rate, {text}",
-                                                           long_claims), long_n)
+        add(text, "600 steps, 2 × 2", _ours(paired.primary_row(short, text)))
+        long_text = f"At the thesis's summed learning rate, {text}"
+        ours = _ours(None if long22.empty else paired.primary_row(long22, long_text, long_claims), long_n)
         if text == TTE22 and ours["seeds"] >= long_n:
             ours["verdict"] = "descriptive"
         add(text, f"{steps}, 2 × 2 (seeds 1-4)", ours)
     budget = table2.budget_rows(params)
     record = table2.confirm_rows(params)
     for text, k in ((HELPS, -2), (USED, -1)):
-        add(text, "600 steps", _ours(primary_row(short, text)))
+        add(text, "600 steps", _ours(paired.primary_row(short, text)))
         if budget is not None:
             add(text, "600 steps, the thesis's budget for the TTE (fresh seeds 4-23)", _from_table(budget.iloc[k]))
         confirmed = False

@@ -13,10 +13,6 @@ from ..claims.stats import fmt
 from .tables import tte_share
 
 
-def _rows(df: pd.DataFrame, family: str) -> list[dict]:
-    return [r for r in paired.claim_rows(df, reference.CLAIMS) if r["primary"] and r["claim"].family == family]
-
-
 def _said(r: dict) -> str:
     t, digits = r["test"], paired.margin_digits(r["margin"])
     return (f"\"{r['claim'].text}\" is {r['words']} ({fmt(t.mean, t.half95, digits)} {label(PRIMARY)} points "
@@ -25,7 +21,7 @@ def _said(r: dict) -> str:
 
 def table1(df: pd.DataFrame, steps: int) -> str:
     """Notebook 02: Table 1, the thesis code's path and the 2 × 2."""
-    rows = {r["claim"].text: r for r in _rows(df, reference.TABLE1)}
+    rows = {r["claim"].text: r for r in paired.primary_rows(df, family=reference.TABLE1)}
     if not rows:
         return "No Table 1 claim has runs of both arms yet."
     first = rows.get(reference.CLAIMS[0].text)
@@ -48,7 +44,7 @@ def table1(df: pd.DataFrame, steps: int) -> str:
 
 def table2(df: pd.DataFrame, steps: int) -> str:
     """Notebook 03 (the main job): Table 2 at the preset's budget, and why its verdicts are built in there."""
-    rows = _rows(df, reference.TABLE2)
+    rows = paired.primary_rows(df, family=reference.TABLE2)
     if not rows:
         return "No Table 2 claim has runs of both arms yet."
     share = tte_share(df, grids.TTE_AFTER_LS)
@@ -98,7 +94,7 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.Da
         (_, lo), (_, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
         out.append(f"Across the doses the TTE's share of the shared block's input runs from {lo:.3f} % to "
                    f"{hi:.2f} % ({hi / lo:.0f} ×).")
-    dose_rows = _rows(df, reference.DOSE)
+    dose_rows = paired.primary_rows(df, family=reference.DOSE)
     if dose_rows:
         out.append("At 600 steps: " + "; ".join(_said(r) for r in dose_rows) + ".")
     if budget is not None and len(budget) >= 2:

@@ -18,8 +18,9 @@ from thesis_lib.metrics import PRIMARY, label
 from .. import grids, results
 from ..reference import AFTER, Claim, vs
 from ..claims import designs
+from ..claims.paired import primary_row
 from . import table2
-from .tables import primary_row, study_frame
+from .tables import study_frame
 
 HELPS, USED = "helps", "is used"
 

@@ -49,7 +49,7 @@ def design_rows(params) -> list[dict]:
         df = results.design_frame(params, design)
         if df.empty or params.preset not in design.presets:
             continue
-        rows = [r for r in paired.claim_rows(df, designs.claims_of(params, design)) if r["primary"]]
+        rows = paired.primary_rows(df, designs.claims_of(params, design))
         if len(rows) == len(design.claims) and all(len(r["seeds"]) >= len(design.seeds_for(params.preset))
                                                    for r in rows):
             out += [_row(r, r["claim"].short or r["claim"].text, f"({where[design]})") for r in rows]
@@ -61,9 +61,9 @@ def frame(df: pd.DataFrame) -> pd.DataFrame:
     to our scale (``paired.claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
     the smallest effect of interest in the same units, the seeds and the verdict."""
     out = []
-    for r in paired.claim_rows(df, reference.CLAIMS):
+    for r in paired.primary_rows(df):
         claim = r["claim"]
-        if claim not in CLAIMS or not r["primary"]:
+        if claim not in CLAIMS:
             continue
         note = "" if claim.in_thesis else "(not a thesis claim: the 2 × 2 factor where Table 1's drop lies)"
         out.append(_row(r, claim.text, note, ", sequential" if claim.text in sequential.DESIGNS else ""))

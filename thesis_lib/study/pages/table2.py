@@ -17,7 +17,7 @@ from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
 from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed,
                            seeds_needed)
-from .tables import markdown as _markdown, primary_row, study_frame, summary
+from .tables import markdown as _markdown, study_frame, summary
 
 COLUMNS = ("seeds", "difference (95 % CI)", "equivalence interval", "smallest effect of interest", "p (Holm, family)",
            "verdict", "seeds to decide")
@@ -274,7 +274,7 @@ def long_table1_markdown(params) -> list[str]:
     for claim in claims:
         study = next(c for c in reference.CLAIMS if c.text == claim.short)
         for regime, frame, c in ((f"{_steps(params)} steps", df, claim), ("600 steps", short, study)):
-            r = primary_row(frame, c.text, (c,))
+            r = paired.primary_row(frame, c.text, (c,))
             if r is None:
                 continue
             name = f"{claim.short}, {regime}"

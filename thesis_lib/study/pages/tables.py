@@ -13,7 +13,7 @@ from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGE
                                 PRECISION, PRIMARY, TABLE, TTE_SHARE_IMAGE, label)
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from .. import grids, reference, runs
-from ..claims.paired import claim_rows, paired_test
+from ..claims.paired import paired_test
 from ..claims.stats import fmt, mean_ci, paired_difference
 from ..grids import BASELINE
 from ..results import arm_values, column, results_frame, runs_of
@@ -27,11 +27,6 @@ def study_frame(params, variants) -> pd.DataFrame:
     """``results.results_frame`` of ``variants`` over the study's seeds (``runs.SEEDS``), whatever ``params``
     selects."""
     return results_frame(dataclasses.replace(params, seeds=runs.SEEDS), variants)
-
-
-def primary_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | None:
-    """The primary metric's row of ``paired.claim_rows`` for the claim ``text`` (None where its arms have no runs)."""
-    return next((r for r in claim_rows(df, claims) if r["primary"] and r["claim"].text == text), None)
 
 
 def tte_share(df: pd.DataFrame, variant: str) -> float | None:
