@@ -1,9 +1,9 @@
-"""The study: the chapter's question asked of the library. Which variants each table, notebook and figure compares
-(``grids``, declared once), its runs (``runs``: parameters, the grid of variants × seeds), its statistics
-(``stats``), the thesis's reported numbers and claims (``reference``), the tables and verdicts (``tables``), notebook
-05's comparisons (``mechanisms``), the figures and the README's results block. It sits above the library (``data``,
-``models``, ``training``, ``evaluate``) and nothing there imports it, as open_clip keeps its training app apart
-from the library.
+"""The study: the chapter's question asked of the library, in four stages, each importing only those before it
+(docs/layout.md): the runs (``runs``: parameters, the grid of variants × seeds, the designs' runners), the results
+(``results``: the result files as one table), the claims (``claims``: paired tests, verdicts, designs) and the pages
+(``pages``: tables, figures, the README's block). ``grids`` (which variants each table compares) and ``reference``
+(the thesis's numbers and claims) are declared once beside them. It sits above the library (``data``, ``models``,
+``training``, ``evaluation``) and nothing there imports it, as open_clip keeps its training app apart from the library.
 
 The notebooks call it as ``study.<name>``: the names imported below.
 """
