@@ -3,10 +3,11 @@ its test set's size (not its name), evaluation stores only registered keys, and 
 (claims, tables, ablation, precision) is read from its entry."""
 import math
 
+import pytest
 import torch
 
 from thesis_lib import metrics
-from thesis_lib.metrics import METRICS, RECALLS, key, keyed
+from thesis_lib.metrics import METRICS, PROBE_VECTOR, RECALLS, TTE_SHARE_IMAGE, key, keyed
 
 
 SIZES = {"coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
@@ -20,6 +21,9 @@ def test_resolution_is_one_test_item_of_the_metrics_definition():
     assert METRICS["flickr_itm_acc"].resolution(SIZES) == 100 / (2 * 1000)  # ties count ½
     assert METRICS["imagenet_top5"].resolution(SIZES) == 100 / 50000
     assert METRICS["coco_tr@1"].resolution({"coco": (10, 50)}) == 10.0     # from the sizes given
+    for name in (PROBE_VECTOR, TTE_SHARE_IMAGE):                              # no test items behind them
+        with pytest.raises(ValueError, match="has no test-set resolution"):
+            METRICS[name].resolution(SIZES)
 
 
 def test_chance_is_what_a_random_ranking_scores():

@@ -50,6 +50,8 @@ class Metric:
     def resolution(self, sizes: dict) -> float:
         """The smallest change of the metric (points): one test item. ``sizes``: {test set: (images, captions)}
         (ImageNet: (images, classes))."""
+        if self.kind in ("probe", "share"):                                  # no test items behind them
+            raise ValueError(f"metric {self.key} ({self.kind}) has no test-set resolution")
         images, captions = sizes[self.test_set]
         if self.kind in ("accuracy", "text recall"):
             return 100.0 / images
@@ -59,7 +61,7 @@ class Metric:
             return 100.0 / (6 * max(images, captions))
         if self.kind == "pairwise":
             return 100.0 / (2 * images)
-        raise ValueError(f"metric {self.key} ({self.kind}) has no test-set resolution")
+        raise ValueError(f"metric {self.key}: unknown kind {self.kind!r}")
 
     def chance(self, sizes: dict | None = None) -> float | None:
         """What a scorer that ranks at random gets (percent); None where it depends on test sets ``sizes`` lacks."""
