@@ -99,11 +99,11 @@ demo: setup
 
 # The linter first (ruff: pyflakes and pycodestyle, lines up to 120 characters; pyproject.toml's [tool.ruff]), then the
 # tests on every core (pytest-xdist; TEST_WORKERS=0: all in one process), a file's tests on one worker (they share its
-# fixtures), the notebooks under nbval among them.
+# fixtures), the longest files first (conftest.py: FIRST), the notebooks under nbval among them.
 TEST_WORKERS ?= auto
 test: setup $(BIN)/.installed-dev
 	$(BIN)/ruff check
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Retrain one committed demo run (seed 0) of each variant family: every metric within its declared tolerance of
 # results/demo and every claim's verdict unchanged (docs/reproducibility.md; about 10 min on 2 cores: BENCHMARKS.md;
