@@ -48,10 +48,10 @@ def _pair_tests(df: pd.DataFrame, pairs, metrics) -> list[tuple]:
     return out
 
 
-def comparisons(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
+def comparisons(df: pd.DataFrame, pairs, metrics, tests=None) -> pd.DataFrame:
     """Paired (by seed) differences a − b with their 95 % CI, p-values and a verdict (better / worse /
-    undecided), Holm over every row of the table."""
-    tests = _pair_tests(df, pairs, metrics)
+    undecided), Holm over every row of the table (``tests``: ``_pair_tests`` of the same, when computed already)."""
+    tests = tests or _pair_tests(df, pairs, metrics)
     rows = [{"comparison": f"{VARIANT_LABELS[a]} − {VARIANT_LABELS[b]}", "metric": label(m),
              "difference (95 % CI)": fmt(t.mean, t.half95), "seeds": t.n} for a, b, m, _, t in tests]
     return _with_holm(rows, [t for *_, t in tests])
@@ -71,7 +71,7 @@ def conclusions(table: pd.DataFrame) -> list[str]:
 def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """``comparisons`` as ``forest.forest`` draws it: per-seed differences, no margin (none is declared here)."""
     tests = _pair_tests(df, pairs, metrics)
-    table = comparisons(df, pairs, metrics)
+    table = comparisons(df, pairs, metrics, tests)
     return pd.DataFrame([{"comparison": row.comparison, "metric": row.metric, "diffs": diffs, "mean": t.mean,
                           "half95": t.half95, "margin": float("nan"), "thesis": float("nan"), "verdict": row.verdict}
                          for (_, _, _, diffs, t), row in zip(tests, table.itertuples())])
