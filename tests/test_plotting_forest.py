@@ -15,6 +15,7 @@ import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from thesis_lib import notation  # noqa: E402
 from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
 from thesis_lib.study.pages import gamma, mechanisms, plotting  # noqa: E402
 from thesis_lib.study.pages.forest import LEGEND, dose_response, forest  # noqa: E402
@@ -313,12 +314,12 @@ def test_switch_choices_legends_cover_no_bar():
 
 
 def test_positional_similarity_has_a_labelled_colour_bar_scaled_to_the_data():
-    fig = plotting.positional_similarity(torch.randn(16, 8), 4)
+    fig = notation.positional_similarity(torch.randn(16, 8), 4)
     assert any(ax.get_ylabel().startswith("cosine similarity") for ax in fig.axes)
     plt.close(fig)
     from thesis_lib.models.representations import sincos_2d
     table = sincos_2d(768, 14)                                  # every similarity of the figure is in 0.5..1
-    fig = plotting.positional_similarity(table, 14)
+    fig = notation.positional_similarity(table, 14)
     low, high = fig.axes[0].images[0].get_clim()
     t = torch.nn.functional.normalize(table.float(), dim=-1)
     data = (t @ t.T).numpy()
@@ -707,10 +708,8 @@ def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_mai
 def test_patch_grid_says_the_presets_numbers():
     """The demo's 32-px image and 8-px patches, as its config has them (not a 64-px image scaled for show)."""
     from thesis_lib.config import get_config
-    from thesis_lib.study import runs
-    from thesis_lib.study.pages import figures
     img = get_config("demo").model.image
-    fig = figures.fig_patch_grid(runs.study_params("demo", need_data=False))
+    fig = notation.patch_grid_of("demo")
     image, flat = fig.axes[:2]
     n = img.img_size // img.patch_size
     assert image.get_title().startswith(f"{img.img_size} × {img.img_size} image (demo preset): {n} × {n} patches of "

@@ -22,11 +22,11 @@ import pandas as pd
 import torch
 
 from thesis_lib.config import PRESET_SPECS, get_config
-from thesis_lib.data import world
 from thesis_lib.errors import MissingResultsError, ThesisError
 from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
 from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
-from thesis_lib.models.representations import PostLNBlock, PreLNBlock, sincos_2d
+from thesis_lib import notation
+from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
 from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting, table2
@@ -111,21 +111,6 @@ def _curves(params, variants) -> pd.DataFrame:
     if lacking:
         raise _missing(f"the training curves (metrics.jsonl) of {', '.join(variants)}", params, lacking, variants)
     return pd.concat(frames.values())
-
-
-def fig_patch_grid(params, variants=()):
-    """An image of the preset's size cut into the preset's patches (its config's numbers, nothing rescaled)."""
-    img = get_config(params.preset).model.image
-    rng = np.random.default_rng(7)
-    image = np.asarray(world.render(world.sample_scene(rng, "coco", n_things=3), img.img_size, rng))
-    return plotting.patch_grid(image, img.patch_size, params.preset)
-
-
-def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
-    m = get_config(preset).model
-    blocks = {"pre-LN (notation Eqs. 9-10)": PreLNBlock, "post-LN (Vaswani et al.; Data2Vec2)": PostLNBlock}
-    return {name: plotting.activation_scale_at_init(partial(block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)
-            for name, block in blocks.items()}
 
 
 def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
@@ -279,10 +264,10 @@ class Figure(NamedTuple):
 
 
 FIGURES = {  # each figure names the variants it reads once: its builder is given them
-    "00_patch_grid": Figure(fig_patch_grid),
-    "00_positional_similarity": Figure(lambda p, v: plotting.positional_similarity(sincos_2d(768, 14), 14)),
-    "00_pre_vs_post_ln": Figure(lambda p, v: plotting.pre_vs_post_ln(
-        pre_post_ln_scales(PRESET_SPECS[p.preset].drawn_as or p.preset))),
+    "00_patch_grid": Figure(lambda p, v: notation.patch_grid_of(p.preset)),
+    "00_positional_similarity": Figure(lambda p, v: notation.positional_similarity(sincos_2d(768, 14), 14)),
+    "00_pre_vs_post_ln": Figure(lambda p, v: notation.pre_vs_post_ln(
+        notation.pre_post_ln_scales(PRESET_SPECS[p.preset].drawn_as or p.preset))),
     "01_baseline_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(("baseline",))),
     "02_table1_forest": Figure(fig_table1_forest, Reads(grids.TABLE1)),
     "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
