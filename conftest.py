@@ -22,7 +22,7 @@ def pytest_collectstart(collector):
         collector.skip_compare += ("stderr",)
 
 
-# The files that take longest (`pytest --durations=0` on 2 workers: 85-130 s each, against a few seconds for most),
+# The seven files that take longest (`pytest --durations=0` on 2 workers: 37-127 s each, a few seconds for most),
 # collected first: `make test` hands whole files to its workers in collection order (--dist loadfile
 # --no-loadscope-reorder), so that no long file starts while the other worker is already idle at the end.
 FIRST = ("test_reliability.py", "test_distributed.py", "test_gpu_install.py", "test_rehearsal.py",
