@@ -1,4 +1,4 @@
-"""study/pages/gallery.py: the trained model in hand (notebook 01's last section). Its top captions are the API's
+"""gallery.py: the trained model in hand (notebook 01's last section). Its top captions are the API's
 argmax, its marks tell a picture's own captions exactly, its top-1-wrong share is 100 − the evaluation's image→text
 R@1; the shipped demo checkpoint is read as the demo preset's run. A smoke run's model and world: seconds on a CPU."""
 import json
@@ -14,7 +14,7 @@ from thesis_lib.analysis import checkpoint_config, load_trained, read_checkpoint
 from thesis_lib.stored_config import config_of
 from thesis_lib.evaluate import evaluation_inputs
 from thesis_lib.paths import ASSETS, ROOT
-from thesis_lib.study.pages import gallery
+from thesis_lib import gallery
 
 matplotlib.use("Agg")
 SHIPPED = ASSETS / "demo-model-baseline-long.pt"

@@ -21,7 +21,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("data",),
     ("models",),
     ("evaluation", "analysis", "notation"),
-    ("training", "evaluate", "api"),
+    ("training", "evaluate", "api", "gallery"),
     ("study",),
     ("full_scale",),          # a lab's operations: the recipe, the pilot, the rehearsal, on top of the study
     ("__init__",),
