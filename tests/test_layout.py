@@ -20,7 +20,7 @@ LAYERS = (   # lowest first; a module may import from its own room (without a cy
     ("variants", "metrics", "config_checks", "config", "stored_config"),
     ("data",),
     ("models",),
-    ("evaluation", "analysis", "notation"),
+    ("evaluation", "analysis", "notation", "costs"),
     ("training", "evaluate", "api", "gallery"),
     ("study",),
     ("full_scale",),          # a lab's operations: the recipe, the pilot, the rehearsal, on top of the study

@@ -3,7 +3,7 @@ import torch
 
 from thesis_lib import VARIANTS, get_config
 from thesis_lib.models.emkum import IMAGE, TEXT, SharedBlock, build_model
-from thesis_lib.study.pages.parameters import parameter_table
+from thesis_lib.costs import parameter_table
 from thesis_lib.models.teacher import build_teacher
 
 PAIR = dict(images=torch.randn(3, 3, 16, 16), tokens=torch.tensor([[0, 7, 8, 2, 1, 1]] * 3))

@@ -1,7 +1,7 @@
 """Notebook 05: other ways of telling a shared Transformer which modality it sees, side by side with the chapter's
 TTE' — VLMo's MoME block (dual-encoder use) and fusion heads for image-text matching (VLMo's joint attention,
-Switch-BERT's Switch-Attention and Switch-Input Blocks). Tables of results, the cost of each mechanism and the
-switches' learned choices.
+Switch-BERT's Switch-Attention and Switch-Input Blocks). Tables of results and the switches' learned choices (each
+mechanism's cost: ``thesis_lib.costs``).
 """
 from __future__ import annotations
 
@@ -9,18 +9,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils.flop_counter import FlopCounterMode
 
-from thesis_lib.config import get_config
 from thesis_lib.metrics import FLICKR_ITM, FLICKR_ITM_RANDOM, FLICKR_MEAN, FLICKR_RERANK_MEAN, METRICS, label
-from thesis_lib.models.emkum import build_model
-from .parameters import parameter_table
 from thesis_lib.models.fusion import INPUTS, MODES
 from thesis_lib.training.results import load_results
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT
-from ..grids import DUAL, FUSION, SWITCHES
+from ..grids import SWITCHES
 from ..claims.stats import PairedTest, compare, fmt, fmt_p, holm
 from ..results import contrast_values, items_of, runs_of
 
@@ -89,36 +83,6 @@ def rerank_gain(df: pd.DataFrame, variants) -> pd.DataFrame:
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(t.mean, t.half95),
                      "seeds": len(sub)})
     return _with_holm(rows, tests).set_index("variant")
-
-
-def cost_table(preset: str, variants=DUAL + FUSION, caption_len: int = 16) -> pd.DataFrame:
-    """Parameters and forward FLOPs (torch's FlopCounterMode, at batch 1, attention through SDPA's math backend so
-    its matmuls are counted) of each variant at inference: the dual encoder per image + caption, and the fusion head
-    per scored (image, caption) pair. At inference a switch layer computes its selected mode only; in training
-    (soft weighting) it computes the attention of all four. (No ``no_grad``: the counter's module tracker needs
-    autograd.)"""
-    cfg = get_config(preset)
-    S = cfg.model.image.img_size
-    image = torch.randn(1, 3, S, S)
-    tokens = torch.full((1, caption_len), 7)
-    tokens[0, 0], tokens[0, -1] = cfg.model.text.bos_id, cfg.model.text.eos_id
-    rows = []
-    for v in variants:
-        torch.manual_seed(0)
-        model = build_model(get_config(preset, v)).eval()
-        table = {r["part"]: r["parameters"] for r in parameter_table(model)}
-        with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as dual:
-            img, txt = model.encode_image(image), model.encode_text(tokens)
-        fusion_flops = 0
-        if model.fusion is not None:
-            with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as fused:
-                model.fusion(img.tokens, txt.tokens, txt.padding_mask)
-            fusion_flops = fused.get_total_flops()
-        rows.append({"variant": VARIANT_LABELS[v], "parameters (student)": table["EMKUM student"],
-                     "shared part": table["shared part (all above)"], "fusion head": table.get("fusion head (ITM)", 0),
-                     "MFLOPs / image + caption": dual.get_total_flops() / 1e6,
-                     "MFLOPs / scored pair (fusion)": fusion_flops / 1e6})
-    return pd.DataFrame(rows).set_index("variant")
 
 
 def switch_choices(params, variants=SWITCHES) -> pd.DataFrame:
