@@ -195,7 +195,7 @@ def test_a_run_worker_s_data_loaders_start_processes_as_a_normally_started_proce
     import subprocess
     import sys
     probe = ("import multiprocessing as m; from thesis_lib.study import runs; m.set_start_method('spawn'); "
-             "runs._quiet_one_thread(); print(m.get_start_method())")
+             "import os; runs._worker_started(os.getppid()); print(m.get_start_method())")
     plain = "import multiprocessing as m; print(m.get_start_method())"
     got, want = (subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
                  for code in (probe, plain))

@@ -86,8 +86,7 @@ def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_
     ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
     if preset not in PRESETS:
         raise ConfigError(f"parameter preset must be one of {', '.join(PRESETS)}, got {preset!r}")
-    if seeds is None:
-        seeds = SEEDS
+    seeds = SEEDS if seeds is None else seeds
     if isinstance(seeds, str):
         try:
             seeds = ast.literal_eval(seeds)
@@ -152,21 +151,16 @@ def cpu_workers() -> int:
     return usable_cores()
 
 
-def _quiet_one_thread() -> None:
-    """A worker: one thread, no progress bars of its own (the study's bar counts the runs). Its data loaders start
-    their processes as a normally started process's would (fork on Linux), not as it was started itself (spawn,
-    which it inherits: every loader's workers would import torch and thesis_lib anew, which at the thesis preset
-    on a CPU took most of a run's time)."""
+def _worker_started(parent: int) -> None:
+    """A grid worker's initializer: it ends as soon as the process that started it is gone, whatever ended that one
+    (``data/lifetime.py``: else, blocked on its pipe, it stays forever); one thread, no progress bars of its own (the
+    study's bar counts the runs); its data loaders start their processes as a normally started process's would (fork
+    on Linux), not as it was started itself (spawn, which it inherits: every loader's workers would import torch and
+    thesis_lib anew, which at the thesis preset on a CPU took most of a run's time)."""
+    die_with_parent(parent)
     torch.set_num_threads(1)
     os.environ["THESIS_PROGRESS"] = "0"
     multiprocessing.set_start_method(None, force=True)     # the platform's default again
-
-
-def _worker_started(parent: int) -> None:
-    """A grid worker's initializer: it ends as soon as the process that started it is gone, whatever ended that one
-    (``data/lifetime.py``: else, blocked on its pipe, it stays forever), then runs as ``_quiet_one_thread`` says."""
-    die_with_parent(parent)
-    _quiet_one_thread()
 
 
 def run_many(jobs: list[dict]) -> list[dict]:
@@ -232,9 +226,8 @@ def _numpy_and_python_streams_kept():
 
 
 def finished_result(job: dict) -> dict | None:
-    """The stored result ``run_experiment(**job)`` would return without training (same config, not
-    ``overwrite``), else None; a stored result of another config raises ``ResultConflictError`` here, as the run
-    would."""
+    """The stored result ``run_experiment(**job)`` would return without training (same config, not ``overwrite``), else
+    None; a stored result of another config raises ``ResultConflictError`` here, as the run would."""
     if job.get("overwrite"):
         return None
     cfg = run_config(*(job.get(k) for k in ("preset", "variant", "seed", "overrides", "config")))
@@ -282,17 +275,15 @@ class Log:
         stderr, the terminal papermill runs in. ``sys.stderr.fileno()`` is, there, a copy of that original descriptor
         (``OutStream.fileno``); elsewhere it is descriptor 2 itself. A stream without a descriptor (pytest's
         ``capsys``, an ipykernel that captures nothing) falls back to ``sys.__stderr__``."""
-        text = (line + "\n").encode("utf-8", "replace")
         try:
             fd = sys.stderr.fileno()
         except (AttributeError, OSError, ValueError):       # io.UnsupportedOperation is both OSError and ValueError
-            fd = None
-        if fd is not None:
+            if sys.__stderr__ is not None:
+                sys.__stderr__.write(line + "\n")
+                sys.__stderr__.flush()
+        else:
             sys.stderr.flush()
-            os.write(fd, text)
-        elif sys.__stderr__ is not None:
-            sys.__stderr__.write(line + "\n")
-            sys.__stderr__.flush()
+            os.write(fd, (line + "\n").encode("utf-8", "replace"))
 
 
 def _minutes(seconds: float) -> str:
