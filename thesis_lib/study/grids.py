@@ -19,13 +19,11 @@ CONTROLS = ("tte_before_noln", "noln", "tte_shared")
 DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
 BUDGET = ("baseline", "tte_after_ls_budget")  # the TTE' given the thesis's learning-rate budget (notebook 04)
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
-TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")   # is the TTE used? (ablated at
-                                                                                # evaluation)
+TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")  # ablated at evaluation: is the TTE used?
 TTE_CONTRIBUTION = (*DOSE, "tte_after_ls_budget", "tte_after")   # γ rising: its start, its budget, no LayerScale
 WHY = (*DOSE_ARMS, "tte_after_ls_budget", "tte_after")           # notebook 04's two measurements beside the verdicts
 CLAIMED = tuple(dict.fromkeys(TTE + CONTROLS + TABLE1 + DOSE + BUDGET))      # every variant some claim reads
-# Tables 1-2
-THESIS_DIFFERENCES = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))
+THESIS_DIFFERENCES = (("tte_before", "baseline"), ("tte_after", "baseline"), ("tte_after_ls", "baseline"))  # Tables 1-2
 PRECISION = ("tte_before", "tte_after_ls")  # whose paired difference to the baseline has a precision target
 PROBED = ("baseline", "tte_after_ls")       # the modality probe on the shared block's input (notebook 04)
 

@@ -7,9 +7,8 @@ top-5, adds that row). Retrieval numbers are the mean of the six recalls R@1/5/1
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 from thesis_lib.config import get_config
 from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5, METRICS
@@ -142,8 +141,7 @@ def sesoi(rows: tuple, metric: str, control_mean: float) -> float | None:
 
 
 # the real test sets (Karpathy COCO 5K, Flickr30K 1K): images, captions; ImageNet-1K val: images, classes
-TEST_ITEMS = {
-    "coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
+TEST_ITEMS = {"coco": (5000, 25010), "flickr": (1000, 5000), "imagenet": (50000, 1000)}
 
 
 def binomial_se(metric: str, score: float) -> tuple[float, float]:

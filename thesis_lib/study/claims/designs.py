@@ -123,8 +123,7 @@ LONG_HELPS = Claim("At the thesis's summed learning rate, TTE after the encoders
 THESIS_LR_SUM = FixedDesign(
     name="thesis-lr-sum", family=LONG_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy",
-                  vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY,
-                  short=reference.USED),),
+                  vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, LONG_FAMILY, short=reference.USED),),
     variants=(BASELINE, TTE_AFTER_LS), shared=(), seeds=tuple(range(1, 9)), blocks=((1, 2, 3, 4), (5, 6, 7, 8)),
     margin_rule="pilot", overrides=(("train.steps", "thesis summed lr"), ("train.keep_every", KEEP_EVERY)),
     smoke_seeds=(1, 2),
@@ -143,8 +142,7 @@ CONFIRM_SEEDS = tuple(range(9, 41))
 THESIS_LR_SUM_CONFIRM = FixedDesign(
     name="thesis-lr-sum-confirm", family=CONFIRM_FAMILY,
     claims=(Claim("At the thesis's summed learning rate, TTE after the encoders with LayerScale helps (confirmatory)",
-                  vs(TTE_AFTER_LS, BASELINE), +1, AFTER, CONFIRM_FAMILY, True,
-                  short="TTE after with LayerScale helps"),
+                  vs(TTE_AFTER_LS, BASELINE), +1, AFTER, CONFIRM_FAMILY, True, short="TTE after with LayerScale helps"),
             Claim("At the thesis's summed learning rate, the TTE' is used: removing it at evaluation costs accuracy "
                   "(confirmatory)", vs(TTE_AFTER_LS, TTE_AFTER_LS, "removed"), -1, AFTER, CONFIRM_FAMILY,
                   short=reference.USED)),
@@ -171,8 +169,7 @@ paired with the long baselines of seeds 1-4 (``THESIS_LR_SUM``'s store); the mar
 (±0.173). The LayerNorm's main effect is decided; the TTE's is descriptive, with the seeds that would decide it."""
 
 DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1)}
-REPRODUCED = (BUDGET_CONFIRM.name,)     # trained by a notebook (04), so by `make reproduce`; the long schedule by
-                                        # `make long`
+REPRODUCED = (BUDGET_CONFIRM.name,)   # trained by notebook 04, so by `make reproduce`; the long schedule by `make long`
 
 
 def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> float:

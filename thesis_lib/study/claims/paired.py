@@ -110,16 +110,14 @@ def primary_row(df: pd.DataFrame, text: str, claims=reference.CLAIMS) -> dict | 
 
 
 def claim_table(df: pd.DataFrame, claims=reference.CLAIMS) -> pd.DataFrame:
-    """One row per claim and metric whose arms have runs: the paired contrast (95 % CI, and the interval the
-    equivalence test uses: 90 %, or a sequential look's), the smallest effect of interest at this scale (the
-    thesis's relative effect × our baseline's mean) and the thesis's effect carried the same way, our relative
-    effect over the thesis's (95 % CI), the p-values (Holm-adjusted within the claim's declared family on the
-    primary metric; unadjusted, and labelled so, for all; printed by ``stats.fmt_p``: "< 0.001" or three decimals),
-    the verdict in words (``stats.words``) and, where it is undecided, the seeds that would give 80 % power to
-    decide it (``stats.seeds_needed``, at the family's strictest Holm level; in parentheses the range from the SD's
-    own 95 % interval). Secondary metrics decide nothing: their verdicts, in parentheses, use the unadjusted p.
-    The p-values as numbers, unrounded, are the private columns ``_p_holm`` (nan for a secondary metric) and
-    ``_p_unadjusted``, last (``family_claims`` leaves them out)."""
+    """``claim_rows`` as printed cells, one row per claim and metric: the paired contrast (95 % CI, and the interval
+    the equivalence test uses: 90 %, or a sequential look's), the margin and the thesis's effect carried to our scale,
+    our relative effect over the thesis's (95 % CI), the p-values (``stats.fmt_p``; Holm within the declared family on
+    the primary metric, unadjusted for all), the verdict (``stats.words``; a secondary metric's, in parentheses, from
+    the unadjusted p: it decides nothing) and, where undecided, the seeds that would give 80 % power to decide it
+    (``stats.seeds_needed`` at the family's strictest Holm level, with the range from the SD's own 95 % interval).
+    Last, the private columns ``_p_holm`` (nan for a secondary metric) and ``_p_unadjusted``: the p-values unrounded
+    (``family_claims`` leaves them out)."""
     out = []
     for r in claim_rows(df, claims):
         t, margin, c, v, digits = r["test"], r["margin"], r["claim"], r["verdict"], margin_digits(r["margin"])
@@ -153,10 +151,8 @@ def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "
 
 
 def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED) -> pd.DataFrame:
-    """The forest plot's data (``forest.forest``): one row per claim of ``family`` and metric whose arms have
-    runs: the per-seed contrasts, their mean, the 95 % CI's half-width (``half95``) and the 90 % one the equivalence
-    test reads (``half90``, the TOST's), the smallest effect of interest, the thesis's effect carried to our scale
-    (signed) and the verdict (as in ``claim_table``, Holm over the whole family)."""
+    """The forest plot's data: the ``claim_rows`` of ``family`` on ``metrics`` as the columns ``forest.forest`` reads
+    (``half_eq`` at ``eq_level``: the TOST's; the verdict as in ``claim_table``, Holm over the whole family)."""
     claims = reference.CLAIMS
     rows = [r for r in claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
     rows.sort(key=lambda r: (claims.index(r["claim"]), list(metrics).index(r["metric"])))
@@ -166,8 +162,7 @@ def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED) -> pd.DataF
                           "eq_level": f"{(1 - 2 * r['levels'][1]) * 100:.4g} %",
                           "margin": float("nan") if r["margin"] is None else r["margin"],
                           "thesis": float("nan") if r["thesis"] is None else r["thesis"],
-                          "verdict": r["words"] if r["primary"] else f"({r['words']})"}
-                         for r in rows])
+                          "verdict": r["words"] if r["primary"] else f"({r['words']})"} for r in rows])
 
 
 def margin_digits(margin) -> int:

@@ -148,10 +148,9 @@ def compare(test: PairedTest, p_adjusted: float, alpha: float = ALPHA) -> str:
 
 
 def seeds_for_power(effect: float, sd: float, alpha: float = ALPHA, power: float = 0.8, max_n: int = 10_000):
-    """Smallest number of seeds (≥ 2) whose two-sided paired t-test at ``alpha`` detects a true mean difference
-    ``effect`` with probability ≥ ``power`` when the per-seed differences have SD ``sd``; None when that is
-    undefined (no effect, SD nan or 0) or beyond ``max_n``. The far tail is taken as 0 where scipy's noncentral t
-    underflows to nan."""
+    """The fewest seeds (≥ 2) whose two-sided paired t-test at ``alpha`` detects a true mean difference ``effect`` with
+    probability ≥ ``power`` when the per-seed differences have SD ``sd``; None when that is undefined (no effect, SD nan
+    or 0) or beyond ``max_n``. The far tail is taken as 0 where scipy's noncentral t underflows to nan."""
     if not (abs(effect) > 0) or not (sd > 0):
         return None
 

@@ -35,10 +35,8 @@ def sensitivity(df: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
         row = {"claim": r["claim"].text, "difference (equivalence interval)": fmt(t.mean, t.half(1 - 2 * tost), digits)}
         margins = reference.margin_conventions(r["claim"].margin_from, r["metric"], r["control"])
         for key, margin in margins.items():
-            verdict = "–" if margin is None else words(
-                decide(t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"]), r["claim"].in_thesis,
-                r["ratio"])
-            row[key] = "–" if margin is None else f"±{margin:.{digits}f}: {verdict}"
+            row[key] = "–" if margin is None else f"±{margin:.{digits}f}: " + words(decide(
+                t, r["p_adjusted"], r["claim"].direction, margin, *r["levels"]), r["claim"].in_thesis, r["ratio"])
         rows.append(row)
     return pd.DataFrame(rows).set_index("claim")
 
@@ -214,12 +212,9 @@ def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per
     for version, name in (("aug", "thesis, Aug 2024 chapter"), ("final", "thesis, final text")):
         t = reference.LAYERSCALE[version]
         rows[name] = {"seeds": 1, "mean": f"{t['mean']:.2g}", "SD": f"{t['std']:.2g}" if "std" in t else "–",
-                       "max |γ|": f"{t['max']:.2g}",
-                       "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
+                       "max |γ|": f"{t['max']:.2g}", "max in SDs": f"{t['max'] / t['std']:.0f}" if "std" in t else "–",
                        "share ‖γ⊙t‖/‖H‖ (image, text)": "–"}
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "γ after training"
-    return table
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("γ after training")
 
 
 WORST_RATIOS = tuple(float(r) for r in np.geomspace(0.1, 3.0, 13))   # margin / SD over which the worst case is sought
@@ -243,16 +238,14 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
     worst = {name: max((sequential.procedure_error(design, r, r, first=first, reps=WORST_REPS)["equivalent"], r)
                        for r in WORST_RATIOS) for name, first in firsts.items()}
     base = dict(zip(runs_of(df, grids.BASELINE).seed, runs_of(df, grids.BASELINE)[row["metric"]]))
-    moving = [reference.sesoi(row["claim"].margin_from, row["metric"],
-                              sum(base[s] for s in row["seeds"][:n]) / n)
+    moving = [reference.sesoi(row["claim"].margin_from, row["metric"], sum(base[s] for s in row["seeds"][:n]) / n)
               for n in design.looks if n <= len(row["seeds"])]
-    values = dict(zip(row["seeds"], row["diffs"]))
     level, tost = row["decide_alpha"], row["levels"][1]
     return {"claim": design.claim, "seeds": t.n, "margin": margin, "sd": t.sd_used, "rates": rates, "worst": worst,
             "moving_margin": (min(moving), max(moving)),
             "robust": fmt_seeds(robust_seeds_needed(row["diffs"], margin, level, tost)),
             "normal": fmt_seeds(seeds_needed(t, margin, level, tost)),
-            "outliers": outlying_seeds(values)}
+            "outliers": outlying_seeds(dict(zip(row["seeds"], row["diffs"])))}
 
 
 def procedure_note(p: dict) -> str:

@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
-from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, label
 from .. import grids
 from ..runs import SEEDS
 from . import paired
@@ -60,7 +60,6 @@ def tolerances(results: list[dict]) -> dict[str, float]:
 
 def tolerance_sentence(tolerance: dict[str, float]) -> str:
     """The tolerances docs/reproducibility.md quotes, in words (written there by ``make figures``)."""
-    from thesis_lib.metrics import label
     smallest = min(tolerance, key=tolerance.get)
     return (f"{tolerance[COCO_MEAN]:.2f} points for COCO retrieval, {tolerance[FLICKR_MEAN]:.2f} for Flickr "
             f"retrieval, {tolerance[IMAGENET_TOP1]:.2f} for ImageNet top-1, and {tolerance[smallest]:.2f} for the "
@@ -99,9 +98,8 @@ def tolerance_sds(committed_curve: list[dict], retrained_curve: list[dict]) -> t
 
 def metric_failures(committed: dict, retrained: dict, tolerance: dict[str, float],
                     sds: tuple[float, str] = (TOLERANCE_SDS, "a replay")) -> list[str]:
-    """One line per metric of a retrained run that is missing or further than its tolerance (``sds`` × the
-    between-seed SD in ``tolerance``, with the reason from ``tolerance_sds``) from the committed value (empty: the
-    run reproduces)."""
+    """One line per metric of a retrained run that is missing or further than its tolerance (``sds`` × the between-seed
+    SD in ``tolerance``, with the reason from ``tolerance_sds``) from the committed value (empty: it reproduces)."""
     run = f"{committed['preset']}/{committed['variant']}/seed{committed['seed']}"
     factor, why = sds[0] / TOLERANCE_SDS, sds[1]
     out = []

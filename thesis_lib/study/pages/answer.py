@@ -46,9 +46,8 @@ def _said(r: dict) -> str:
 
 
 def _would_decide(r: dict) -> str:
-    """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a
-    robust SD (with the seeds lying far out), as docs/results.md gives them, and to show equivalence if it is the
-    measured one."""
+    """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a robust SD
+    (with the seeds lying far out), as docs/results.md gives them, and to show equivalence if it is the measured one."""
     t, level, tost = r["test"], r["decide_alpha"], r["levels"][1]
     normal = fmt_seeds(seeds_needed(t, r["margin"], level, tost)).split()[0]
     robust = fmt_seeds(robust_seeds_needed(r["diffs"], r["margin"], level, tost))
@@ -80,13 +79,9 @@ def demo_line(params) -> str:
 MEANING = {   # what a verdict says about the thesis's effect, in plain words
     "equivalent": "no effect as large as the thesis's",
     "trivial": "a real effect, smaller than the thesis's",    # for "is used", see ``USED_MEANING``
-    "undecided": "not decided yet",
-    "reproduced": "the thesis's effect",
-    "contradicted": "an effect the other way",
-    "confirmed": "confirmed",
-    "refuted": "the other way",
+    "undecided": "not decided yet", "reproduced": "the thesis's effect", "contradicted": "an effect the other way",
+    "confirmed": "confirmed", "refuted": "the other way",
 }
-
 
 USED_MEANING = {   # "is used": the thesis reports no removal effect; its margin is the thesis's "helps" effect
     "trivial": "a real effect, smaller than the thesis's Table 2 effect (the thesis reports no removal effect; the "
@@ -238,5 +233,4 @@ def attribution(noln: dict, tte: dict, before: dict, regime: str = "At 600 steps
             f"is {words or tte['words']}"
             + (f": {measured}, on {t.n} seeds, its 95 % interval ({low:+.3f} … {high:+.3f}) still holds the "
                f"thesis's drop carried to this scale ({thesis:+.3f}), so a TTE effect of the thesis's size is not "
-               f"ruled out, and whether the thesis's own, smaller drop is the TTE's stays open."
-               if holds else "."))
+               f"ruled out, and whether the thesis's own, smaller drop is the TTE's stays open." if holds else "."))

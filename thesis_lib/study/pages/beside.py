@@ -37,8 +37,7 @@ def _ours(r: dict | None, planned: int = 0) -> dict:
     None: pending where a design plans seeds, else not run."""
     n = 0 if r is None else r["test"].n
     if n < planned or r is None:
-        return {"ours (95 % CI)": "–", "seeds": n, "verdict": table2.pending_word(n, planned) if planned else
-                "not run"}
+        return {"ours (95 % CI)": "–", "seeds": n, "verdict": table2.pending_word(n, planned) if planned else "not run"}
     t, digits = r["test"], paired.margin_digits(r["margin"])
     return {"ours (95 % CI)": fmt(t.mean, t.half95, digits), "seeds": t.n, "verdict": r["words"]}
 

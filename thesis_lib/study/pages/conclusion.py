@@ -77,8 +77,7 @@ def _pair(rows: pd.DataFrame, where: str, scope: str = "") -> str:
     reading = READING.get((helps.verdict, used.verdict))
     return (f"{where}, on {helps.seeds} fresh seeds, \"helps\" is {helps.verdict} ({helps['difference (95 % CI)']} "
             f"{label(PRIMARY)} points against {helps['smallest effect of interest']}) and \"is used\" is "
-            f"{used.verdict} ({used['difference (95 % CI)']})"
-            f"{': ' + scope + reading if reading else ''}.")
+            f"{used.verdict} ({used['difference (95 % CI)']}){': ' + scope + reading if reading else ''}.")
 
 
 def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.DataFrame | None = None) -> str:

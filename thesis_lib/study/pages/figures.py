@@ -23,8 +23,7 @@ import torch
 
 from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import MissingResultsError, ThesisError
-from thesis_lib.metrics import CLAIMED, METRICS, PRIMARY, TABLE, label
-from thesis_lib.metrics import HEADLINE as HEADLINE_METRICS
+from thesis_lib.metrics import CLAIMED, HEADLINE as HEADLINE_METRICS, METRICS, PRIMARY, TABLE, label
 from thesis_lib import notation
 from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
@@ -205,8 +204,7 @@ def fig_dose_response(params, variants):
                          "tick": forest.dose_tick(gamma0) + ("\nthe TTE'\n(default)" if gamma0 == default else "")})
     frame = _found(pd.DataFrame(rows), params,
                    f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}")
-    notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items()
-             if claim.family != reference.DOSE}
+    notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items() if claim.family != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
                                 title=f"Notebook 04: γ's initial value as a dose, each arm − the baseline "
                                       f"({_seed_range(frame)}; the secondary metrics: the notebook's table)")
@@ -297,9 +295,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
 
 
 def draw(name: str, params):
-    """Build figure ``name``, save it under the preset's figures folder (PNG + PDF), return it. Raises
-    ``MissingResultsError`` (and writes nothing) when the runs it reads have no stored results of ``params.seeds``,
-    or the builder finds nothing to draw."""
+    """Build figure ``name``, save it (PNG + PDF) under ``params.figures`` and return it; raises as the module says."""
     figure = FIGURES[name]
     check_results(params, figure.reads)
     fig = figure.build(params, figure.reads.variants)

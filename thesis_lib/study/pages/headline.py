@@ -16,10 +16,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .. import grids, reference, results
-from ..claims import paired, sequential
+from ..claims import designs, paired, sequential
 from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
-
 
 CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == reference.LN_MAIN_EFFECT)   # declared order
 READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in CLAIMS}
@@ -30,8 +29,7 @@ def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
     """A figure row from a claim row of ``paired.claim_rows``: labelled with its seeds (and ``how`` they came)."""
     n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
     return {"label": textwrap.fill(f"{label_text} ({n} seeds{how})", 72), "note": note, "seeds": n, "ratio": mid,
-            "low": low, "high": high,
-            "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
+            "low": low, "high": high, "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
             "verdict": r["words"].split(",")[0], "words": r["words"], "claim": r["claim"].text}
 
 
@@ -39,7 +37,6 @@ def design_rows(params) -> list[dict]:
     """The headline's rows for the fixed-n designs (``designs``) once every claim of the design holds its n (its one
     look): the budget arm's confirmatory claims on fresh seeds; on the long schedule, Table 1's LayerNorm main effect
     (the 2 × 2's decided claim), "is used" (the record) and its confirmation's two claims on fresh seeds."""
-    from ..claims import designs
     where = {designs.BUDGET_CONFIRM: "given the thesis's learning-rate budget for the TTE, fresh seeds",
              designs.LONG_TABLE1: "the whole model at the thesis's summed learning rate",
              designs.THESIS_LR_SUM: "the whole model at the thesis's summed learning rate",

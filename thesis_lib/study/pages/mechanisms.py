@@ -74,8 +74,7 @@ def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
 def rerank_gain(df: pd.DataFrame, variants) -> pd.DataFrame:
     """What the ITM head adds to the same run's dual-encoder retrieval on Flickr (paired within each run), Holm
     over the table's rows."""
-    items = items_of(df)
-    rows, tests = [], []
+    items, rows, tests = items_of(df), [], []
     for v in variants:
         sub = runs_of(df, v)
         t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, METRICS[FLICKR_MEAN].resolution(items))

@@ -50,8 +50,7 @@ def draw(df: pd.DataFrame, variants, metrics=TABLE):
         ax.set_gid(m)
     axes[0][0].set_ylabel(f"{VARIANT_SHORT[variant]} − {VARIANT_SHORT[control]} (points)")
     whisker = Line2D([], [], color=INK, lw=1.4, marker="o", ms=8, mfc="white", mec=INK, mew=1.6)
-    handles = [Line2D([], [], color=ink, lw=3, marker="o", ms=6),
-               whisker, Line2D([], [], color=INK, lw=1)]
+    handles = [Line2D([], [], color=ink, lw=3, marker="o", ms=6), whisker, Line2D([], [], color=INK, lw=1)]
     labels = [f"stem: one seed's paired difference, {VARIANT_SHORT[variant]} − {VARIANT_SHORT[control]} at that seed",
               "circle with bar: their mean and its 95 % interval", "line at 0: no difference"]
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=8.5, frameon=False,

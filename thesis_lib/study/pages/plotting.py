@@ -28,7 +28,6 @@ INK, SEED_INK, THESIS_INK, BAND = "0.15", "0.45", _CB[3], _CB[2]
 VERDICT_INK = {"reproduced": _CB[2], "contradicted": _CB[3], "equivalent": _CB[0], "trivial": _CB[0],
                "undecided": "0.35", "confirmed": _CB[2], "refuted": _CB[3]}
 
-
 ZOOM = 6.0     # a value reaching less than 1/ZOOM of the largest one gets a zoomed view (linear, like every axis)
 
 

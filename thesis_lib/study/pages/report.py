@@ -219,15 +219,12 @@ def why_markdown(params) -> str:
 
 
 DISAGREE = ("contradicted", "equivalent", "trivial")   # verdicts that say the thesis's effect is not here
-
-
 UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budget is too small a dose to test a claim
 
 
 def untested(df: pd.DataFrame) -> dict:
     """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
-    TTE' at the demo's budget is less than 1/``UNTESTED_SHARE`` of the budget arm's share of the
-    shared block's input."""
+    TTE' at the demo's budget is under 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
     share, full = (tables.tte_share(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
     if share is None or full is None or share * UNTESTED_SHARE > full:
         return {}
@@ -315,8 +312,6 @@ def mechanisms_markdown(params) -> str:
 
 
 RESULTS_PAGE = ROOT / "docs" / "results.md"
-
-
 REPRODUCIBILITY_PAGE = ROOT / "docs" / "reproducibility.md"
 TOLERANCES = ("<!-- tolerances:start -->", "<!-- tolerances:end -->")   # its generated sentence (verify.py)
 

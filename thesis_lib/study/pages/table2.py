@@ -15,8 +15,7 @@ from .. import reference, results
 from ..claims import designs, paired, verdicts
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
-from ..claims.stats import (PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed,
-                           seeds_needed)
+from ..claims.stats import PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
 from .tables import markdown as _markdown, study_frame, summary
 
 COLUMNS = ("seeds", "difference (95 % CI)", "equivalence interval", "smallest effect of interest", "p (Holm, family)",
@@ -52,14 +51,12 @@ def pending_word(n: int, planned: int) -> str:
 
 
 def pending(table: pd.DataFrame, planned: int, keep=(), expected=()) -> pd.DataFrame:
-    """A fixed-n design has one look, when every claim holds its n: until then each of its claims reads "pending (k of
-    n seeds)", k the fewest seeds of any of them (0 for a claim of ``expected`` without a row: no runs yet), and its
-    difference, ratio and p (whichever of ``HIDDEN`` the table has) are not shown either, so that no one reads one
-    claim of the family before the look (``keep``: rows left as they are, e.g. a descriptive claim or another
-    design's)."""
+    """A fixed-n design has one look, when every claim holds its n: until then each of its claims reads "pending (k of n
+    seeds)", k the fewest seeds of any of them (0 for a claim of ``expected`` without a row: no runs yet), and its
+    difference, ratio and p (whichever of ``HIDDEN`` the table has) are not shown either, so that no one reads one claim
+    of the family before the look (``keep``: rows left as they are, e.g. a descriptive claim or another design's)."""
     hidden, rows = [c for c in HIDDEN if c in table.columns], [c for c in table.index if c not in keep]
-    fewest = min([table.loc[c, "seeds"] for c in rows] + [0 for c in expected if c not in table.index],
-                 default=planned)
+    fewest = min([table.loc[c, "seeds"] for c in rows] + [0 for c in expected if c not in table.index], default=planned)
     if fewest < planned:
         table.loc[rows, "verdict"] = pending_word(fewest, planned)
         table.loc[rows, hidden] = "–"
@@ -308,11 +305,9 @@ def sentence(params) -> str:
                     f"{helps['smallest effect of interest']}) and \"is used\" is **{used.verdict}** "
                     f"({used['difference (95 % CI)']})")
     if not df.empty:
-        long = long_rows(params, df)
-        used = long.iloc[0]
+        used = long_rows(params, df).iloc[0]
         share = results.runs_of(df, TTE_AFTER_LS)
-        bits.append(f"with the whole model trained to the thesis's summed learning rate "
-                    f"({len(share)} seed pairs"
+        bits.append(f"with the whole model trained to the thesis's summed learning rate ({len(share)} seed pairs"
                     f"{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's "
                     f"share of the shared block's input is {share.tte_ratio_image.mean() * 100:.2f} % (images) and "
                     f"{share.tte_ratio_text.mean() * 100:.2f} % (captions), and removing it moves COCO by "

@@ -24,8 +24,7 @@ OFF_THE_FLOOR = 5.0        # retrieval: at least this many times what a random r
 
 
 def study_frame(params, variants) -> pd.DataFrame:
-    """``results.results_frame`` of ``variants`` over the study's seeds (``runs.SEEDS``), whatever ``params``
-    selects."""
+    """``results_frame`` of ``variants`` over the study's seeds (``runs.SEEDS``), whatever ``params`` selects."""
     return results_frame(dataclasses.replace(params, seeds=runs.SEEDS), variants)
 
 
@@ -60,8 +59,7 @@ def declared_claims(families=None, claims=reference.CLAIMS) -> pd.DataFrame:
                         for a, w in c.contrast).lstrip("+ ")
     rel = lambda c: reference.relative_effect(c.margin_from, PRIMARY)  # noqa: E731
     return pd.DataFrame([{"claim": c.text, "family (Holm)": c.family, "contrast": contrast(c),
-                          "says": "higher" if c.direction > 0 else "lower",
-                          "decided on": label(PRIMARY),
+                          "says": "higher" if c.direction > 0 else "lower", "decided on": label(PRIMARY),
                           "smallest effect of interest": f"±{abs(rel(c)) * 100:.2f} % of the baseline"}
                          for c in claims]).set_index("claim")
 
@@ -76,10 +74,9 @@ def summary(df: pd.DataFrame, variants, metrics=TABLE, name=label) -> pd.DataFra
 
 
 def results_table(df: pd.DataFrame, variants, metrics=TABLE) -> pd.DataFrame:
-    """``summary`` with the thesis's numbers (both versions) as reference columns beside each of ours, under a
-    two-level column index (metric, source): sources "ours", "thesis Aug 2024" (the chapter's EMKUM, Data2Vec2 text)
-    and "thesis final" (the final text, BERT text); ``reference.SOURCES`` spells them out. The final text reports no
-    ImageNet top-5."""
+    """``summary`` with the thesis's numbers as reference columns beside each of ours, under a two-level column index
+    (metric, source): sources "ours", "thesis Aug 2024" (the chapter's EMKUM, Data2Vec2 text) and "thesis final" (the
+    final text, BERT text); ``reference.SOURCES`` spells them out. The final text reports no ImageNet top-5."""
     names = {"aug": "thesis Aug 2024", "final": "thesis final"}
     ours = summary(df, variants, metrics).set_index(pd.Index(variants))
     table = pd.DataFrame({("seeds", "ours"): ours["seeds"]})
@@ -110,8 +107,7 @@ def factorial_means(df: pd.DataFrame, metric: str = PRIMARY, variants=grids.TABL
              for v in variants}
     table = pd.DataFrame({f"TTE before: {t}": {f"input LayerNorm {ln}": fmt(*mean_ci(column(runs_of(df, v), metric)))
                                                for (ln, tt), v in cells.items() if tt == t} for t in ("no", "yes")})
-    table.index.name = label(metric)
-    return table
+    return table.rename_axis(label(metric))
 
 
 def precision_table(df: pd.DataFrame, variants=grids.PRECISION) -> pd.DataFrame:

@@ -120,10 +120,9 @@ def merged_agreement(path, measured: dict) -> dict:
 
 
 def measure_agreement(params, design, device: str = "cpu") -> dict:
-    """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final
-    checkpoints; seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to
-    ``agreement_file``: how much closer than two independent samples of the test set two paired models' scores are
-    (``item_agreement``)."""
+    """The per-item agreement φ of each seed's two paired models (the design's baseline and TTE', final checkpoints;
+    seeds recorded before kept, ``merged_agreement``), and its mean over the seeds, written to ``agreement_file``: how
+    much closer than two independent samples of the test set two paired models' scores are (``item_agreement``)."""
     from .item_agreement import agreement, item_hits
     root, pairs = design_params(params, design).results_root, {}
     for s in design.seeds_for(params.preset):
