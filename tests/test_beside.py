@@ -164,6 +164,19 @@ def test_a_fixed_n_verdict_is_read_by_its_words():
         assert word in answer.GLOSS
 
 
+def test_seeds_beyond_reach_are_said_as_such():
+    """A claim whose seeds to decide lie beyond 10,000 reads "> 10000 seeds", not "≈ > seeds"."""
+    from thesis_lib.study.claims.stats import PairedTest
+    from thesis_lib.study.pages import answer
+    diffs = [-2.0, 2.0, -1.0, 1.0]                             # mean 0, an SD of 1.8 against a margin of 0.001
+    r = {"test": PairedTest.of(diffs), "decide_alpha": 0.05, "levels": (0.05, 0.05), "margin": 0.001,
+         "diffs": diffs, "seeds": [0, 1, 2, 3]}
+    said = answer._would_decide(r)
+    assert said.startswith("if its true difference is 0, > 10000 seeds would decide it by normal theory"), said
+    near = answer._would_decide({**r, "margin": 5.0})
+    assert near.startswith("if its true difference is 0, ≈ ") and near.split()[7].isdigit(), near
+
+
 def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(monkeypatch):
     """docs/results.md gives the confirmation's secondary metrics (Flickr, ImageNet; both claims) and held-out curves
     and the Table 2 sentence its two verdicts only at its one look: absent while it is short of its n, present at it."""

@@ -249,9 +249,9 @@ def seeds_needed(test: PairedTest, margin: float, alpha: float = ALPHA, tost_alp
     return {"seeds": need(test.sd_used), "low": need(lo), "high": need(hi)}
 
 
-def fmt_count(n: int | None) -> str:
-    """A count of seeds; '> 10000' where it is beyond reach (None)."""
-    return "> 10000" if n is None else str(n)
+def fmt_count(n: int | None, about: str = "") -> str:
+    """A count of seeds after ``about`` (e.g. "≈ "); '> 10000' where it is beyond reach (None)."""
+    return "> 10000" if n is None else f"{about}{n}"
 
 
 def fmt_seeds(need: dict) -> str:

@@ -18,7 +18,8 @@ from .. import grids, reference, results
 from . import table2
 from .tables import study_frame, tte_share
 from ..claims import designs, paired
-from ..claims.stats import fmt, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
+from ..claims.stats import (fmt, fmt_count, fmt_seeds, outlying_seeds, robust_seeds_needed, seeds_at_observed,
+                           seeds_needed)
 
 GLOSS = {   # each verdict word the first screen uses, glossed below it
     "equivalent": "its 90 % interval lies inside ± the thesis's own effect carried to this scale (its size relative "
@@ -49,11 +50,11 @@ def _would_decide(r: dict) -> str:
     """The seeds that would decide an undecided claim if its true difference is 0, by normal theory and from a robust SD
     (with the seeds lying far out), as docs/results.md gives them, and to show equivalence if it is the measured one."""
     t, level, tost = r["test"], r["decide_alpha"], r["levels"][1]
-    normal = fmt_seeds(seeds_needed(t, r["margin"], level, tost)).split()[0]
+    normal = fmt_count(seeds_needed(t, r["margin"], level, tost)["seeds"], about="≈ ")
     robust = fmt_seeds(robust_seeds_needed(r["diffs"], r["margin"], level, tost))
     far = outlying_seeds(dict(zip(r["seeds"], r["diffs"])))
     at = seeds_at_observed(t.mean, t.sd_used, r["margin"])["equivalent"]
-    out = (f"if its true difference is 0, ≈ {normal} seeds would decide it by normal theory, {robust} from a robust "
+    out = (f"if its true difference is 0, {normal} seeds would decide it by normal theory, {robust} from a robust "
            f"SD; if it is the measured {t.mean:+.3f}, "
            + (f"{at} to show equivalence" if at else "no number of seeds up to 10,000 shows equivalence"))
     return out + "".join(f"; seed {s} lies {z:+.1f} robust SDs from the median" for s, z in far.items())
