@@ -18,6 +18,7 @@ import torch
 from PIL import Image
 
 from .analysis import checkpoint_config, load_trained, read_checkpoint
+from .config_checks import location_overrides
 from .config import ExperimentConfig
 from .data.tokenizer import CaptionTokenizer, load_tokenizer, tokenize, uses_demo_tokenizer
 from .data.transforms import eval_transform
@@ -87,8 +88,7 @@ def load(checkpoint, device: str = "cpu", *, data_root: str | None = None,
     thesis_lib run's checkpoint; a ConfigError for a config this version cannot resolve; a DeviceError."""
     dev = resolve_device(device)
     state = read_checkpoint(checkpoint)
-    paths = {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
-    cfg = checkpoint_config(state, f"checkpoint {checkpoint}", paths)
+    cfg = checkpoint_config(state, f"checkpoint {checkpoint}", location_overrides(data_root, checkpoints))
     tokenizer = load_tokenizer(cfg, prepare_assets(cfg, pretrained=False) if uses_demo_tokenizer(cfg) else None)
     model = load_trained(state, dev, cfg)
     ctx = dataclasses.replace(EvalContext.of(cfg, dev, tokenizer.pad_id, autocast(cfg.train.precision, dev)),

@@ -26,6 +26,13 @@ def parse_sets(items) -> dict:
     return out
 
 
+def location_overrides(data_root: str | None, checkpoints: str | None) -> dict:
+    """Where the data and the pretrained checkpoints lie, as config overrides (``data.root``,
+    ``weights.checkpoint_dir``; none for what is not given): the command line's ``--data-root`` and ``--checkpoints``,
+    a notebook's ``data_root`` and ``checkpoints`` parameters."""
+    return {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
+
+
 @dataclass(frozen=True)
 class Rule:
     """A field's range: ``holds(value)``, and what it says when it does not (``"must be an integer ≥ 1"``)."""

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from .analysis import checkpoint_config, load_trained, read_checkpoint
+from .config_checks import location_overrides
 from .cache import write_json_atomic
 from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
@@ -52,8 +53,7 @@ def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str
     dev = resolve_device(device)
     say(f"reading {path}")
     state = read_checkpoint(path)
-    paths = {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
-    cfg = checkpoint_config(state, f"checkpoint {path}", paths)
+    cfg = checkpoint_config(state, f"checkpoint {path}", location_overrides(data_root, checkpoints))
     out_dir = Path(out_dir)
     check_writable(out_dir)
     step = int(state["step"])

@@ -20,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from thesis_lib.config_checks import location_overrides
 from thesis_lib.data.lifetime import watched
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.training.results import RunPaths
@@ -32,7 +33,7 @@ CORES_PER_GPU = 3            # 1 DataLoader worker per process: the rehearsal's 
 def job(variant: str, seed: int, out: Path, data: Path, ckpt: Path, sets: dict) -> dict:
     """A run in the form ``recipe.planned_jobs`` gives one."""
     return {"preset": "thesis", "variant": variant, "seed": seed, "out_dir": str(out),
-            "overrides": {"data.root": str(data), "weights.checkpoint_dir": str(ckpt), **sets}}
+            "overrides": {**location_overrides(str(data), str(ckpt)), **sets}}
 
 
 def _env(data: Path, ckpt: Path, out: Path, mix: str) -> dict:

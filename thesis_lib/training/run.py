@@ -24,7 +24,7 @@ import torch
 from ..analysis import PROBE_ITEMS, modality_probe, tte_ablation_metrics, tte_contribution, tte_monitor
 from ..cache import write_json_atomic
 from ..config import PRESETS, ExperimentConfig, get_config
-from ..config_checks import parse_sets
+from ..config_checks import location_overrides, parse_sets
 from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
@@ -307,13 +307,6 @@ def add_user_args(p: argparse.ArgumentParser) -> None:
     """Progress and tracebacks (this CLI, the evaluation's)."""
     p.add_argument("--no-progress", action="store_true", help="no progress lines")
     p.add_argument("--debug", action="store_true", help="show the full traceback of user errors")
-
-
-def location_overrides(data_root: str | None, checkpoints: str | None) -> dict:
-    """Where the data and the pretrained checkpoints lie, as config overrides (``data.root``,
-    ``weights.checkpoint_dir``; none for what is not given): the command line's ``--data-root`` and ``--checkpoints``,
-    a notebook's ``data_root`` and ``checkpoints`` parameters."""
-    return {k: v for k, v in (("data.root", data_root), ("weights.checkpoint_dir", checkpoints)) if v}
 
 
 def overrides_of(args: argparse.Namespace) -> dict:

@@ -23,7 +23,8 @@ from thesis_lib.data.throughput import usable_cores
 from thesis_lib.errors import ConfigError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
-from thesis_lib.training.run import location_overrides, resolve_device, run_config, run_experiment
+from thesis_lib.config_checks import location_overrides
+from thesis_lib.training.run import resolve_device, run_config, run_experiment
 from thesis_lib.variants import VARIANTS
 
 
