@@ -103,6 +103,15 @@ def test_a_design_sharing_another_designs_runs_refuses_to_start_without_them(tmp
         design_runs.run_design(params, LONG_TABLE1)
 
 
+def test_a_design_trains_nothing_where_every_run_has_the_thesis_budget_already(tmp_path, capfd):
+    """Where a design means something is the preset's field (``Preset.thesis_budget``), not a list of names."""
+    assert [p for p in ("thesis", "demo", "smoke") if THESIS_LR_SUM.runs_at(p)] == ["demo", "smoke"]
+    params = runs.study_params("thesis", output_dir=str(tmp_path), need_data=False)
+    assert design_runs.run_design(params, BUDGET_CONFIRM) == []
+    assert "budget-confirm: nothing to train at thesis" in capfd.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
 def test_margins_are_fixed_at_the_declaration():
     """The long schedule's from the pilot's baseline (38.2), the budget arm's from the study's seeds 0-3 (the
     committed baseline: ±0.0758); a claim carrying a fixed margin is decided against it whatever its own baseline."""

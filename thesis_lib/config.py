@@ -27,8 +27,7 @@ ROLES = ("science", "operational", "path", "source")
 WANTED = "as wanted"   # ``absent=WANTED``: a stored config without the field is read as holding the wanted value
 
 
-def knob(default, *, rule: Rule | None = None, role: str = "science", pretraining: bool | None = None,
-         absent=None):
+def knob(default, *, rule: Rule | None = None, role: str = "science", pretraining: bool | None = None, absent=None):
     """A config field with what the code needs to know about it besides its default (the field's metadata):
 
     * ``rule``: the range its value must lie in (``config_checks``), checked on every resolved config;
@@ -371,10 +370,11 @@ class Preset:
     path_test: bool = False   # tests the code's path only: a fixed design trains two seeds, a long one twice its steps
     real_data: bool = False   # trains on the real sets: a study needs the data folder and the checkpoints
     drawn_as: str = ""        # the preset whose model sizes the notation figures draw ("": its own)
+    thesis_budget: bool = False   # its runs have the thesis's budget and length already: no fixed design runs there
 
 
-PRESET_SPECS = {"thesis": Preset(_thesis, real_data=True, drawn_as="demo"), "demo": Preset(_demo, committed=True),
-                "smoke": Preset(_smoke, path_test=True)}
+PRESET_SPECS = {"thesis": Preset(_thesis, real_data=True, drawn_as="demo", thesis_budget=True),
+                "demo": Preset(_demo, committed=True), "smoke": Preset(_smoke, path_test=True)}
 PRESETS = tuple(PRESET_SPECS)
 
 

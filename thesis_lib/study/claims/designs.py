@@ -23,6 +23,7 @@ the study's seeds 0-3 at 600 steps (16.76 → ±0.0758), the pilot's 38.2 at the
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import statistics
 from dataclasses import dataclass
@@ -75,8 +76,9 @@ class FixedDesign:
     pilot: str = ""
     shared_from: FixedDesign | None = None   # the design whose store holds the ``shared`` runs (None: the study's)
     descriptive: tuple = ()      # claims shown with the seeds that would decide them, decided by nothing
-    presets: tuple = ("demo", "smoke")   # where it means something: at the thesis scale every run has the thesis's
-                                         # budget and length already
+
+    def runs_at(self, preset: str) -> bool:     # not where every run has the thesis's budget and length already
+        return not PRESET_SPECS[preset].thesis_budget
 
     def seeds_for(self, preset: str) -> tuple:
         return self.smoke_seeds if PRESET_SPECS[preset].path_test else self.seeds
@@ -183,8 +185,6 @@ def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> flo
 def main(argv=None) -> int:
     """``python -m thesis_lib.study.claims.designs NAME [--block K] [--preset P]``: train a design's runs (one block per
     sitting), one line per finished run on the terminal; finished runs are reused, an interrupted one resumes."""
-    import argparse
-
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.claims.designs",
                                 description=main.__doc__.split("\n")[0])
     p.add_argument("name", choices=sorted(DESIGNS))

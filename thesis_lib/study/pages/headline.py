@@ -44,7 +44,7 @@ def design_rows(params) -> list[dict]:
     out = []
     for design in where:
         df = results.design_frame(params, design)
-        if df.empty or params.preset not in design.presets:
+        if df.empty or not design.runs_at(params.preset):
             continue
         rows = paired.primary_rows(df, designs.claims_of(params, design))
         if len(rows) == len(design.claims) and all(len(r["seeds"]) >= len(design.seeds_for(params.preset))

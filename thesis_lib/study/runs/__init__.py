@@ -18,12 +18,12 @@ import torch
 from tqdm import tqdm
 
 from thesis_lib.config import PRESET_SPECS, PRESETS, get_config
+from thesis_lib.config_checks import location_overrides
 from thesis_lib.data.lifetime import die_with_parent
 from thesis_lib.data.throughput import usable_cores
 from thesis_lib.errors import ConfigError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
-from thesis_lib.config_checks import location_overrides
 from thesis_lib.training.run import resolve_device, run_config, run_experiment
 from thesis_lib.variants import VARIANTS
 

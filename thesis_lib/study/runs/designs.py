@@ -29,12 +29,11 @@ def design_jobs(params, design, block: int | None = None) -> list[dict]:
 
 
 def run_design(params, design, block: int | None = None) -> list[dict]:
-    """Train the design's runs (one block, or all), reusing finished ones (none at a preset it is not declared for);
+    """Train the design's runs (one block, or all), reusing finished ones (none where ``design.runs_at`` says no);
     the runs of ``design.shared`` are the study's, trained into its results where missing (at the demo, Table 1's
     sequential design trained the baseline's seeds 4-23: nothing to train)."""
-    if params.preset not in design.presets:
-        Log.terminal(f"{design.name}: declared for the {' and '.join(design.presets)} scales only, nothing to train "
-                     f"at {params.preset}")
+    if not design.runs_at(params.preset):
+        Log.terminal(f"{design.name}: nothing to train at {params.preset}, where runs have the thesis's length")
         return []
     if design.shared_from:                        # another design's runs: read, never trained here
         missing = shared_missing(params, design)
