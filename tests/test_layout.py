@@ -113,8 +113,9 @@ def test_no_private_name_is_imported_from_another_module():
 
 
 def test_a_metric_key_is_spelled_only_in_the_metric_registry():
-    """Outside metrics.py no module spells a metric's stored key as a string (``"coco_mean"``): it names the registry's
-    constant (``metrics.COCO_MEAN``) or a group of it (``metrics.TABLE``). Docstrings may name one."""
+    """Outside metrics.py no module spells a metric's stored key as a string (``"coco_mean"``) or as a column read as an
+    attribute (``df.coco_mean``): it names the registry's constant (``metrics.COCO_MEAN``), a group of it
+    (``metrics.TABLE``) or builds a key with ``metrics.key``. Docstrings may name one."""
     from thesis_lib.metrics import METRICS
     hits = []
     for name, tree in modules().items():
@@ -125,6 +126,8 @@ def test_a_metric_key_is_spelled_only_in_the_metric_registry():
                 and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
         hits += [f"{name}:{n.lineno} {n.value}" for n in ast.walk(tree) if isinstance(n, ast.Constant)
                  and isinstance(n.value, str) and n.value in METRICS and id(n) not in docs]
+        hits += [f"{name}:{n.lineno} .{n.attr}" for n in ast.walk(tree)
+                 if isinstance(n, ast.Attribute) and n.attr in METRICS]
     assert not hits, hits
 
 

@@ -116,7 +116,8 @@ COCO_MEAN, FLICKR_MEAN, COCO_TR1 = key("coco", "mean"), key("flickr", "mean"), k
 FLICKR_ITM, FLICKR_ITM_RANDOM = key("flickr", "itm_acc"), key("flickr", "itm_acc_random")
 FLICKR_RERANK_MEAN = key("flickr", "rerank_mean")
 PROBE_VECTOR, PROBE_NORM = "probe_accuracy_vector", "probe_accuracy_norm"
-TTE_SHARE_IMAGE, TTE_SHARE_TEXT = "tte_ratio_image", "tte_ratio_text"
+TTE_SHARE = {m: f"tte_ratio_{m}" for m in ("image", "text")}    # the TTE's share of the shared block's input
+TTE_SHARE_IMAGE, TTE_SHARE_TEXT = TTE_SHARE.values()
 
 ROLES = {  # what the study does with a metric; the others are reported only
     # COCO-5K retrieval decides every claim, declared before any run: the largest test set (fewest ties, least

@@ -9,7 +9,7 @@ import pandas as pd
 
 from thesis_lib.config import get_config
 from thesis_lib.data.world import CLASSES
-from thesis_lib.metrics import IMAGENET_TOP1, IMAGENET_TOP5
+from thesis_lib.metrics import IMAGENET_TOP1, IMAGENET_TOP5, TTE_SHARE, key
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 from . import grids, reference
 from .runs import StudyParams
@@ -40,7 +40,7 @@ def results_frame(params: StudyParams, variants=grids.TTE, seeds=None) -> pd.Dat
     for r in load_results(params.results_root, params.preset):
         if r["variant"] in variants and r["seed"] in seeds:
             ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
-            tc = {f"tte_ratio_{k}": v for k, v in r.get("tte_contribution", {}).items()}
+            tc = {TTE_SHARE[k]: v for k, v in r.get("tte_contribution", {}).items()}
             tc |= {f"probe_{k}": v for k, v in r.get("modality_probe", {}).items()}
             ab = {f"{mode}:{m}": v for mode, ms in r.get("tte_ablation", {}).items() for m, v in ms.items()}
             rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc,
@@ -82,7 +82,7 @@ def curves(params: StudyParams, variant: str) -> pd.DataFrame:
         for r in read_jsonl(RunPaths(params.results_root, params.preset, variant, seed).metrics):
             ls, ratio = r.pop("layerscale", None) or {}, r.pop("tte_ratio", None) or {}
             rows.append({**r, **{f"gamma_{k}": v for k, v in ls.items()},
-                         **{f"tte_ratio_{k}": v for k, v in ratio.items()}, "seed": seed, "variant": variant})
+                         **{TTE_SHARE[k]: v for k, v in ratio.items()}, "seed": seed, "variant": variant})
     return pd.DataFrame(rows)
 
 
@@ -116,7 +116,7 @@ def recorded_agreement(params, design) -> dict | None:
     per = json.loads(path.read_text())["mean_phi"]
     out = {IMAGENET_TOP1: per[IMAGENET_TOP1], IMAGENET_TOP5: per[IMAGENET_TOP1]}
     for test in ("coco", "flickr"):
-        kinds = [per[k] for k in (f"{test}_ir@1", f"{test}_tr@1") if k in per]
+        kinds = [per[k] for k in (key(test, "ir@1"), key(test, "tr@1")) if k in per]
         if kinds:
-            out[f"{test}_mean"] = sum(kinds) / len(kinds)
+            out[key(test, "mean")] = sum(kinds) / len(kinds)
     return out

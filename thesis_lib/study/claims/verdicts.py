@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from thesis_lib.metrics import label
+from thesis_lib.metrics import TTE_SHARE_IMAGE, TTE_SHARE_TEXT, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from . import sequential
@@ -195,8 +195,8 @@ def _gamma_row(sub: pd.DataFrame) -> dict:
     return {"seeds": len(sub), "mean": f"{sub.gamma_mean.mean():.2g}", "SD": f"{sub.gamma_std.mean():.2g}",
             "max |γ|": f"{sub.gamma_abs_max.mean():.2g}",
             "max in SDs": f"{(sub.gamma_abs_max / sub.gamma_std).mean():.1f}",
-            "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub.tte_ratio_image.mean() * 100:.2g} %, "
-                                              f"{sub.tte_ratio_text.mean() * 100:.2g} %"}
+            "share ‖γ⊙t‖/‖H‖ (image, text)": f"{sub[TTE_SHARE_IMAGE].mean() * 100:.2g} %, "
+                                              f"{sub[TTE_SHARE_TEXT].mean() * 100:.2g} %"}
 
 
 def gamma_table(df: pd.DataFrame, variants=(grids.DOSE[0], grids.BUDGET[1]), per_seed: bool = False) -> pd.DataFrame:

@@ -77,7 +77,7 @@ def rerank_gain(df: pd.DataFrame, variants) -> pd.DataFrame:
     items, rows, tests = items_of(df), [], []
     for v in variants:
         sub = runs_of(df, v)
-        t = PairedTest.of(sub.flickr_rerank_mean - sub.flickr_mean, METRICS[FLICKR_MEAN].resolution(items))
+        t = PairedTest.of(sub[FLICKR_RERANK_MEAN] - sub[FLICKR_MEAN], METRICS[FLICKR_MEAN].resolution(items))
         tests.append(t)
         rows.append({"variant": VARIANT_LABELS[v], "re-ranked − dual encoder (95 % CI)": fmt(t.mean, t.half95),
                      "seeds": len(sub)})

@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from thesis_lib.metrics import TTE_SHARE_IMAGE
+from thesis_lib.metrics import TTE_SHARE, TTE_SHARE_IMAGE
 from thesis_lib.variants import VARIANT_SHORT, VARIANTS
 from ..claims.stats import mean_ci
 from ..results import runs_of
@@ -156,7 +156,7 @@ def _share_bars(ax, df: pd.DataFrame, variants, right: float | None = None):
     highest = 0.0
     for i, v in enumerate(variants):
         for k, modality in enumerate(MODALITY_INK):
-            values = runs_of(df, v)[f"tte_ratio_{modality}"].dropna()
+            values = runs_of(df, v)[TTE_SHARE[modality]].dropna()
             mean, half = mean_ci(values)
             highest = max(highest, np.nan_to_num(mean + np.nan_to_num(half)), *values)
             y = i + (k - 0.5) * 0.4
@@ -198,7 +198,7 @@ def tte_contribution(df: pd.DataFrame, curves: pd.DataFrame | None = None, order
     axis (positions, not lengths), each line named at its end. ``order``: the variants' order (the others after)."""
     variants = sorted(dict.fromkeys(df.variant), key=lambda v: list(order).index(v) if v in order else len(order))
     ends = [m + np.nan_to_num(h) for v in variants for k in MODALITY_INK
-            for m, h in [mean_ci(runs_of(df, v)[f"tte_ratio_{k}"].dropna())]]
+            for m, h in [mean_ci(runs_of(df, v)[TTE_SHARE[k]].dropna())]]
     top = ends and zoom_edge(ends)
     along = curves is not None and len(curves) > 0
     widths = [1.0] * (1 + bool(top)) + [1.15] * along

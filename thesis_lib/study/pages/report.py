@@ -20,7 +20,7 @@ from thesis_lib.cache import write_text_atomic
 from thesis_lib.training.results import load_results
 from thesis_lib.config import PRESET_SPECS
 from thesis_lib.errors import ThesisError
-from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, label, short
+from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE, label, short
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
 from . import answer, beside, mechanisms, table2, tables
@@ -268,8 +268,8 @@ def budget_sentence(df: pd.DataFrame) -> str:
             f"{len(sub)} seeds), γ's SD over channels ends at {sub.gamma_std.mean():.3g} (thesis {thesis['std']:g}) "
             f"and its largest |γ| at {(sub.gamma_abs_max / sub.gamma_std).mean():.1f} SDs (thesis "
             f"{thesis['max'] / thesis['std']:.0f}); the TTE's share of the shared block's input is "
-            f"{sub.tte_ratio_image.mean() * 100:.2f} % for images and {sub.tte_ratio_text.mean() * 100:.2f} % for "
-            f"captions. Its claim is **{row.verdict}** ({row['difference (95 % CI)']} on COCO retrieval against "
+            f"{sub[TTE_SHARE['image']].mean() * 100:.2f} % for images and {sub[TTE_SHARE['text']].mean() * 100:.2f} % "
+            f"for captions. Its claim is **{row.verdict}** ({row['difference (95 % CI)']} on COCO retrieval against "
             f"{row['smallest effect of interest']}). This is what the demo can say about the TTE' at the thesis's "
             "optimisation budget; what it cannot say is how a model trained on 3.3 M real pairs would use it.")
 

@@ -9,7 +9,7 @@ import statistics
 
 import pandas as pd
 
-from thesis_lib.metrics import HEADLINE, PRIMARY, label
+from thesis_lib.metrics import HEADLINE, PRIMARY, TTE_SHARE_IMAGE, TTE_SHARE_TEXT, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import reference, results
 from ..claims import designs, paired, verdicts
@@ -309,8 +309,8 @@ def sentence(params) -> str:
         share = results.runs_of(df, TTE_AFTER_LS)
         bits.append(f"with the whole model trained to the thesis's summed learning rate ({len(share)} seed pairs"
                     f"{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's "
-                    f"share of the shared block's input is {share.tte_ratio_image.mean() * 100:.2f} % (images) and "
-                    f"{share.tte_ratio_text.mean() * 100:.2f} % (captions), and removing it moves COCO by "
+                    f"share of the shared block's input is {share[TTE_SHARE_IMAGE].mean() * 100:.2f} % (images) and "
+                    f"{share[TTE_SHARE_TEXT].mean() * 100:.2f} % (captions), and removing it moves COCO by "
                     f"{used['difference (95 % CI)']} ({used.verdict})")
         confirm = confirmation(params)
         if confirm is not None:

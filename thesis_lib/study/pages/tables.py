@@ -31,7 +31,7 @@ def study_frame(params, variants) -> pd.DataFrame:
 def tte_share(df: pd.DataFrame, variant: str) -> float | None:
     """The TTE's mean share of the shared block's image input (percent) over ``variant``'s runs; None without."""
     runs = runs_of(df, variant)
-    return float(runs.tte_ratio_image.mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else None
+    return float(runs[TTE_SHARE_IMAGE].mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else None
 
 
 def declared_variants(variants) -> pd.DataFrame:
@@ -150,7 +150,7 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
         rows.append((f"pretrained − random encoders, {label(m)} ({n} seeds, paired 95 % CI)",
                      fmt(mean, half), "CI above 0" if m == IMAGENET_TOP1 else "reported",
                      bool(mean - half > 0) if m == IMAGENET_TOP1 else None))
-    top1 = pretrained.imagenet_top1.mean()
+    top1 = pretrained[IMAGENET_TOP1].mean()
     rows.append(("baseline ImageNet top-1 (mean over seeds)", f"{top1:.2f}",
                  f"≥ {TOP1_MIN:g} (chance {chance[IMAGENET_TOP1]:.2f})", bool(top1 >= TOP1_MIN)))
     for m in (COCO_MEAN, FLICKR_MEAN):

@@ -16,7 +16,7 @@ import math
 import torch
 
 from thesis_lib.analysis import evaluating
-from thesis_lib.metrics import IMAGENET_TOP1
+from thesis_lib.metrics import IMAGENET_TOP1, key
 from thesis_lib.evaluation import EvalContext, embed_images, embed_texts, test_set, zero_shot_classifier
 
 
@@ -31,8 +31,8 @@ def item_hits(model, retrieval, zero_shot, ctx: EvalContext) -> dict:
             img = embed_images(model, rs.images, ctx)
             txt = embed_texts(model, rs.tokens, ctx.pad_id, ctx.device, ctx.batch_size, ctx.amp)
             sims, own = txt @ img.T, rs.text_to_image.to(img.device)
-            out[f"{test_set(rs)}_ir@1"] = (sims.argmax(1) == own).cpu()
-            out[f"{test_set(rs)}_tr@1"] = (own[sims.argmax(0)] == torch.arange(len(img), device=img.device)).cpu()
+            out[key(test_set(rs), "ir@1")] = (sims.argmax(1) == own).cpu()
+            out[key(test_set(rs), "tr@1")] = (own[sims.argmax(0)] == torch.arange(len(img), device=img.device)).cpu()
         return out
 
 
