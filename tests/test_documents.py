@@ -1,13 +1,15 @@
 """The documents' figures against the code.
 
-Every measured figure README.md, BENCHMARKS.md and docs/*.md quote (a time, a count of tests or runs, a date, a
-machine) has one source, benchmarks/measured.json, which thesis_lib.full_scale.measured renders into the documents and
+Every measured figure README.md, BENCHMARKS.md and docs/*.md quote (a time, a count of tests or runs, a date, a machine)
+has one source, benchmarks/measured.json, which thesis_lib.full_scale.measured renders into the documents and
 tests/test_measured.py holds them to; every figure the full-scale guide computes (the run table, the days, a run's
 GPU-hours, the checkpoints' size) is thesis_lib.full_scale.guide's rendering of the recipe's code, held by
-tests/test_guide.py; the README's results block and docs/results.md are generated from results/ and
-tests/test_study.py holds them current; tests/test_layout.py holds that every file a document names exists. No test
-reads prose with a pattern. What stays here: the run counts of a measurement that the code defines, so that
-a change of what a command trains fails here until the measurement is redone (and its entry in the data file with it).
+tests/test_guide.py; the README's results block and docs/results.md are generated from results/ and tests/test_study.py
+holds them current; tests/test_layout.py holds that every file a document names exists. No test matches a document's
+prose by pattern but the lints of its structure, each saying so (tests/test_layout.py, the glossary lint
+tests/test_terms.py, the full-scale guide's step headings in tests/test_recipe.py). What stays here: the run counts of a
+measurement that the code defines, so that a change of what a command trains fails here until the measurement is redone
+(and its entry in the data file with it).
 """
 from __future__ import annotations
 

@@ -43,6 +43,7 @@ GLOSSARY = glossary_entries((ROOT / "docs" / "glossary.md").read_text(encoding="
 
 
 def test_the_first_screen_uses_only_defined_terms():
+    """The README's first screen (generated) uses the terms a reader asked about, and each has a glossary entry."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first = "\n".join(readme.splitlines()[:60])
     found = used(first)
