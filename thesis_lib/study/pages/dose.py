@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from thesis_lib.config import get_config
-from thesis_lib.metrics import PRIMARY, TTE_SHARE_IMAGE, label
+from thesis_lib.metrics import PRIMARY, label
 from .. import grids, results
 from ..reference import AFTER, Claim, vs
 from ..claims import designs
 from ..claims.paired import primary_row
 from . import table2
-from .tables import study_frame
+from .tables import study_frame, tte_share
 
 HELPS, USED = "helps", "is used"
 
@@ -53,7 +53,7 @@ def frame(params) -> pd.DataFrame:
     """One row per (regime, claim) with at least two seeds: share (%), ratio and its 95 % low / high, seeds."""
     rows = []
     for name, df, v in regimes(params):
-        share = float(results.runs_of(df, v)[TTE_SHARE_IMAGE].mean()) * 100
+        share = tte_share(df, v)
         for claim_name, claim in _claims(v).items():
             r = primary_row(df, claim.text, (claim,))
             if r is None or r["test"].n < 2:
