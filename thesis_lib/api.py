@@ -18,8 +18,8 @@ import torch
 from PIL import Image
 
 from .analysis import checkpoint_config, load_trained, read_checkpoint
-from .config_checks import location_overrides
 from .config import ExperimentConfig
+from .config_checks import location_overrides
 from .data.tokenizer import CaptionTokenizer, load_tokenizer, tokenize, uses_demo_tokenizer
 from .data.transforms import eval_transform
 from .errors import DataError

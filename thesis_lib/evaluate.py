@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from .analysis import checkpoint_config, load_trained, read_checkpoint
-from .config_checks import location_overrides
 from .cache import write_json_atomic
+from .config_checks import location_overrides
 from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
 from .errors import CliErrors
