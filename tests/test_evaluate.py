@@ -1,5 +1,5 @@
 """thesis_lib.evaluate (``python -m thesis_lib.evaluate``): a checkpoint evaluated without retraining gives the
-numbers its run wrote, bit for bit on the same machine; a file that is not a run's checkpoint is a one-line error."""
+numbers its run wrote, bit for bit on the same machine (which both record); a file that is not a run's checkpoint is a one-line error."""
 import json
 import subprocess
 import sys
@@ -12,7 +12,7 @@ from thesis_lib import run_experiment
 from thesis_lib.evaluate import main
 from thesis_lib.paths import ROOT
 
-SECTIONS = ("metrics", "chance", "modality_probe", "tte_ablation", "tte_contribution", "config")
+SECTIONS = ("metrics", "chance", "modality_probe", "tte_ablation", "tte_contribution", "config", "machine")
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,7 @@ def test_a_checkpoint_evaluated_gives_the_numbers_its_run_wrote(smoke_run, tmp_p
     assert np.array_equal(np.load(written.parent / got["layerscale"]["values_file"]),
                           np.load(ckpt.parent / "layerscale.npy"))
     assert (got["preset"], got["variant"], got["seed"]) == ("smoke", "tte_after_ls", 0)
+    assert result["machine"]["cpu"] and result["machine"]["cpu_capability"]     # where the run was computed
     assert got["checkpoint"] == str(ckpt.resolve()) and got["step"] == got["steps"] == steps
     out = capsys.readouterr().out
     assert "TTE removed" in out and "LayerScale γ" in out and str(written) in out

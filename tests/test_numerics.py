@@ -2,6 +2,7 @@
 names vendor, kernels and torch; the model and data code use torch's own functions and layers (no module of
 thesis_lib.models or thesis_lib.data imports numerics: docs/reproducibility.md)."""
 import ast
+import io
 
 import pytest
 import torch
@@ -28,6 +29,18 @@ def test_the_record_of_the_machine_names_vendor_kernels_and_torch():
     record = numerics.written_on()
     assert set(record) == {"cpu_vendor", "cpu_capability", "torch"}
     assert record["torch"] == torch.__version__ and record["cpu_vendor"]
+
+
+def test_the_machine_of_a_result_names_the_cpu_by_family_and_model_and_a_gpu_only_where_used(monkeypatch):
+    info = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n\n" \
+           "processor\t: 1\nmodel name\t: another\n"
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: io.StringIO(info) if f == "/proc/cpuinfo"
+                        else real_open(f, *a, **k))
+    record = numerics.machine("cpu")
+    assert (record["cpu"], record["cpu_vendor"], record["cpu_family"], record["cpu_model"]) == \
+        ("AMD EPYC", "AuthenticAMD", "26", "2")
+    assert "gpu" not in record and record["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_model_and_data_code_import_no_numerics_module():

@@ -25,7 +25,7 @@ from .config_checks import location_overrides
 from .data.eval_sets import build_eval_sets
 from .data.tokenizer import load_tokenizer
 from .errors import CliErrors
-from .numerics import one_thread
+from .numerics import machine, one_thread
 from .metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5
 from .paths import show_progress
 from .training.prepare import prepare_assets
@@ -66,7 +66,8 @@ def evaluate_checkpoint(checkpoint, out_dir, device: str = "cpu", data_root: str
                                  say)
     stem = f"{cfg.preset}-{cfg.model.variant}-seed{cfg.seed}-step{step}"
     result = result_record(cfg, model, found, out_dir / f"{stem}-layerscale.npy", out_dir,
-                           checkpoint=str(path.resolve()), step=step, steps=cfg.train.steps, device=str(dev))
+                           checkpoint=str(path.resolve()), step=step, steps=cfg.train.steps, device=str(dev),
+                           machine=machine(dev))
     return write_json_atomic(out_dir / f"{stem}-eval.json", result), result
 
 

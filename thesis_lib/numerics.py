@@ -10,6 +10,7 @@ numbers record where they were computed (``written_on``) and are compared within
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 
 import torch
@@ -26,19 +27,39 @@ def one_thread():
         torch.set_num_threads(n)
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``, …): /proc/cpuinfo's ``vendor_id``, else the platform's."""
+def _cpuinfo() -> dict:
+    """The first processor's fields of /proc/cpuinfo (empty where there is none)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return fields
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor (``GenuineIntel``, ``AuthenticAMD``, …): /proc/cpuinfo's ``vendor_id``, else the platform's."""
+    return _cpuinfo().get("vendor_id") or platform.processor() or "unknown"
 
 
 def written_on() -> dict:
     """Where stored numbers were computed, recorded beside them (tests/golden, results/<preset>, the stand-ins)."""
     return {"cpu_vendor": cpu_vendor(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "torch": torch.__version__}
+
+
+def machine(device="cpu") -> dict:
+    """The machine a result was computed on, recorded in every result file: the CPU by name, family and model (two
+    "AMD EPYC" of other generations differ in family), its kernels, and the GPU where the run used one."""
+    info = _cpuinfo()
+    record = {"cpu": info.get("model name") or platform.processor() or "unknown", "cpu_vendor": cpu_vendor(),
+              "cpu_family": info.get("cpu family"), "cpu_model": info.get("model"),
+              "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cores": os.cpu_count()}
+    if torch.device(device).type == "cuda":
+        record["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return record

@@ -32,7 +32,7 @@ from ..errors import CliErrors, ConfigError, DeviceError, ThesisError
 from ..evaluation import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model
 from ..models.sources import load_teacher
-from ..numerics import one_thread
+from ..numerics import machine, one_thread
 from ..paths import results_dir
 from ..variants import VARIANTS
 from ..version import __version__
@@ -234,7 +234,7 @@ def probe_inputs(cfg, eval_sets, tokenizer, device) -> tuple[torch.Tensor, torch
 def _result(cfg, raw, tokenizer, eval_sets, device, paths: RunPaths, stats: dict, probe) -> dict:
     found = evaluate_trained(cfg, raw, tokenizer, eval_sets, device, probe)
     return result_record(cfg, raw, found, paths.layerscale, paths.result.parent,
-                         train={**stats, "device": str(device)})
+                         train={**stats, "device": str(device)}, machine=machine(device))
 
 
 def result_record(cfg, raw, found: dict, values_file: Path, beside: Path, **about) -> dict:
