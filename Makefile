@@ -151,7 +151,7 @@ reproduce: setup
 # (5,952 steps), one block of four seeds per sitting (BLOCK=K; ≈ 70 min a block of 8 runs on 2 cores), then, for the
 # baseline-and-TTE' designs, the held-out curves and the paired models' per-item agreement; `make figures` renders
 # them. DESIGN=thesis-lr-sum (the 8-seed record: BLOCK=1, 2), thesis-lr-sum-confirm (Table 2 confirmed on seeds
-# 9-40: BLOCK=1 … 8), thesis-lr-sum-table1 (Table 1's 2 × 2 on seeds 1-4: one block of 12 runs), thesis-lr-sum-pilot
+# 9-40: BLOCK=1 … 8), thesis-lr-sum-table1 (Table 1's 2 × 2 on seeds 1-4 with its own baseline arm: one block of 16 runs), thesis-lr-sum-pilot
 # (seed 0, 6,000 steps: two runs). Kept out of make reproduce (its own time) and make verify.
 DESIGN = thesis-lr-sum
 long: setup

@@ -54,10 +54,11 @@ def test_the_long_confirmation_is_declared_on_fresh_seeds_with_a_fixed_n():
     assert d.family not in reference.FAMILIES and designs.has_curves(d)
 
 
-def test_the_long_table1_pairs_with_the_long_baselines_of_seeds_1_to_4():
+def test_the_long_table1_trains_its_own_baseline_arm_of_seeds_1_to_4():
     d = LONG_TABLE1
-    assert d.seeds == (1, 2, 3, 4) and d.blocks == ((1, 2, 3, 4),) and d.shared == ("baseline",)
-    assert d.shared_from is THESIS_LR_SUM and set(d.seeds) <= set(THESIS_LR_SUM.seeds)
+    assert d.seeds == (1, 2, 3, 4) and d.blocks == ((1, 2, 3, 4),) and d.shared == ()
+    jobs = design_runs.design_jobs(runs.study_params("demo", need_data=False), d)
+    assert sorted((j["variant"], j["seed"]) for j in jobs) == sorted((v, s) for v in d.variants for s in d.seeds)
     assert set(d.variants) == set(reference.grids.TABLE1) and d.overrides == THESIS_LR_SUM.overrides
     assert [c.short for c in d.claims] == ["2 × 2 main effect of skipping the input LayerNorm"]
     assert [c.short for c in d.descriptive] == ["2 × 2 main effect of the TTE before"]
@@ -94,13 +95,6 @@ def test_the_confirmation_power_is_computed_from_the_8_seed_record():
                                  & (sps.ttest_1samp(x, 0.0, axis=1).pvalue >= 0.05))
             assert p[key.replace("power", "equivalent")] == pytest.approx(equivalent, abs=0.01)
     assert p["power_at_0"] > 0.99 and 0.83 < p["power_at_record"] < 0.91 and 0.74 < p["power_at_record_holm"] < 0.82
-
-
-def test_a_design_sharing_another_designs_runs_refuses_to_start_without_them(tmp_path):
-    params = runs.study_params("smoke", output_dir=str(tmp_path))
-    assert design_runs.shared_missing(params, LONG_TABLE1) == ["baseline/seed1", "baseline/seed2"]
-    with pytest.raises(Exception, match="train them first"):
-        design_runs.run_design(params, LONG_TABLE1)
 
 
 def test_a_design_trains_nothing_where_every_run_has_the_thesis_budget_already(tmp_path, capfd):

@@ -35,30 +35,15 @@ def run_design(params, design, block: int | None = None) -> list[dict]:
     if not design.runs_at(params.preset):
         Log.terminal(f"{design.name}: nothing to train at {params.preset}, where runs have the thesis's length")
         return []
-    if design.shared_from:                        # another design's runs: read, never trained here
-        missing = shared_missing(params, design)
-        if missing:
-            from thesis_lib.errors import ThesisError
-            raise ThesisError(f"{design.name} pairs its runs with {design.shared_from.name}'s, and these are not "
-                              f"finished under {store(params, design.shared_from)}: {', '.join(missing)}; train them "
-                              f"first (python -m thesis_lib.study.claims.designs {design.shared_from.name})")
-    elif design.shared:                           # the study's own runs: reused where they exist (at the demo: all)
+    if design.shared:                             # the study's own runs: reused where they exist (at the demo: all)
         run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
     return run_many(design_jobs(params, design, block))
 
 
-def shared_missing(params, design) -> list[str]:
-    """The shared runs (variant/seed) that ``design.shared_from``'s store lacks at the design's seeds."""
-    root = design_params(params, design.shared_from).results_root
-    return [f"{v}/seed{s}" for v in design.shared for s in design.seeds_for(params.preset)
-            if not RunPaths(root, params.preset, v, s).result.exists()]
-
-
 def design_params(params, design, own: bool = True):
-    """The study's parameters at the design's seeds, reading the design's own store (``own``) or where its shared
-    runs lie: ``design.shared_from``'s store, else the study's."""
-    where = store(params, design) if own else store(params, design.shared_from) if design.shared_from \
-        else params.output_dir
+    """The study's parameters at the design's seeds, reading the design's own store (``own``) or the study's, where
+    its shared runs lie."""
+    where = store(params, design) if own else params.output_dir
     return dataclasses.replace(params, seeds=design.seeds_for(params.preset), output_dir=str(where) if where else None)
 
 
