@@ -1,5 +1,6 @@
 """thesis_lib.evaluate (``python -m thesis_lib.evaluate``): a checkpoint evaluated without retraining gives the
-numbers its run wrote, bit for bit on the same machine (which both record); a file that is not a run's checkpoint is a one-line error."""
+numbers its run wrote, bit for bit on the same machine (which both record); a file that is not a run's checkpoint is
+a one-line error."""
 import json
 import subprocess
 import sys
