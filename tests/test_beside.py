@@ -43,11 +43,11 @@ def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
 
 def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
     """The long schedule's 2 × 2 is fixed at n = 4: with 2 seeds trained, neither docs/results.md's section, nor the
-    thesis-beside-us rows, nor the README's answer shows a difference or a verdict word."""
+    thesis-beside-us rows, nor the claims table (the README's source) shows a verdict word."""
     from thesis_lib.metrics import PRIMARY
     from thesis_lib.study import results
     from thesis_lib.study.claims import designs
-    from thesis_lib.study.pages import answer
+    from thesis_lib.study.claims import table as claims_table
     params = runs.study_params("demo", need_data=False)
     design = designs.LONG_TABLE1
     base = results.design_frame(params, designs.THESIS_LR_SUM)
@@ -64,7 +64,9 @@ def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
     for text in (beside.LN, beside.TTE22):
         row = table.loc[(text, "5,952 steps, 2 × 2 (seeds 1-4)")]
         assert (row["ours (95 % CI)"], row.seeds, row.verdict) == ("–", 2, "pending (2 of 4 seeds)")
-    assert "its 2 × 2 is pending (2 of 4 seeds)" in answer._long_table1(params, "5,952")
+    claims = claims_table.claims_table(params)
+    long22 = claims[claims.design.eq(design.name)]
+    assert len(long22) and long22.status.eq("pending").all() and long22.verdict.eq("pending").all()
 
 
 def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decide_it():
@@ -101,20 +103,20 @@ def _complete_confirmation(monkeypatch, drop_baseline: int | None = None):
 
 
 def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
-    """At its n, the README's answer says each confirmatory verdict with its difference and Holm p as
-    docs/results.md's table has them (not a fixed word), and the beside table shows them."""
-    from thesis_lib.study.pages import answer
+    """At its n, the claims table (the README's source) holds each confirmatory verdict with its difference and Holm
+    p as docs/results.md's table has them (not a fixed word), and the beside table shows them."""
+    from thesis_lib.study.claims import table as claims_table
+    from thesis_lib.study.claims.stats import fmt, fmt_p
     design, params = _complete_confirmation(monkeypatch)
     rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
     assert not any(v.startswith("pending") for v in rows.verdict)
     assert rows["equivalence interval"].str.endswith("(TOST α 0.05)").all()       # the interval the rule reads
-    text = answer.markdown(params)
-    second, third = (line for line in text.splitlines() if line.startswith(("2. ", "3. ")))
-    for line, (_, row) in zip((second, third), rows.iterrows()):
-        said = (f"on 32 fresh seeds (the confirmation{', fixed n' if line is second else ''}): **{row.verdict}** "
-                f"({row['difference (95 % CI)']} COCO points against {row['smallest effect of interest']}, Holm p "
-                f"{row['p (Holm, family)']})")
-        assert said in line and "pending" not in line and "seed record beside it" in line
+    claims = claims_table.claims_table(params)
+    confirm = claims[claims.design.eq(design.name) & claims.primary].set_index("claim")
+    for claim, row in rows.iterrows():
+        got = confirm.loc[claim]
+        assert (got.verdict, fmt(got.difference, got.half95), fmt_p(got.p_holm), got.n) == \
+            (row.verdict, row["difference (95 % CI)"], row["p (Holm, family)"], 32)
     table = beside.frame(params)
     for claim, text in zip(design.claims, (beside.HELPS, beside.USED)):
         row = table.loc[(text, "5,952 steps (confirmation, seeds 9-40)")]
@@ -128,53 +130,6 @@ def test_the_headline_and_dose_figures_gain_the_confirmation_at_its_n(monkeypatc
     assert [(r["claim"], r["seeds"]) for r in shown] == [(c.text, 32) for c in design.claims]
     from thesis_lib.study.pages import dose                               # and the dose figure its regime
     assert [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
-
-
-def test_a_trivial_difference_against_the_claims_direction_is_said_the_other_way():
-    from thesis_lib.study.claims.stats import PairedTest
-    from thesis_lib.study.pages import answer
-    helps, used = (next(c for c in reference.CLAIMS if c.text == t) for t in (reference.HELPS, reference.USED))
-    assert (helps.direction, used.direction) == (+1, -1)
-    up, down = PairedTest.of([0.05, 0.04, 0.06]), PairedTest.of([-0.05, -0.04, -0.06])
-
-    def read(verdict, test, claim, used=False):
-        return answer._reading({"verdict": verdict, "words": verdict, "test": test, "claim": claim}, used)
-    assert read("trivial", up, helps) == answer.MEANING["trivial"]
-    assert read("trivial", down, helps) == "a real effect the other way, smaller than the thesis's"
-    assert read("trivial", down, used, used=True) == answer.USED_MEANING["trivial"]
-    assert read("trivial", up, used, used=True).startswith("a real effect the other way")
-    assert read("equivalent", down, helps) == answer.MEANING["equivalent"]
-
-
-def test_a_fixed_n_verdict_is_read_by_its_words():
-    """"Is used" is no thesis claim: its significant cost reads "confirmed", never "the thesis's effect"; a size
-    unlike the thesis's is said so; an undecided claim of a fixed-n design is not promised more seeds."""
-    from thesis_lib.study.claims.stats import PairedTest
-    from thesis_lib.study.pages import answer
-    helps, used = (next(c for c in reference.CLAIMS if c.text == t) for t in (reference.HELPS, reference.USED))
-    down, up = PairedTest.of([-0.5, -0.4, -0.6]), PairedTest.of([0.5, 0.4, 0.6])
-    cost = answer._reading({"verdict": "reproduced", "words": "confirmed", "test": down, "claim": used}, used=True)
-    assert cost == answer.USED_MEANING["confirmed"] and "thesis's effect" not in cost
-    far = answer._reading({"verdict": "reproduced", "words": "reproduced in direction, 9 × the thesis's size",
-                           "test": up, "claim": helps})
-    assert far == "an effect in the thesis's direction, at a size unlike the thesis's (9 × the thesis's size)"
-    still = answer._reading({"verdict": "undecided", "words": "undecided", "test": up, "claim": helps})
-    assert "no seeds are added" in still and "yet" not in still
-    for word in ("contradicted", "refuted", "confirmed"):                         # each glossed where it appears
-        assert word in answer.GLOSS
-
-
-def test_seeds_beyond_reach_are_said_as_such():
-    """A claim whose seeds to decide lie beyond 10,000 reads "> 10000 seeds", not "≈ > seeds"."""
-    from thesis_lib.study.claims.stats import PairedTest
-    from thesis_lib.study.pages import answer
-    diffs = [-2.0, 2.0, -1.0, 1.0]                             # mean 0, an SD of 1.8 against a margin of 0.001
-    r = {"test": PairedTest.of(diffs), "decide_alpha": 0.05, "levels": (0.05, 0.05), "margin": 0.001,
-         "diffs": diffs, "seeds": [0, 1, 2, 3]}
-    said = answer._would_decide(r)
-    assert said.startswith("if its true difference is 0, > 10000 seeds would decide it by normal theory"), said
-    near = answer._would_decide({**r, "margin": 5.0})
-    assert near.startswith("if its true difference is 0, ≈ ") and near.split()[7].isdigit(), near
 
 
 def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(monkeypatch):
@@ -205,14 +160,16 @@ def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(
 def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(monkeypatch):
     """32 TTE' runs and 31 baselines (the last seed's baseline still training): "is used", which reads only the TTE'
     runs, already holds 32 seeds, yet neither claim is shown anywhere before the family's one look."""
-    from thesis_lib.study.pages import answer, headline
-    from thesis_lib.study.pages import dose
+    from thesis_lib.study.claims import table as claims_table
+    from thesis_lib.study.pages import dose, headline
     design, params = _complete_confirmation(monkeypatch, drop_baseline=40)
     rows = table2.confirm_rows(params).loc[[c.text for c in design.claims]]
     assert rows.seeds.tolist() == [31, 32] and (rows.verdict == "pending (31 of 32 seeds)").all()
     assert (rows[["difference (95 % CI)", "equivalence interval", "p (Holm, family)"]] == "–").all().all()
     assert table2.confirmation(params) is None
-    assert "its confirmation on 32 fresh seeds is pending (31 of 32 seed pairs trained)" in answer.markdown(params)
+    claims = claims_table.claims_table(params)
+    confirm = claims[claims.design.eq(design.name) & claims.primary]
+    assert confirm.verdict.eq("pending").all() and confirm.n.tolist() == [31, 32]
     assert "secondary metrics for both claims" not in table2.markdown(params)
     assert "its confirmation on" not in table2.sentence(params)
     assert not [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]

@@ -4,6 +4,7 @@ row per run, one column per metric and statistic) and the per-seed values of a c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -36,7 +37,7 @@ def results_frame(params: StudyParams, variants=grids.TTE, seeds=None) -> pd.Dat
     """One row per finished run of the selected seeds (``seeds``, else ``params.seeds``): variant, seed, metrics,
     LayerScale statistics, the TTE's share, the modality probe, the TTE ablations, the training time."""
     seeds = set(params.seeds if seeds is None else seeds)
-    rows = []
+    rows, known = [], recorded_machines(params.results_root)
     for r in load_results(params.results_root, params.preset):
         if r["variant"] in variants and r["seed"] in seeds:
             ls = {f"gamma_{k}": v for k, v in r.get("layerscale", {}).items() if isinstance(v, (int, float))}
@@ -44,8 +45,38 @@ def results_frame(params: StudyParams, variants=grids.TTE, seeds=None) -> pd.Dat
             tc |= {f"probe_{k}": v for k, v in r.get("modality_probe", {}).items()}
             ab = {f"{mode}:{m}": v for mode, ms in r.get("tte_ablation", {}).items() for m, v in ms.items()}
             rows.append({"preset": r["preset"], "variant": r["variant"], "seed": r["seed"], **r["metrics"], **ls, **tc,
-                         **ab, "train_s": r["train"]["time_s"]})
+                         **ab, "train_s": r["train"]["time_s"],
+                         "machine": machine_label(r.get("machine"), known(r["preset"], r["variant"], r["seed"]))})
     return pd.DataFrame(rows, columns=None if rows else ["preset", "variant", "seed"])   # no runs: still a table
+
+
+def recorded_machines(results_root):
+    """(preset, variant, seed) -> the machine ``machines.csv`` beside a store's results names for runs written before
+    result files recorded their own (2026-12-07), from the commits and measurements that trained them; None where
+    it names none."""
+    path = Path(results_root) / "machines.csv"
+    rows = pd.read_csv(path, dtype=str).to_dict("records") if path.exists() else []
+
+    def seeds(spec: str) -> set:
+        return {s for part in spec.split(",") for a, _, b in [part.strip().partition("-")]
+                for s in range(int(a), int(b or a) + 1)}
+
+    def known(at: str, variant: str, seed: int):
+        for row in reversed(rows):              # the last line that matches: a narrower one follows a broader one
+            if row["preset"] == at and (row["variants"] == "*" or variant in row["variants"].split()) and \
+                    (row["seeds"] == "*" or seed in seeds(row["seeds"])):
+                return row["machine"]
+        return None
+    return known
+
+
+def machine_label(machine: dict | None, recorded: str | None = None) -> str:
+    """A result's machine as a table names it: the CPU by family and model, the GPU where one was used; for a result
+    written before machines were recorded, ``recorded`` (``recorded_machines``), else "not recorded"."""
+    if not machine:
+        return recorded or "not recorded"
+    cpu = f"{machine['cpu']} (family {machine['cpu_family']} model {machine['cpu_model']})"
+    return f"{machine['gpu']} on {cpu}" if machine.get("gpu") else cpu
 
 
 def runs_of(df: pd.DataFrame, variant: str) -> pd.DataFrame:

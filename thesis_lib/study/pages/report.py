@@ -2,9 +2,9 @@
 
     python -m thesis_lib.study.pages.report [--preset demo] [--update-readme]
 
-prints the README's block (the chapter's claims answered in words, ``answer.markdown``); ``--update-readme``
-replaces the block between the ``<!-- results:start -->`` and ``<!-- results:end -->`` markers of README.md and
-writes docs/results.md, every table the claims rest on.
+prints the README's block (the claims table through the first screen's template, ``front``); ``--update-readme``
+writes results/claims.csv (the committed results), replaces the block between the ``<!-- results:start -->`` and
+``<!-- results:end -->`` markers of README.md and writes docs/results.md, every table the claims rest on.
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE, label, short
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
-from . import answer, beside, mechanisms, table2, tables
+from . import beside, front, mechanisms, table2, tables
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
+from ..claims import table as claims_table
 from ..claims.stats import fmt, paired_difference
 from .tables import markdown as _markdown
 
@@ -58,11 +59,12 @@ class _Verdicts:
                                      agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
 
 
-def results_markdown(params) -> str:
-    """The README's block: the chapter's three claims answered in plain words (``answer.markdown``); every line and
-    table behind them is ``results_page``'s (docs/results.md); while a claim's runs are missing, the table of what
-    exists and what is missing (``summary_markdown``)."""
-    return answer.markdown(params) or summary_markdown(_Verdicts(params))
+def results_markdown(params, table: pd.DataFrame | None = None) -> str:
+    """The README's block: the claims table (``claims.table``, as written) through the first screen's template
+    (``front``); every line and table behind it is ``results_page``'s (docs/results.md); while a claim's runs are
+    missing, the table of what exists and what is missing (``summary_markdown``)."""
+    table = claims_table.read(claims_table.csv_text(claims_table.claims_table(params))) if table is None else table
+    return front.markdown(table, params.preset) if front.complete(table) else summary_markdown(_Verdicts(params))
 
 
 def summary_markdown(v: _Verdicts) -> str:
@@ -339,14 +341,16 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)
-        text, page = results_markdown(params), results_page(params) if args.update_readme else ""
+        committed = PRESET_SPECS[args.preset].committed and args.output_dir is None
+        table = claims_table.write(params) if args.update_readme and committed else None
+        text, page = results_markdown(params, table), results_page(params) if args.update_readme else ""
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.update_readme:
         update_readme(text)
         write_text_atomic(RESULTS_PAGE, page)
-        if PRESET_SPECS[args.preset].committed and args.output_dir is None:   # the committed results' tolerances
+        if committed:                                                         # the committed results' tolerances
             update_readme(tolerances_text(), REPRODUCIBILITY_PAGE, TOLERANCES, joint="")
     print(text)
     return 0

@@ -1,0 +1,218 @@
+"""The claims table: every claim in every regime that tested it, one row per claim × regime × metric, computed from
+the result files through the results stage and written once to ``results/claims.csv`` (its columns:
+docs/claims_table.md). Every page, figure and notebook conclusion reads this table, never the statistics code.
+
+The regimes, nearest the thesis's first: the whole model trained to the thesis's summed learning rate (5,952 steps:
+its confirmation on seeds 9-40, its 8-seed record, Table 1's 2 × 2), the TTE' given the thesis's learning-rate budget
+within 600 steps, and the 600-step default. Whether a regime could test a claim is one rule (``can_test``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import io
+import math
+
+import pandas as pd
+import torch
+
+from thesis_lib.cache import write_text_atomic
+from thesis_lib.config import get_config
+from thesis_lib.metrics import PRIMARY, TTE_SHARE_IMAGE
+from thesis_lib.models.emkum import build_model
+from thesis_lib.paths import ROOT
+from thesis_lib.training.engine import budget_summed_lr, summed_lr, thesis_summed_lr
+from thesis_lib.variants import VARIANT_SPECS
+from .. import grids, reference, results
+from ..results import runs_of
+from ..runs import study_params
+from . import designs, paired
+from .stats import seeds_needed
+
+PATH = ROOT / "results" / "claims.csv"
+UNTESTED_SHARE = 10
+"""The one rule for "could this regime test the claim?" (``can_test``): a claim on a TTE after the encoders can be
+tested where the TTE could have mattered, by its training budget or by its dose: its parameters trained to at least
+the thesis's summed learning rate, or its share of the shared block's image input at least 1/``UNTESTED_SHARE`` of
+the share the TTE' reaches given the thesis's learning-rate budget within 600 steps (the budget arm, 2.3 %). A claim
+with no TTE after the encoders has no such limit here."""
+
+HIDDEN = ("difference", "half95", "eq_low", "eq_high", "ratio", "ratio_low", "ratio_high", "p", "p_holm")
+TOPICS = {   # what each declared claim is about: the first screen shows the nearest regime's row of each topic
+    reference.BEFORE_HURTS: "before", reference.TTE_MAIN_EFFECT: "before", reference.CODE_HURTS: "code",
+    reference.LN_MAIN_EFFECT: "layernorm", reference.INTERACTION: "interaction",
+    designs.LONG_TABLE1.claims[0].text: "layernorm", designs.LONG_TABLE1.descriptive[0].text: "before",
+    **{c.text: "helps" if c.direction > 0 else "used"
+       for c in (*designs.THESIS_LR_SUM_CONFIRM.claims, *designs.BUDGET_CONFIRM.claims,
+                 *designs.THESIS_LR_SUM.claims, designs.LONG_HELPS,
+                 *(c for c in reference.CLAIMS if c.family in (reference.TABLE2, reference.BUDGET)))},
+    **{c.text: f"dose {c.contrast[0][0][0].rsplit('init', 1)[1]}" for c in reference.CLAIMS
+       if c.family == reference.DOSE},
+}
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    """A set of runs decided together: ``design`` (a fixed-n design's store) or the study's own runs (None)."""
+    name: str
+    steps: int
+    design: designs.FixedDesign | None = None
+
+
+def regimes(preset: str) -> tuple:
+    long = designs.long_steps(preset)
+    steps = get_config(preset).train.steps
+    return (Regime("summed learning rate, confirmation", long, designs.THESIS_LR_SUM_CONFIRM),
+            Regime("summed learning rate, record", long, designs.THESIS_LR_SUM),
+            Regime("summed learning rate, 2 × 2", long, designs.LONG_TABLE1),
+            Regime("TTE budget, confirmation", steps, designs.BUDGET_CONFIRM),
+            Regime(f"{steps} steps", steps))
+
+
+def seed_ranges(seeds) -> str:
+    """[0, 1, 2, 5] -> '0-2, 5'."""
+    out, seeds = [], sorted(seeds)
+    for s in seeds:
+        if out and s == out[-1][1] + 1:
+            out[-1][1] = s
+        else:
+            out.append([s, s])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
+
+
+@functools.lru_cache(maxsize=None)
+def parameters(preset: str, variant: str) -> int:
+    with torch.device("meta"):
+        return sum(p.numel() for p in build_model(get_config(preset, variant), pretrained=False).parameters())
+
+
+def thesis_difference(claim, metric: str, version: str):
+    """The thesis's own difference for a contrast it reported (its rows ``margin_from``), else None: a claim it did
+    not test, or one whose arm it never measured (a TTE removed at evaluation: its margin is borrowed)."""
+    if not claim.in_thesis or any(mode != "none" for _, mode in claim.arms):
+        return None
+    treated, control = (reference.thesis_value(version, v, metric) for v in claim.margin_from)
+    return None if treated is None or control is None else treated - control
+
+
+def tte_summed_lr(preset: str, variant: str, steps: int) -> float:
+    """The summed learning rate a variant's TTE parameters get in a run of ``steps``, ÷ the thesis run's; nan for a
+    variant without a TTE."""
+    cfg = get_config(preset, variant)
+    if not cfg.model.tte.place:
+        return math.nan
+    t = dataclasses.replace(cfg.train, steps=steps)
+    budget = budget_summed_lr(VARIANT_SPECS[variant].tte_budget)
+    return (budget or summed_lr(t, t.batch_size)) / thesis_summed_lr()
+
+
+def _tte_share(df: pd.DataFrame, claim) -> float:
+    """The TTE's share (percent) of the shared block's image input in the claim's treated arm; nan without one."""
+    runs = runs_of(df, claim.contrast[0][0][0])
+    return float(runs[TTE_SHARE_IMAGE].mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else math.nan
+
+
+def _machines(df: pd.DataFrame, claim, seeds) -> str:
+    """The machines the claim's runs on ``seeds`` were computed on (``results.machine_label``), joined."""
+    runs = df[df.variant.isin(claim.arms_variants) & df.seed.isin(seeds)]
+    return "; ".join(sorted(set(runs["machine"]))) if "machine" in runs else ""
+
+
+def _regime_name(regime: Regime, variant: str) -> str:
+    """The study's own runs of the TTE' at the thesis's budget form a regime of their own (its record, seeds 0-3)."""
+    return "TTE budget, record" if regime.design is None and VARIANT_SPECS[variant].tte_budget else regime.name
+
+
+def _rows(params, regime: Regime, df: pd.DataFrame, claims, budget_share: float) -> list[dict]:
+    """The table's rows of ``claims`` on ``df``: a fixed-n design's family reads "pending", its difference and p
+    hidden, until every claim holds its n (its one look); a design's claim without runs is a pending row."""
+    design, out = regime.design, []
+    planned = len(design.seeds_for(params.preset)) if design else 0
+    descriptive = {c.text for c in design.descriptive} if design else set()
+    found = paired.claim_rows(df, claims) if len(df) else []
+    missing = [c for c in claims if design and not any(r["claim"] == c for r in found)]
+    fewest = min([r["test"].n for r in found if r["primary"] and r["claim"].text not in descriptive]
+                 + [0 for c in missing if c.text not in descriptive], default=planned)
+    for c in missing:
+        out.append({"topic": TOPICS[c.text], "claim": c.text, "family": c.family, "regime": regime.name,
+                    "steps": regime.steps, "design": design.name, "n": 0, "metric": PRIMARY, "primary": True,
+                    "seeds_declared": seed_ranges(design.seeds_for(params.preset)), "verdict": "pending",
+                    "status": "pending", "in_thesis": c.in_thesis})
+    for r in found:
+        c, t, m, tost = r["claim"], r["test"], r["metric"], r["levels"][1]
+        short = t.n < planned if c.text in descriptive else fewest < planned     # a family has one look, at its n
+        status = "pending" if design and short else "descriptive" if c.text in descriptive else "decided"
+        variant = c.contrast[0][0][0]
+        share, lr_sum = _tte_share(df, c), tte_summed_lr(params.preset, variant, regime.steps)
+        need = (seeds_needed(t, r["margin"], r["decide_alpha"], tost)["seeds"]
+                if r["primary"] and r["margin"] and status != "pending" and r["verdict"] == "undecided" else None)
+        row = {"topic": TOPICS[c.text], "claim": c.text, "family": c.family,
+               "regime": _regime_name(regime, variant), "steps": regime.steps,
+               "design": design.name if design else "study", "seeds": seed_ranges(r["seeds"]), "n": t.n,
+               "seeds_declared": seed_ranges(design.seeds_for(params.preset)) if design else "",
+               "machines": _machines(df, c, r["seeds"]), "width": get_config(params.preset).model.dim,
+               "parameters": parameters(params.preset, variant), "metric": m, "primary": r["primary"],
+               "baseline_mean": r["control"], "difference": t.mean, "half95": t.half95,
+               "eq_low": t.mean - t.half(1 - 2 * tost), "eq_high": t.mean + t.half(1 - 2 * tost),
+               "eq_level": 1 - 2 * tost, "margin": r["margin"],
+               "thesis_aug": thesis_difference(c, m, "aug"), "thesis_final": thesis_difference(c, m, "final"),
+               "thesis_carried": r["thesis"], "ratio": r["ratio"][0], "ratio_low": r["ratio"][1],
+               "ratio_high": r["ratio"][2], "p": t.p, "p_holm": r.get("p_adjusted"),
+               "verdict": "pending" if status == "pending" else r["words"], "status": status,
+               "decide_alpha": r["decide_alpha"], "seeds_to_decide": need, "tte_share": share,
+               "tte_summed_lr": lr_sum,
+               "can_test": math.isnan(share) or lr_sum >= 1 or share * UNTESTED_SHARE >= budget_share,
+               "in_thesis": c.in_thesis}
+        if status == "pending":                  # nothing of a family is read before its look
+            row.update(dict.fromkeys(HIDDEN))
+        out.append(row)
+    return out
+
+
+def claims_table(params) -> pd.DataFrame:
+    """Every declared claim in every regime that has runs of it, one row per claim × regime × claimed metric."""
+    study = paired.claims_frame(params, grids.CLAIMED)
+    budget_share = _tte_share(study, next(c for c in reference.CLAIMS if c.family == reference.BUDGET))
+    rows = []
+    for regime in regimes(params.preset):
+        if regime.design is None:
+            rows += _rows(params, regime, study, reference.CLAIMS, budget_share)
+            continue
+        claims = designs.claims_of(params, regime.design, descriptive=True)
+        rows += _rows(params, regime, results.design_frame(params, regime.design), claims, budget_share)
+    table = pd.DataFrame(rows)
+    return table.astype({"seeds_to_decide": "Int64"}) if len(table) else table
+
+
+def csv_text(table: pd.DataFrame) -> str:
+    """The table as results/claims.csv holds it (six significant digits)."""
+    return table.to_csv(index=False, float_format="%.6g", lineterminator="\n")
+
+
+def read(source=PATH) -> pd.DataFrame:
+    """The claims table as written (a path, or the text ``csv_text`` gives): what every page reads."""
+    source = io.StringIO(source) if isinstance(source, str) else source
+    return pd.read_csv(source, dtype={"seeds": str, "seeds_declared": str, "machines": str},
+                       keep_default_na=False, na_values=[""]).astype({"seeds_to_decide": "Int64"})
+
+
+def write(params, path=PATH) -> pd.DataFrame:
+    """Compute the table from the result files, write it to ``path``, and return it as written."""
+    text = csv_text(claims_table(params))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, text)
+    return read(text)
+
+
+def main(argv=None) -> int:
+    """``python -m thesis_lib.study.claims.table [--preset demo]``: write results/claims.csv from the result files."""
+    p = argparse.ArgumentParser(prog="python -m thesis_lib.study.claims.table", description=main.__doc__)
+    p.add_argument("--preset", default="demo")
+    args = p.parse_args(argv)
+    table = write(study_params(args.preset, need_data=False))
+    print(f"{PATH.relative_to(ROOT)}: {len(table)} rows ({table['primary'].sum()} on {PRIMARY})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The README's first screen: the claims table (``claims.table``, results/claims.csv) rendered through a template
+that people write (``templates/readme_answer.j2``). This module picks the rows the screen shows and formats
+numbers; every sentence lives in the template, and no judgement is made here: the verdict, the status and whether a
+regime could test a claim are the table's columns.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+import torch
+
+from thesis_lib.config import get_config
+from thesis_lib.models.emkum import build_model
+from ..results import eval_items
+
+TEMPLATES = Path(__file__).parent / "templates"
+FIRST_SCREEN = ("before", "layernorm", "helps", "used")   # the topics of the first screen's table, in its order
+
+
+def nearest(table: pd.DataFrame, topic: str) -> pd.Series | None:
+    """The topic's row on the primary metric in the regime nearest the thesis's (the table's order) that could test
+    it and holds a verdict; a pending row where every such regime is pending; None where none has the topic."""
+    rows = table[table.topic.eq(topic) & table.primary]
+    for wanted in (rows.can_test.eq(True) & rows.status.ne("pending"), rows.status.eq("pending")):
+        if wanted.any():
+            return pd.Series({k: None if pd.isna(v) else v for k, v in rows[wanted].iloc[0].items()})
+    return None
+
+
+def _digits(row) -> int:
+    """Enough decimals to show the interval: three where it is under 0.1 points."""
+    return 2 if row.half95 >= 0.1 else 3
+
+
+def _num(x: float) -> str:
+    return "0" if abs(x) < 0.005 else f"{x:.2g}".replace("-", "−")
+
+
+def signed(x, digits: int = 2) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:+.{digits}f}".replace("-", "−")
+
+
+def difference(row) -> str:
+    """'−0.04 ± 0.07' in the row's digits (three below a margin of 0.1)."""
+    d = _digits(row)
+    return f"{signed(row.difference, d)} ± {row.half95:.{d}f}"
+
+
+def times(row) -> str:
+    """Our effect over the thesis's, '0.8 × (−0.6 … 2.3)'; '–' where the thesis gives no effect."""
+    if pd.isna(row.ratio):
+        return "–"
+    return f"{_num(row.ratio)} × ({_num(row.ratio_low)} … {_num(row.ratio_high)})"
+
+
+def scale(preset: str) -> dict:
+    """The scale of every answer, from the config: width, parameters (ours and the thesis's), steps, batch, world,
+    test sets."""
+    cfg = get_config(preset)
+    with torch.device("meta"):
+        ours, thesis = (sum(p.numel() for p in build_model(get_config(p, "baseline"), pretrained=False).parameters())
+                        for p in (preset, "thesis"))
+    return {"width": cfg.model.dim, "parameters": ours, "thesis_parameters": thesis, "steps": cfg.train.steps,
+            "batch": cfg.train.batch_size, "pictures": cfg.data.world.n_train, "test_sets": eval_items(preset)}
+
+
+def complete(table: pd.DataFrame) -> bool:
+    """Whether the table holds a row of every topic the first screen shows."""
+    return len(table) > 0 and all(nearest(table, t) is not None for t in FIRST_SCREEN)
+
+
+def render(table: pd.DataFrame, scale_facts: dict, template: str = "readme_answer.j2") -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters.update(signed=signed, difference=difference, times=times, count=lambda n: f"{int(n):,}")
+    rows = {t: nearest(table, t) for t in FIRST_SCREEN}
+    return env.get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
+
+
+def markdown(table: pd.DataFrame, preset: str = "demo") -> str:
+    return render(table, scale(preset))
