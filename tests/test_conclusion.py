@@ -12,13 +12,19 @@ def frame():
     return results.results_frame(runs.study_params("demo", need_data=False), grids.CLAIMED)
 
 
-def test_table2_says_its_verdicts_are_built_in_only_when_they_are(frame):
-    said = conclusion.table2(frame, 600)
-    share = results.runs_of(frame, grids.TTE_AFTER_LS).tte_ratio_image.mean() * 100
-    assert f"{share:.3f} %" in said and "could hardly have come out otherwise" in said
-    moved = frame.copy()                                    # a TTE' that gains two points: no longer built in
-    moved.loc[moved.variant.eq(grids.TTE_AFTER_LS), "coco_mean"] += 2.0
-    assert "could hardly" not in conclusion.table2(moved, 600)
+def test_notebook_03s_conclusion_says_whether_its_regime_could_test_the_claim():
+    """Notebook 03's conclusion is its template filled from the claims table: the 600-step regime's "too small a dose"
+    comes from the table's ``can_test`` column, and the TTE budget's regime reads as one that can answer."""
+    from thesis_lib.study import reference
+    from thesis_lib.study.claims import table as claims_table
+    from thesis_lib.study.pages import front
+    table = claims_table.read()
+    short = front.conclusion(table, reference.TABLE2, "600 steps")
+    share = table[table.family.eq(reference.TABLE2) & table.design.eq("study") & table.primary].tte_share.iloc[0]
+    assert f"{share:.3g} %" in short and "too small a dose to test the claim" in short
+    assert "a dose at which the claim can be tested" in front.conclusion(table, reference.BUDGET, "TTE budget")
+    flipped = table.assign(can_test=True)                       # one column of the table decides the sentence
+    assert "too small a dose" not in front.conclusion(flipped, reference.TABLE2, "600 steps")
 
 
 def test_table1_names_the_layernorm_only_where_the_2x2_shows_it(frame):

@@ -33,7 +33,7 @@ def test_committed_notebook_outputs_hold_no_machine_specific_path():
 def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monkeypatch):
     """Each notebook's parameters cell, run, defines the declared parameters (study.runs.Parameters) with the
     notebook's declared defaults (its seeds, the preset from THESIS_PRESET) and nothing else but notebook 05's
-    fusion variants (study.grids.FUSION_TRAINED); papermill finds each of them in the cell (it warns of a parameter
+    fusion variants (study.grids.FUSION_TRAINED) and notebook 03's regime (its first, study.grids.TABLE2_REGIMES); papermill finds each of them in the cell (it warns of a parameter
     it cannot find, and the cell's names are what `papermill --help-notebook` lists)."""
     from papermill.translators import PythonTranslator
 
@@ -46,7 +46,8 @@ def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monke
         exec("".join(cell["source"]), namespace)
         defined = {k: v for k, v in namespace.items() if not k.startswith("_") and not callable(v)
                    and not isinstance(v, types.ModuleType)}
-        extra = {"fusion_variants": list(grids.FUSION_TRAINED)} if path.name.startswith("05") else {}
+        extra = {"05": {"fusion_variants": list(grids.FUSION_TRAINED)},
+                 "03": {"regime": next(iter(grids.TABLE2_REGIMES))}}.get(path.name[:2], {})
         assert defined == {**runs.defaults(path.stem)._asdict(), **extra}, path.name
         assert defined["preset"] == "smoke" and tuple(defined["seeds"]) == runs.seeds_of(path.name)
         found = {p.name for p in PythonTranslator.inspect({"source": "".join(cell["source"])})

@@ -111,6 +111,24 @@ def test_a_swapped_run_that_changes_a_verdict_is_named(tmp_path):
     assert changed and all(" -> " in line for line in changed)
 
 
+def test_runs_trained_elsewhere_are_compared_with_the_committed_record(tmp_path):
+    """Notebook 03's last cell (make demo): copies of committed runs (with their curves) come back within tolerance
+    with every verdict unchanged; one moved by 30 points is named."""
+    from types import SimpleNamespace
+    for variant in ("baseline", "tte_after_ls_budget"):
+        shutil.copytree(COMMITTED / "demo" / variant / "seed0", tmp_path / "demo" / variant / "seed0")
+        shutil.copyfile(COMMITTED / "demo" / variant / "seed0.json", tmp_path / "demo" / variant / "seed0.json")
+    params = SimpleNamespace(preset="demo", results_root=tmp_path)
+    assert verify.against_committed(params) == ("2 of 2 runs within make verify's tolerance of the committed record; "
+                                                "every verdict unchanged.")
+    moved = json.loads((tmp_path / "demo" / "baseline" / "seed0.json").read_text())
+    moved["metrics"]["coco_mean"] += 30.0
+    (tmp_path / "demo" / "baseline" / "seed0.json").write_text(json.dumps(moved))
+    said = verify.against_committed(params)
+    assert said.startswith("1 of 2 runs within") and "demo/baseline/seed0: coco_mean retrained" in said
+    assert verify.against_committed(SimpleNamespace(preset="demo", results_root=COMMITTED)).endswith("itself.")
+
+
 def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
     """The page's generated sentence (written by ``make figures``) is what the committed results give now."""
     from thesis_lib.study.pages import report

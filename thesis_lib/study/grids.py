@@ -18,6 +18,10 @@ TABLE2 = ("baseline", "tte_after_ls")       # what Table 2's claims compare (not
 CONTROLS = ("tte_before_noln", "noln", "tte_shared")
 DOSE = ("tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1")   # γ's initial value
 BUDGET = ("baseline", "tte_after_ls_budget")  # the TTE' given the thesis's learning-rate budget (notebook 04)
+TABLE2_REGIMES = {   # notebook 03's parameter ``regime`` -> what it trains: the 600-step default, or the TTE' given
+    "600 steps": TABLE2,   # the thesis's learning-rate budget within the 600 steps (`make demo`: a regime that can
+    "TTE budget": BUDGET,  # test the claim at the demo's cost; the 600-step TTE is too small a dose to test it)
+}
 DOSE_ARMS = ("baseline", *DOSE)           # what the γ-init claims compare (notebook 04's dose-response)
 TTE_USED = ("tte_after", "tte_after_ls", "tte_after_ls_budget", "tte_shared")  # ablated at evaluation: is the TTE used?
 TTE_CONTRIBUTION = (*DOSE, "tte_after_ls_budget", "tte_after")   # γ rising: its start, its budget, no LayerScale

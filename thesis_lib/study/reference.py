@@ -93,6 +93,7 @@ CLAIMS = (
           vs(*grids.BUDGET[::-1]), +1, AFTER, BUDGET),
 )
 FAMILIES = tuple(dict.fromkeys(c.family for c in CLAIMS))
+REGIME_FAMILIES = {"600 steps": TABLE2, "TTE budget": BUDGET}   # notebook 03's regimes (grids.TABLE2_REGIMES)
 BEFORE_HURTS, CODE_HURTS, TTE_MAIN_EFFECT, LN_MAIN_EFFECT, INTERACTION, HELPS, USED = (c.text for c in CLAIMS[:7])
 
 

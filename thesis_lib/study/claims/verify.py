@@ -16,11 +16,15 @@ from __future__ import annotations
 import math
 import re
 import shutil
+import tempfile
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
+from thesis_lib.config import PRESET_SPECS
 from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, label
+from thesis_lib.paths import ROOT
+from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 from .. import grids
 from ..runs import SEEDS
 from . import paired
@@ -129,8 +133,38 @@ def changed_verdicts(committed_root: Path, retrained_root: Path, preset: str, sc
     swapped = Path(scratch) / preset
     shutil.copytree(Path(committed_root) / preset, swapped)
     for result in sorted((Path(retrained_root) / preset).glob("*/seed*.json")):
+        (swapped / result.parent.name).mkdir(exist_ok=True)
         shutil.copyfile(result, swapped / result.parent.name / result.name)
     before, after = verdicts(committed_root, preset), verdicts(scratch, preset)
     changed = [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
     return [f"{claim} ({metric}): verdict {before.get((claim, metric))} -> {after.get((claim, metric))}"
             for claim, metric in changed]
+
+
+def against_committed(params, committed_root: Path | None = None) -> str:
+    """Each run under ``params.results_root`` (trained elsewhere, e.g. `make demo`'s build/demo/) against the committed
+    run of the same variant and seed (``committed_root``, default the repository's results/): within tolerance
+    (``metric_failures``, a fork judged as ``tolerance_sds`` says), and the verdicts with them standing in for the
+    committed ones (``changed_verdicts``); in words."""
+    committed_root = Path(committed_root or ROOT / "results")
+    if Path(params.results_root).resolve() == committed_root.resolve():
+        return "These runs are the committed record itself."
+    record = load_results(committed_root, params.preset) if PRESET_SPECS[params.preset].committed else []
+    if not record:
+        return f"No committed record at the {params.preset} scale to compare with."
+    tolerance, by_run = tolerances(record), {(r["variant"], r["seed"]): r for r in record}
+    lines, within, compared = [], 0, 0
+    for r in load_results(params.results_root, params.preset):
+        committed = by_run.get((r["variant"], r["seed"]))
+        if committed is None:
+            continue
+        curves = (read_jsonl(RunPaths(root, params.preset, r["variant"], r["seed"]).metrics)
+                  for root in (committed_root, params.results_root))
+        failures = metric_failures(committed, r, tolerance, tolerance_sds(*curves))
+        compared, within = compared + 1, within + (not failures)
+        lines += failures
+    with tempfile.TemporaryDirectory() as scratch:
+        changed = changed_verdicts(committed_root, params.results_root, params.preset, Path(scratch))
+    return "\n".join([f"{within} of {compared} runs within make verify's tolerance of the committed record; "
+                      + ("every verdict unchanged." if not changed else f"{len(changed)} verdicts changed:")]
+                     + changed + lines)

@@ -42,28 +42,6 @@ def table1(df: pd.DataFrame, steps: int) -> str:
     return " ".join(out)
 
 
-def table2(df: pd.DataFrame, steps: int) -> str:
-    """Notebook 03 (the main job): Table 2 at the preset's budget, and why its verdicts are built in there."""
-    rows = paired.primary_rows(df, family=reference.TABLE2)
-    if not rows:
-        return "No Table 2 claim has runs of both arms yet."
-    share = tte_share(df, grids.TTE_AFTER_LS)
-    out = [f"This notebook asked whether a TTE added after the encoders, scaled by LayerScale from 1e-5, helps "
-           f"(Table 2), and whether the trained model uses it. At {steps:,} steps: "
-           + "; ".join(_said(r) for r in rows) + "."]
-    if share is not None:
-        nothing = all(r["verdict"] == "equivalent" for r in rows)
-        out.append(f"At this budget the TTE reaches {share:.3f} % of the shared block's input"
-                   + (": a vector that small can hardly move a metric whatever it encodes, so these verdicts could "
-                      "hardly have come out otherwise. They show that the TTE' does nothing measurable when trained "
-                      "this briefly; they do not show what it does when it can grow." if nothing and share < 0.1
-                      else ".")
-                   + " Notebook 04 gives it the thesis's learning-rate budget, "
-                   "and the long schedule trains the whole model to the thesis's summed learning rate "
-                   "(docs/results.md, \"The thesis beside us\").")
-    return " ".join(out)
-
-
 READING = {   # what a pair of Table 2 verdicts ("helps", "is used") means, where the pair reads plainly
     ("equivalent", "trivial"): "removing it costs a little, and adding it gains nothing as large as the thesis's "
                                "effect",

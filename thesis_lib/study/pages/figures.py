@@ -272,6 +272,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
     "03_table2_bars": Figure(lambda p, v: per_seed.draw(_results(p, v), v), Reads(grids.TABLE2)),   # (control, TTE')
     "03_loss_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(grids.TABLE2)),
+    "03_budget_forest": Figure(partial(_forest, family=reference.BUDGET), Reads(grids.BUDGET)),
+    "03_budget_loss_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(grids.BUDGET)),
     "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)),
                                  Reads((grids.TTE_AFTER_LS,))),
     "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
@@ -291,6 +293,10 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
                                      ticks=mechanisms.FUSION_TICKS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
     "headline": Figure(fig_headline, Reads(headline.READS)),     # the README's: every chapter claim, thesis = 1
+}
+REGIME_FIGURES = {   # notebook 03's figures in each of its regimes (grids.TABLE2_REGIMES)
+    "600 steps": ("03_table2_forest", "03_table2_bars", "03_loss_curves"),
+    "TTE budget": ("03_budget_forest", "03_budget_loss_curves"),
 }
 
 

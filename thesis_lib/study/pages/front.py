@@ -1,7 +1,7 @@
-"""The README's first screen: the claims table (``claims.table``, results/claims.csv) rendered through a template
-that people write (``templates/readme_answer.j2``). This module picks the rows the screen shows and formats
-numbers; every sentence lives in the template, and no judgement is made here: the verdict, the status and whether a
-regime could test a claim are the table's columns.
+"""The README's first screen and the notebooks' conclusions: the claims table (``claims.table``, results/claims.csv)
+rendered through templates that people write (``templates/readme_answer.j2``, ``templates/conclusion_03.j2``).
+This module picks the rows a page shows and formats numbers; every sentence lives in a template, and no judgement is
+made here: the verdict, the status and whether a regime could test a claim are the table's columns.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def nearest(table: pd.DataFrame, topic: str) -> pd.Series | None:
     rows = table[table.topic.eq(topic) & table.primary]
     for wanted in (rows.can_test.eq(True) & rows.status.ne("pending"), rows.status.eq("pending")):
         if wanted.any():
-            return pd.Series({k: None if pd.isna(v) else v for k, v in rows[wanted].iloc[0].items()})
+            return _plain(rows[wanted].iloc[0])
     return None
 
 
@@ -72,12 +72,30 @@ def complete(table: pd.DataFrame) -> bool:
     return len(table) > 0 and all(nearest(table, t) is not None for t in FIRST_SCREEN)
 
 
-def render(table: pd.DataFrame, scale_facts: dict, template: str = "readme_answer.j2") -> str:
+def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
     env.filters.update(signed=signed, difference=difference, times=times, count=lambda n: f"{int(n):,}")
+    return env
+
+
+def _plain(row: pd.Series) -> pd.Series:
+    return pd.Series({k: None if pd.isna(v) else v for k, v in row.items()})
+
+
+def render(table: pd.DataFrame, scale_facts: dict, template: str = "readme_answer.j2") -> str:
     rows = {t: nearest(table, t) for t in FIRST_SCREEN}
-    return env.get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
+    return _environment().get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
+
+
+def conclusion(table: pd.DataFrame, family: str, regime: str, template: str = "conclusion_03.j2") -> str:
+    """A notebook's conclusion: its family's primary rows of the claims table (the study's own runs) through its
+    template; a line saying so where none has runs yet."""
+    rows = table[table.family.eq(family) & table.design.eq("study") & table.primary]
+    if rows.empty:
+        return f"No claim of {family} has runs of both arms yet."
+    return _environment().get_template(template).render(rows=[_plain(r) for _, r in rows.iterrows()],
+                                                        regime=regime).strip()
 
 
 def markdown(table: pd.DataFrame, preset: str = "demo") -> str:
