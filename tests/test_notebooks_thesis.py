@@ -33,8 +33,9 @@ def test_committed_notebook_outputs_hold_no_machine_specific_path():
 def test_every_parameters_cell_takes_its_defaults_from_the_one_declaration(monkeypatch):
     """Each notebook's parameters cell, run, defines the declared parameters (study.runs.Parameters) with the
     notebook's declared defaults (its seeds, the preset from THESIS_PRESET) and nothing else but notebook 05's
-    fusion variants (study.grids.FUSION_TRAINED) and notebook 03's regime (its first, study.grids.TABLE2_REGIMES); papermill finds each of them in the cell (it warns of a parameter
-    it cannot find, and the cell's names are what `papermill --help-notebook` lists)."""
+    fusion variants (study.grids.FUSION_TRAINED) and notebook 03's regime (its first, study.grids.TABLE2_REGIMES);
+    papermill finds each of them in the cell (it warns of a parameter it cannot find, and the cell's names are what
+    `papermill --help-notebook` lists)."""
     from papermill.translators import PythonTranslator
 
     from thesis_lib.paths import ROOT
