@@ -1,29 +1,28 @@
-"""The thesis beside us (thesis_lib/study/pages/beside.py), read from the committed demo results."""
+"""The thesis beside us (docs/results.md's opening: the claims table through templates/results_beside.j2) and
+Table 2's designs on their pages, read from the committed demo results."""
 import pandas as pd
 
-from thesis_lib.study import reference, runs
-from thesis_lib.study.pages import beside, table2
+from thesis_lib.study import runs
+from thesis_lib.study.claims import table as claims_table
+from thesis_lib.study.pages import front, table2
 
 
 def test_every_thesis_claim_has_its_numbers_and_ours_in_each_regime():
-    params = runs.study_params("demo", need_data=False)
-    table = beside.frame(params)
-    claims = set(table.index.get_level_values("claim"))
-    assert {c.text for c in reference.CLAIMS if c.in_thesis} <= claims
-    helps = table.loc[beside.HELPS]
-    assert helps.loc["600 steps", "thesis (COCO)"] == "66.3 → 66.6 (Aug 2024); 66.87 → 67.2 (final)"
-    budget = table2.budget_rows(params).iloc[-2]
-    row = helps.loc["600 steps, the thesis's budget for the TTE (fresh seeds 4-23)"]
-    assert (row["ours (95 % CI)"], row.seeds, row.verdict) == (budget["difference (95 % CI)"], budget.seeds,
-                                                               budget.verdict)
-    assert table.loc[beside.USED].iloc[0]["thesis (COCO)"].startswith("not reported")
+    table = claims_table.read()
+    page = front.results_beside(table)
+    helps = table[table.topic.eq("helps") & table.primary]
+    assert len(helps) >= 4 and set(helps.regime) >= {"summed learning rate, confirmation", "default"}
+    assert "| The TTE' helps (Table 2) |" in page and "| +0.30 / +0.33 |" in page
+    for _, row in helps[helps.status.ne("pending")].iterrows():
+        assert front.difference(row) in page
+    assert "the thesis's \"helps slightly\" is not reproduced here" in page
 
 
 def test_a_declared_design_without_runs_reads_pending():
-    table = beside.frame(runs.study_params("demo", need_data=False))
-    confirm = [r for r in table.index if r[1].endswith("(confirmation, seeds 9-40)")]
+    table = claims_table.read()
+    confirm = table[table.design.eq("thesis-lr-sum-confirm") & table.primary]
     assert len(confirm) == 2
-    assert all(table.loc[r, "verdict"].startswith("pending") or table.loc[r, "seeds"] > 0 for r in confirm)
+    assert all(v == "pending" or n > 0 for v, n in zip(confirm.verdict, confirm.n))
 
 
 def test_a_pending_claim_shows_neither_its_verdict_nor_its_difference():
@@ -60,10 +59,6 @@ def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
     long_rows = [line for line in section.splitlines() if "5,952 steps" in line and line.startswith("|")]
     assert len(long_rows) == 2 and all("pending (2 of 4 seeds)" in r for r in long_rows)
     assert not any(w in r for r in long_rows for w in ("undecided", "descriptive", "reproduced", "-5.0"))
-    table = beside.frame(params)
-    for text in (beside.LN, beside.TTE22):
-        row = table.loc[(text, "5,952 steps, 2 × 2 (seeds 1-4)")]
-        assert (row["ours (95 % CI)"], row.seeds, row.verdict) == ("–", 2, "pending (2 of 4 seeds)")
     claims = claims_table.claims_table(params)
     long22 = claims[claims.design.eq(design.name)]
     assert len(long22) and long22.status.eq("pending").all() and long22.verdict.eq("pending").all()
@@ -82,7 +77,9 @@ def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decid
     ln = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of skipping the input LayerNorm, {steps}"))
     assert "| descriptive |" in tte and "if the true difference is 0" in tte
     assert "| descriptive |" not in ln and "pending" not in ln
-    assert beside.frame(params).loc[(beside.TTE22, f"{steps}, 2 × 2 (seeds 1-4)"), "verdict"] == "descriptive"
+    claims = claims_table.read()
+    tte = claims[claims.design.eq(designs.LONG_TABLE1.name) & claims.primary & claims.topic.eq("before")]
+    assert tte.status.tolist() == ["descriptive"]
 
 
 def _complete_confirmation(monkeypatch, drop_baseline: int | None = None):
@@ -117,10 +114,6 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
         got = confirm.loc[claim]
         assert (got.verdict, fmt(got.difference, got.half95), fmt_p(got.p_holm), got.n) == \
             (row.verdict, row["difference (95 % CI)"], row["p (Holm, family)"], 32)
-    table = beside.frame(params)
-    for claim, text in zip(design.claims, (beside.HELPS, beside.USED)):
-        row = table.loc[(text, "5,952 steps (confirmation, seeds 9-40)")]
-        assert (row.seeds, row.verdict) == (32, rows.loc[claim.text, "verdict"])
 
 
 def test_the_headline_and_dose_figures_gain_the_confirmation_at_its_n(monkeypatch):
@@ -174,6 +167,3 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     assert "its confirmation on" not in table2.sentence(params)
     assert not [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
     assert not [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
-    table = beside.frame(params)
-    for text in (beside.HELPS, beside.USED):
-        assert table.loc[(text, "5,952 steps (confirmation, seeds 9-40)"), "verdict"] == "pending (31 of 32 seeds)"

@@ -128,8 +128,8 @@ def test_the_template_renders_a_small_fixture_table():
                                            "steps": 600, "batch": 128, "pictures": 4000,
                                            "test_sets": {"coco": (5000, 0), "flickr": (1000, 0),
                                                          "imagenet": (10080, 48)}})
-    assert "| The TTE' helps (Table 2) | +0.30 / +0.33 | +0.170 | +0.010 ± 0.050 (8 seeds, 5,952 steps)" in text
-    assert "**undecided**: ≈ 31 seeds would decide it" in text and "pending: its seeds are still training" in text
+    assert "| TTE' helps (Table 2) | +0.30 / +0.33 | +0.170 | +0.010 ± 0.050 (8 seeds, 5,952 steps)" in text
+    assert "**undecided**: ≈ 31 seeds would decide" in text and "pending: its seeds are still training" in text
     assert "**not reproduced**" in text and "**confirmed**" in text and "– (0 of 1-8)" in text
 
 

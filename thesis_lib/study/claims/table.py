@@ -38,6 +38,30 @@ the thesis's summed learning rate, or its share of the shared block's image inpu
 the share the TTE' reaches given the thesis's learning-rate budget within 600 steps (the budget arm, 2.3 %). A claim
 with no TTE after the encoders has no such limit here."""
 
+DISAGREE = ("equivalent", "trivial", "contradicted", "refuted")   # the thesis's effect is not here (in size or sign)
+THESIS_TOPICS = ("before", "code", "helps", "used")                # what the chapter's three claims are about
+
+
+def reading(row: dict) -> str:
+    """What a row says of the chapter's claim it is about, one rule for every page: "pending", "not testable"
+    (``can_test``), "disagrees" (no effect as large as the thesis's, the other way, or reproduced at another size),
+    "undecided", "agrees"; "" for a question the chapter did not ask (``THESIS_TOPICS``). "Is used" states no size
+    (its margin is borrowed from Table 2): a significant cost agrees, one the other way disagrees, else undecided."""
+    verdict = row["verdict"]
+    if row["topic"] not in THESIS_TOPICS:
+        return ""
+    if row["status"] == "pending":
+        return "pending"
+    if not row["can_test"]:
+        return "not testable"
+    if row["topic"] == "used":    # the thesis says "a little" and reports no size: any real cost agrees
+        significant = verdict in ("trivial", "reproduced", "confirmed") or verdict.startswith("reproduced in")
+        return "agrees" if significant else "disagrees" if verdict in ("contradicted", "refuted") else "undecided"
+    if verdict in DISAGREE or verdict.startswith("reproduced in direction"):
+        return "disagrees"
+    return "agrees" if verdict in ("reproduced", "confirmed") else "undecided"
+
+
 HIDDEN = ("difference", "half95", "eq_low", "eq_high", "ratio", "ratio_low", "ratio_high", "p", "p_holm")
 TOPICS = {   # what each declared claim is about: the first screen shows the nearest regime's row of each topic
     reference.BEFORE_HURTS: "before", reference.TTE_MAIN_EFFECT: "before", reference.CODE_HURTS: "code",
@@ -66,7 +90,7 @@ def regimes(preset: str) -> tuple:
             Regime("summed learning rate, record", long, designs.THESIS_LR_SUM),
             Regime("summed learning rate, 2 × 2", long, designs.LONG_TABLE1),
             Regime("TTE budget, confirmation", steps, designs.BUDGET_CONFIRM),
-            Regime(f"{steps} steps", steps))
+            Regime("default", steps))
 
 
 def seed_ranges(seeds) -> str:
@@ -165,7 +189,7 @@ def _rows(params, regime: Regime, df: pd.DataFrame, claims, budget_share: float)
                "in_thesis": c.in_thesis}
         if status == "pending":                  # nothing of a family is read before its look
             row.update(dict.fromkeys(HIDDEN))
-        out.append(row)
+        out.append({**row, "reading": reading(row)})
     return out
 
 

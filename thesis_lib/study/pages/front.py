@@ -88,6 +88,15 @@ def render(table: pd.DataFrame, scale_facts: dict, template: str = "readme_answe
     return _environment().get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
 
 
+def results_beside(table: pd.DataFrame) -> str:
+    """docs/results.md's "The thesis beside us": every primary row of the chapter's claims (and the 2 × 2's other
+    factor), by topic, nearest regime first, with the lists of where this scale disagrees, is undecided or cannot
+    test (the table's ``reading``)."""
+    rows = table[table.primary & table.topic.isin(("before", "code", "layernorm", "helps", "used"))]
+    return _environment().get_template("results_beside.j2").render(
+        rows=[_plain(r) for _, r in rows.iterrows()]).strip()
+
+
 def conclusion(table: pd.DataFrame, family: str, regime: str, template: str = "conclusion_03.j2") -> str:
     """A notebook's conclusion: its family's primary rows of the claims table (the study's own runs) through its
     template; a line saying so where none has runs yet."""

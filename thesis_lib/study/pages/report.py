@@ -23,7 +23,7 @@ from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE, label, short
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
-from . import beside, front, mechanisms, table2, tables
+from . import front, mechanisms, table2, tables
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
 from ..claims import table as claims_table
@@ -31,7 +31,6 @@ from ..claims.stats import fmt, paired_difference
 from .tables import markdown as _markdown
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-THESIS_CLAIMS = tuple(c.text for c in reference.CLAIMS if c.in_thesis)
 
 
 class _Verdicts:
@@ -59,11 +58,16 @@ class _Verdicts:
                                      agreement=results.recorded_agreement(self.params, designs.THESIS_LR_SUM))
 
 
+def as_written(params) -> pd.DataFrame:
+    """The claims table of ``params``'s results as results/claims.csv would hold it (what every page reads)."""
+    return claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
+
+
 def results_markdown(params, table: pd.DataFrame | None = None) -> str:
     """The README's block: the claims table (``claims.table``, as written) through the first screen's template
     (``front``); every line and table behind it is ``results_page``'s (docs/results.md); while a claim's runs are
     missing, the table of what exists and what is missing (``summary_markdown``)."""
-    table = claims_table.read(claims_table.csv_text(claims_table.claims_table(params))) if table is None else table
+    table = as_written(params) if table is None else table
     return front.markdown(table, params.preset) if front.complete(table) else summary_markdown(_Verdicts(params))
 
 
@@ -85,10 +89,8 @@ def summary_markdown(v: _Verdicts) -> str:
         return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
                              table, f"No results yet for {', '.join(missing)}: the claims need every "
                              "variant of Table 2 (run notebook 03, or `make reproduce`)."])
-    claims = v.claims
     lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
     return "\n\n".join(part for part in [
-        disagreements(paired.family_claims(claims), untested(claimed)),
         table2.sentence(params),
         f"Every claim, decided on {label(PRIMARY)} by the rule of "
         "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
@@ -103,9 +105,10 @@ def summary_markdown(v: _Verdicts) -> str:
         if part).strip()
 
 
-def results_page(params) -> str:
-    """docs/results.md, generated whole: every table the claims rest on."""
-    computed = _Verdicts(params)
+def results_page(params, table: pd.DataFrame | None = None) -> str:
+    """docs/results.md, generated whole: every table the claims rest on; it opens with the claims table
+    (``table``, as written; computed from ``params``'s results when None) through its template."""
+    computed, table = _Verdicts(params), as_written(params) if table is None else table
     df, claimed = computed.df, computed.claimed
     if df.empty:
         return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
@@ -116,11 +119,7 @@ def results_page(params) -> str:
         "# Results at the demo scale (generated)",
         "Written by `python -m thesis_lib.study.pages.report --update-readme` (`make figures`) from `results/demo/`; "
         "never edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
-        "## The thesis beside us",
-        "Each chapter claim: the thesis's COCO retrieval (both versions of its text), then ours in every regime that "
-        "tested it — 600 steps, the thesis's learning-rate budget for the TTE, the long schedule (every parameter to "
-        "the thesis's summed learning rate; `docs/glossary.md` defines the terms) — with its paired difference, seeds "
-        "and verdict.", beside.markdown(params),
+        "## The thesis beside us", front.results_beside(table),
         "## Every claim in one line", summary_markdown(computed),
         "## The claims",
         f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
@@ -220,44 +219,6 @@ def why_markdown(params) -> str:
             "after training (per token, first 256 COCO-like test items):\n\n" + _markdown(table))
 
 
-DISAGREE = ("contradicted", "equivalent", "trivial")   # verdicts that say the thesis's effect is not here
-UNTESTED_SHARE = 10    # a TTE this many times smaller than at the thesis's budget is too small a dose to test a claim
-
-
-def untested(df: pd.DataFrame) -> dict:
-    """{claim: why} for the claims the demo's design could hardly have failed to call equivalent: Table 2's, when the
-    TTE' at the demo's budget is under 1/``UNTESTED_SHARE`` of the budget arm's share of the shared block's input."""
-    share, full = (tables.tte_share(df, v) for v in (grids.TTE_AFTER_LS, grids.BUDGET[1]))
-    if share is None or full is None or share * UNTESTED_SHARE > full:
-        return {}
-    why = (f"at the demo's budget the TTE is {share:.3f} % of the shared block's image input, {full / share:.0f} × "
-           "less than at the thesis's budget for it; Table 2's designs below test it there")
-    return {c.text: why for c in reference.CLAIMS if c.family == reference.TABLE2}
-
-
-def disagreements(primary: pd.DataFrame, untestable: dict | None = None) -> str:
-    """One plain sentence per claim of the thesis that the demo does not bear out (contradicted, or shown smaller
-    than the thesis's effect, or reproduced at another size), a line for those it cannot decide, and apart those
-    whose verdict the design could hardly have failed to give (``untestable``: {claim: why})."""
-    lines, open_, moot = [], [], []
-    for claim, row in primary.iterrows():
-        if claim not in THESIS_CLAIMS:
-            continue
-        where = (f"{row['difference (95 % CI)']} on COCO retrieval against a smallest effect of interest of "
-                 f"{row['smallest effect of interest']}, {row['seeds']} seeds")
-        if claim in (untestable or {}):
-            moot.append(f"- **{claim}**: {row.verdict} ({where}); {untestable[claim]}.")
-        elif row.verdict in DISAGREE or row.verdict.startswith("reproduced in direction"):
-            lines.append(f"- **{claim}**: the thesis says so; here it is **{row.verdict}** ({where}).")
-        elif row.verdict == "undecided":
-            open_.append(f"- **{claim}**: undecided ({where}; {row['seeds to decide']} seeds would decide it if its "
-                         f"true difference is 0).")
-    heads = {"Where this scale disagrees with the thesis, in direction or in size:": lines,
-             "Not decided at this scale:": open_,
-             "Not testable at the demo's budget (a verdict the design could hardly have failed to give):": moot}
-    return "\n\n".join(f"{head}\n\n" + "\n".join(said) for head, said in heads.items() if said)
-
-
 def budget_sentence(df: pd.DataFrame) -> str:
     """What the TTE' given the thesis's learning-rate budget shows, from its claim and its γ (a template)."""
     sub = results.runs_of(df, grids.BUDGET[1])
@@ -343,7 +304,8 @@ def main(argv=None) -> int:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)
         committed = PRESET_SPECS[args.preset].committed and args.output_dir is None
         table = claims_table.write(params) if args.update_readme and committed else None
-        text, page = results_markdown(params, table), results_page(params) if args.update_readme else ""
+        table = as_written(params) if table is None else table
+        text, page = results_markdown(params, table), results_page(params, table) if args.update_readme else ""
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
