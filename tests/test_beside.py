@@ -119,8 +119,9 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
 def test_the_headline_and_dose_figures_gain_the_confirmation_at_its_n(monkeypatch):
     from thesis_lib.study.pages import headline
     design, params = _complete_confirmation(monkeypatch)
-    shown = [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
-    assert [(r["claim"], r["seeds"]) for r in shown] == [(c.text, 32) for c in design.claims]
+    shown = headline.frame(claims_table.claims_table(params))
+    shown = shown[shown.regime.eq("summed learning rate, confirmation")]
+    assert len(shown) == 2 and shown.seeds.tolist() == [32, 32]
     from thesis_lib.study.pages import dose                               # and the dose figure its regime
     assert [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
 
@@ -165,5 +166,5 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     assert confirm.verdict.eq("pending").all() and confirm.n.tolist() == [31, 32]
     assert "secondary metrics for both claims" not in table2.markdown(params)
     assert "its confirmation on" not in table2.sentence(params)
-    assert not [r for r in headline.design_rows(params) if r["note"].endswith("summed learning rate, fresh seeds)")]
+    assert not headline.frame(claims).regime.eq("summed learning rate, confirmation").any()
     assert not [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]

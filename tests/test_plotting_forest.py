@@ -679,32 +679,24 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
     plt.close(fig)
 
 
-def test_the_headline_figure_has_one_row_per_chapter_claim_and_the_layernorm_main_effect():
+def test_the_headline_figure_has_one_row_per_chapter_claim_and_regime_from_the_claims_table():
+    """Its rows are the claims table's primary rows of the chapter's claims (and the 2 × 2's LayerNorm factor), each
+    regime that decided them, nearest the thesis's first; every ratio and seed count is the table's."""
+    from thesis_lib.study.claims import table as claims_table
     from thesis_lib.study.pages import figures
     from thesis_lib.study.pages import headline as headline_rows
-    from thesis_lib.study import reference
-    params = _demo_params()
-    assert [c.text for c in headline_rows.CLAIMS] == [c.text for c in reference.CLAIMS
-                                                  if c.in_thesis or c.text == reference.LN_MAIN_EFFECT]
-    assert "headline" in figures.FIGURES
-    df = paired.claims_frame(params, headline_rows.READS)
-    frame = headline_rows.frame(df)
-    assert list(frame.claim) == [c.text for c in headline_rows.CLAIMS]
-    rows = {r["claim"].text: r for r in paired.claim_rows(df, reference.CLAIMS) if r["primary"]}
+    table = claims_table.read()
+    frame = headline_rows.frame(table)
+    regimes = list(dict.fromkeys(table.regime))
+    assert [regimes.index(r) for r in frame.regime] == sorted(regimes.index(r) for r in frame.regime)
+    assert frame.regime.iloc[0].startswith("summed learning rate") and len(frame) >= 8
+    shown = table[table.primary & table.topic.isin(headline_rows.SHOWN) & table.status.ne("pending")]
     for _, r in frame.iterrows():
-        assert (r.ratio, r.low, r.high) == pytest.approx(rows[r.claim]["ratio"])
-        assert f"({len(rows[r.claim]['seeds'])} seeds" in r.label.replace("\n", " ")
-    fig = figures.fig_headline(params, headline_rows.READS)
-    designs = headline_rows.design_rows(params)       # Table 2's designs, once they hold their n of seeds
-    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(headline_rows.CLAIMS) + len(designs)
-    assert all(r["seeds"] == 20 for r in designs if "learning-rate budget for the TTE, fresh seeds" in r["note"])
-    assert all(r["seeds"] == 32 for r in designs if "summed learning rate, fresh seeds" in r["note"])   # at n only
-    from thesis_lib.study.claims.designs import LONG_TABLE1                 # Table 1's cause, trained as long
-    assert [(r["seeds"], r["note"]) for r in designs if r["claim"] == LONG_TABLE1.claims[0].text] == \
-        [(4, "(the whole model at the thesis's summed learning rate)")]
-    plt.close(fig)
-
-
+        match = shown[shown.regime.eq(r.regime) & shown.ratio.eq(r.ratio)]
+        assert len(match) == 1 and f"({match.n.iloc[0]} seeds)" in r.label.replace("\n", " ")
+    from thesis_lib.study import grids
+    fig = figures.fig_headline(_demo_params(), grids.CLAIMED)
+    assert len([t for t in fig.axes[0].texts if t.get_gid() == "row_label"]) == len(frame)
 def test_patch_grid_says_the_presets_numbers():
     """The demo's 32-px image and 8-px patches, as its config has them (not a 64-px image scaled for show)."""
     from thesis_lib.config import get_config

@@ -1,8 +1,8 @@
-"""The README's headline figure: every claim of the chapter (and the 2 × 2 factor where Table 1's drop lies), and
-Table 2's fixed-n designs once they hold their seeds, as our paired effect on the primary metric in units of the
-thesis's effect carried to our scale (``frame``, ``design_rows``), drawn by ``draw``: one row per claim, its 95 %
-interval, ± the smallest effect of interest as a band, the verdict beside it; its axis clipped where one row reaches
-far beyond the others, that row's value written at the edge."""
+"""The README's headline figure: every claim of the chapter (and the 2 × 2 factor where Table 1's drop lies) in every
+regime that decided it, nearest the thesis's first, as our paired effect on the primary metric in units of the
+thesis's effect carried to our scale, read from the claims table (``frame``), drawn by ``draw``: one row per claim and
+regime, its 95 % interval, ± the smallest effect of interest as a band, the verdict beside it; its axis clipped where
+one row reaches far beyond the others, that row's value written at the edge."""
 from __future__ import annotations
 
 import math
@@ -15,56 +15,32 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from .. import grids, reference, results
-from ..claims import designs, paired, sequential
 from .forest import legend_below, legend_label, verdict_ink
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
 
-CLAIMS = tuple(c for c in reference.CLAIMS if c.in_thesis or c.text == reference.LN_MAIN_EFFECT)   # declared order
-READS = tuple(dict.fromkeys(v for c in reference.CLAIMS if c.family in {h.family for h in CLAIMS}
-                            for v in (grids.BASELINE, *c.arms_variants)))   # every claim of their families
+SHOWN = ("before", "code", "layernorm", "helps", "used")   # the chapter's claims and the 2 × 2 factor behind Table 1
+LABELS = {"before": "A TTE before the encoders hurts (Table 1)",
+          "code": "Table 1 as the thesis code ran it (input LayerNorm skipped) hurts",
+          "layernorm": "Skipping the input LayerNorm hurts (the 2 × 2's other factor, not a thesis claim)",
+          "helps": "The TTE' helps (Table 2)", "used": "The TTE' is used (removed at evaluation)"}
 
 
-def _row(r: dict, label_text: str, note: str = "", how: str = "") -> dict:
-    """A figure row from a claim row of ``paired.claim_rows``: labelled with its seeds (and ``how`` they came)."""
-    n, (mid, low, high), thesis = len(r["seeds"]), r["ratio"], r["thesis"]
-    return {"label": textwrap.fill(f"{label_text} ({n} seeds{how})", 72), "note": note, "seeds": n, "ratio": mid,
-            "low": low, "high": high, "margin": r["margin"] / abs(thesis) if r["margin"] and thesis else math.nan,
-            "verdict": r["words"].split(",")[0], "words": r["words"], "claim": r["claim"].text}
-
-
-def design_rows(params) -> list[dict]:
-    """The headline's rows for the fixed-n designs (``designs``) once every claim of the design holds its n (its one
-    look): the budget arm's confirmatory claims on fresh seeds; on the long schedule, Table 1's LayerNorm main effect
-    (the 2 × 2's decided claim), "is used" (the record) and its confirmation's two claims on fresh seeds."""
-    where = {designs.BUDGET_CONFIRM: "given the thesis's learning-rate budget for the TTE, fresh seeds",
-             designs.LONG_TABLE1: "the whole model at the thesis's summed learning rate",
-             designs.THESIS_LR_SUM: "the whole model at the thesis's summed learning rate",
-             designs.THESIS_LR_SUM_CONFIRM: "the whole model at the thesis's summed learning rate, fresh seeds"}
-    out = []
-    for design in where:
-        df = results.design_frame(params, design)
-        if df.empty or not design.runs_at(params.preset):
-            continue
-        rows = paired.primary_rows(df, designs.claims_of(params, design))
-        if len(rows) == len(design.claims) and all(len(r["seeds"]) >= len(design.seeds_for(params.preset))
-                                                   for r in rows):
-            out += [_row(r, r["claim"].short or r["claim"].text, f"({where[design]})") for r in rows]
-    return out
-
-
-def frame(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per ``CLAIMS`` claim whose arms have runs: its primary metric's ratio to the thesis's effect carried
-    to our scale (``paired.claim_rows``' ``ratio``: estimate, 95 % low, high; Holm over every claim of its family),
-    the smallest effect of interest in the same units, the seeds and the verdict."""
-    out = []
-    for r in paired.primary_rows(df):
-        claim = r["claim"]
-        if claim not in CLAIMS:
-            continue
-        note = "" if claim.in_thesis else "(not a thesis claim: the 2 × 2 factor where Table 1's drop lies)"
-        out.append(_row(r, claim.text, note, ", sequential" if claim.text in sequential.DESIGNS else ""))
-    return pd.DataFrame(out)
+def frame(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per chapter claim in each regime that decided it (the claims table's primary rows; a fixed-n design's
+    record left out where its confirmation stands beside it; pending families left out), nearest the thesis's regime
+    first: our effect in units of the thesis's carried to our scale (ratio, its 95 % interval), the margin in the
+    same units, the seeds, the verdict; the regime as the row's second line."""
+    rows = table[table.primary & table.topic.isin(SHOWN) & table.status.ne("pending")
+                 & ~table.regime.str.endswith("record")]
+    rows = rows.assign(order=rows.topic.map(SHOWN.index)).sort_values("order", kind="stable")
+    rows = rows.iloc[np.argsort([list(dict.fromkeys(table.regime)).index(r) for r in rows.regime], kind="stable")]
+    def name(r) -> str:
+        return LABELS[r.topic] + (" as the 2 × 2's main effect" if r.topic == "before" and "2 × 2" in r.claim else "")
+    return pd.DataFrame([{"label": textwrap.fill(f"{name(r)} ({r.n} seeds)", 72),
+                          "note": f"({r.regime}, {r.steps:,} steps{', not testable there' if not r.can_test else ''})",
+                          "seeds": r.n, "ratio": r.ratio, "low": r.ratio_low, "high": r.ratio_high,
+                          "margin": r.margin / abs(r.thesis_carried) if r.margin and r.thesis_carried else math.nan,
+                          "verdict": r.verdict.split(",")[0], "regime": r.regime} for r in rows.itertuples()])
 
 
 def draw(frame: pd.DataFrame, title: str | None = None):
