@@ -150,10 +150,10 @@ def family_claims(claims: pd.DataFrame, family: str | None = None, role: str = "
     return claims[rows].drop(columns=drop).set_index("claim")
 
 
-def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED) -> pd.DataFrame:
-    """The forest plot's data: the ``claim_rows`` of ``family`` on ``metrics`` as the columns ``forest.forest`` reads
-    (``half_eq`` at ``eq_level``: the TOST's; the verdict as in ``claim_table``, Holm over the whole family)."""
-    claims = reference.CLAIMS
+def difference_frame(df: pd.DataFrame, family: str, metrics=CLAIMED, claims=reference.CLAIMS) -> pd.DataFrame:
+    """The forest plot's data: the ``claim_rows`` of ``family`` (among ``claims``: the study's, or a design's) on
+    ``metrics`` as the columns ``forest.forest`` reads (``half_eq`` at ``eq_level``: the TOST's; the verdict as in
+    ``claim_table``, Holm over the whole family)."""
     rows = [r for r in claim_rows(df, claims) if r["claim"].family == family and r["metric"] in metrics]
     rows.sort(key=lambda r: (claims.index(r["claim"]), list(metrics).index(r["metric"])))
     return pd.DataFrame([{"comparison": r["claim"].text, "metric": label(r["metric"]), "diffs": r["diffs"],

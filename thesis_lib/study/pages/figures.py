@@ -160,6 +160,17 @@ def _forest(params, variants, family: str):
                          primary=label(PRIMARY), eq_notes=_eq_notes(frame))
 
 
+def fig_confirmation_forest(params, variants):
+    """Table 2 on the long schedule's confirmation (fresh seeds 9-40): per-seed paired differences, both claims."""
+    design = designs.THESIS_LR_SUM_CONFIRM
+    frame = _found(paired.difference_frame(results.design_frame(params, design), design.family,
+                                           claims=designs.claims_of(params, design)), params,
+                   f"the runs of {design.name} (make long DESIGN={design.name})")
+    return forest.forest(frame, title=f"Table 2 with every parameter at the thesis's summed learning rate "
+                                      f"({designs.long_steps(params.preset):,} steps), confirmation: paired differences "
+                                      f"to the baseline ({_seed_range(frame)})", primary=label(PRIMARY))
+
+
 def _seed_range(frame: pd.DataFrame) -> str:
     """``4 seeds each`` or ``4 to 24 seeds``: the seeds of a frame's rows."""
     counts = sorted({len(d) for d in frame["diffs"]})
@@ -286,6 +297,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
                               Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
+    "04_confirmation_forest": Figure(fig_confirmation_forest, Reads(grids.TABLE2)),
     "04_effect_vs_dose": Figure(fig_effect_vs_dose, Reads(grids.DOSE_ARMS + grids.BUDGET[1:])),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
     "05_dual_encoder_bars": Figure(partial(_bars, metrics=HEADLINE_METRICS), Reads(grids.DUAL)),
