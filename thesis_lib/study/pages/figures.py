@@ -166,9 +166,10 @@ def fig_confirmation_forest(params, variants):
     frame = _found(paired.difference_frame(results.design_frame(params, design), design.family,
                                            claims=designs.claims_of(params, design)), params,
                    f"the runs of {design.name} (make long DESIGN={design.name})")
-    return forest.forest(frame, title=f"Table 2 with every parameter at the thesis's summed learning rate "
-                                      f"({designs.long_steps(params.preset):,} steps), confirmation: paired differences "
-                                      f"to the baseline ({_seed_range(frame)})", primary=label(PRIMARY))
+    steps = f"{designs.long_steps(params.preset):,} steps"
+    return forest.forest(frame, title=f"Table 2 with every parameter at the thesis's summed learning rate ({steps}), "
+                                      f"confirmation: paired differences to the baseline ({_seed_range(frame)})",
+                         primary=label(PRIMARY))
 
 
 def _seed_range(frame: pd.DataFrame) -> str:
