@@ -111,9 +111,10 @@ def parameters(preset: str, variant: str) -> int:
 
 
 def thesis_difference(claim, metric: str, version: str):
-    """The thesis's own difference for a contrast it reported (its rows ``margin_from``), else None: a claim it did
-    not test, or one whose arm it never measured (a TTE removed at evaluation: its margin is borrowed)."""
-    if not claim.in_thesis or any(mode != "none" for _, mode in claim.arms):
+    """The thesis's own difference for the chapter claim a row is about (its rows ``margin_from``; the 2 × 2's TTE
+    main effect is about Table 1's), else None: a question the chapter did not ask, or an arm it never measured (a
+    TTE removed at evaluation: its margin is borrowed)."""
+    if TOPICS[claim.text] not in THESIS_TOPICS or any(mode != "none" for _, mode in claim.arms):
         return None
     treated, control = (reference.thesis_value(version, v, metric) for v in claim.margin_from)
     return None if treated is None or control is None else treated - control

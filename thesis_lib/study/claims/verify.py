@@ -168,3 +168,29 @@ def against_committed(params, committed_root: Path | None = None) -> str:
     return "\n".join([f"{within} of {compared} runs within make verify's tolerance of the committed record; "
                       + ("every verdict unchanged." if not changed else f"{len(changed)} verdicts changed:")]
                      + changed + lines)
+
+
+def runs_against(retrained_root: Path, committed_root: Path, preset: str) -> list[dict]:
+    """One row per run of ``retrained_root`` and headline metric: its value beside the committed run's of the same
+    variant and seed (under ``committed_root``), the difference, the tolerance it is held to (``tolerances`` of the
+    committed store × ``tolerance_sds``: a replay's or a fork's) and whether it is within; the machines of both."""
+    from ..results import machine_label, recorded_machines
+    record, known = load_results(committed_root, preset), recorded_machines(committed_root)
+    tolerance, by_run, rows = tolerances(record), {(r["variant"], r["seed"]): r for r in record}, []
+    for r in load_results(retrained_root, preset):
+        committed = by_run.get((r["variant"], r["seed"]))
+        if committed is None:
+            continue
+        curves = (read_jsonl(RunPaths(root, preset, r["variant"], r["seed"]).metrics)
+                  for root in (committed_root, retrained_root))
+        sds, why = tolerance_sds(*curves)
+        for metric in (COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1):
+            allowed = sds / TOLERANCE_SDS * tolerance[metric]
+            diff = r["metrics"][metric] - committed["metrics"][metric]
+            rows.append({"variant": r["variant"], "seed": r["seed"], "metric": metric,
+                         "retrained": r["metrics"][metric], "committed": committed["metrics"][metric],
+                         "difference": diff, "tolerance": allowed, "within": abs(diff) <= allowed, "curve": why,
+                         "machine": machine_label(r.get("machine")),
+                         "committed_machine": machine_label(committed.get("machine"),
+                                                            known(preset, r["variant"], r["seed"]))})
+    return rows

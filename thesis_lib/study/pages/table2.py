@@ -12,7 +12,8 @@ import pandas as pd
 from thesis_lib.metrics import HEADLINE, PRIMARY, TTE_SHARE_IMAGE, TTE_SHARE_TEXT, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import reference, results
-from ..claims import designs, paired, verdicts
+from ..claims import designs, paired, verdicts, verify
+from ..runs.designs import design_params
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
 from ..claims.stats import PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
@@ -286,11 +287,28 @@ def long_table1_markdown(params) -> list[str]:
     table = pending(pd.DataFrame.from_dict(rows, orient="index"), planned, keep=short_rows)
     done = len(results.runs_of(df, design.variants[-1]))
     return ["## Table 1's 2 × 2 on the long schedule",
-            f"`tte_before`, `noln` and `tte_before_noln` on seeds 1-4 at {_steps(params)} steps, paired with the long "
-            f"baselines of the same seeds (fixed n = {planned}, {done} trained); the LayerNorm's main effect decided "
-            f"against ±{designs.margin(design):.3f}, the TTE's descriptive (with the seeds that would decide it); "
-            f"each beside its 600-step value:",
-            _markdown(table.rename_axis("main effect"))]
+            f"All four arms on seeds 1-4 at {_steps(params)} steps, each in this design's store (fixed n = {planned}, "
+            f"{done} trained); the LayerNorm's main effect decided against ±{designs.margin(design):.3f}, the TTE's "
+            f"descriptive (with the seeds that would decide it); each beside its 600-step value:",
+            _markdown(table.rename_axis("main effect")), _machines_note(params, design)]
+
+
+def _machines_note(params, design) -> str:
+    """Where the 2 × 2's arms ran, and its baseline arm against the record's baselines of the same seeds and config
+    trained on another machine (``verify.runs_against``): how far one run moves between machines."""
+    df = results.design_frame(params, design)
+    machines = "; ".join(f"{v}: {', '.join(sorted(set(results.runs_of(df, v).machine)))}" for v in design.variants)
+    roots = (design_params(params, d).results_root for d in (design, designs.THESIS_LR_SUM))
+    rows = pd.DataFrame(verify.runs_against(*roots, params.preset))
+    rows = rows[rows.variant.eq(BASELINE) & rows.metric.eq(PRIMARY)] if len(rows) else rows
+    if rows.empty:
+        return f"Machines: {machines}."
+    return (f"Machines: {machines}. The baseline arm was declared on 2026-12-07 to replace a pairing with the "
+            f"8-seed record's baselines of the same seeds and config, trained on {rows.committed_machine.iloc[0]}; "
+            f"the same runs on the two machines end {rows.difference.abs().min():.2f}-{rows.difference.abs().max():.2f}"
+            f" {label(PRIMARY)} points apart ({int(rows.within.sum())} of {len(rows)} within make verify's "
+            f"tolerance{' for runs whose curves forked' if rows.curve.str.startswith('forked').all() else ''}, "
+            f"±{rows.tolerance.max():.2f}).")
 
 
 def sentence(params) -> str:
