@@ -38,7 +38,7 @@ def table1(df: pd.DataFrame, steps: int) -> str:
                    "so this does not show the TTE is harmless"
                    + (" — only that its effect, if any, is small beside the LayerNorm's" if ln and tte and ln_big
                       else "") + ". The long schedule's 2 × 2 (docs/results.md) asks whether this holds when the "
-                   "model trains as long as the thesis's.")
+                   "model trains to the thesis's summed learning rate.")
     return " ".join(out)
 
 
@@ -59,13 +59,14 @@ def _pair(rows: pd.DataFrame, where: str, scope: str = "") -> str:
 
 
 def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.DataFrame | None = None) -> str:
-    """Notebook 04: Table 2 trained as long as the thesis (``long``: the long confirmation's rows at its one look,
-    ``table2.confirmation``; the regime nearest the thesis's, so said first), what γ learned, the dose-response, and
-    Table 2 at the thesis's budget for the TTE."""
+    """Notebook 04: Table 2 with every parameter trained to the thesis's summed learning rate (``long``: the long
+    confirmation's rows at its one look, ``table2.confirmation``; the regime nearest the thesis's, so said first),
+    what γ learned, the dose-response, and Table 2 at the thesis's budget for the TTE."""
     out = ["This notebook asked what the LayerScale weights learn and whether the model uses its TTE, at doses from "
-           "γ = 1e-5 to 1, at the thesis's learning-rate budget for the TTE and trained as long as the thesis."]
+           "γ = 1e-5 to 1, at the thesis's learning-rate budget for the TTE and with every parameter trained to the "
+           "thesis's summed learning rate."]
     if long is not None:
-        out.append(_pair(long, "Trained as long as the thesis (every parameter to its summed learning rate)"))
+        out.append(_pair(long, "With every parameter trained to the thesis's summed learning rate"))
     doses = [(v, share) for v in grids.DOSE if (share := tte_share(df, v)) is not None]
     if len(doses) >= 2:
         (_, lo), (_, hi) = min(doses, key=lambda d: d[1]), max(doses, key=lambda d: d[1])
