@@ -10,11 +10,6 @@ from pathlib import Path
 
 import jinja2
 import pandas as pd
-import torch
-
-from thesis_lib.config import get_config
-from thesis_lib.models.emkum import build_model
-from ..results import eval_items
 
 TEMPLATES = Path(__file__).parent / "templates"
 FIRST_SCREEN = ("before", "layernorm", "helps", "used")   # the topics of the first screen's table, in its order
@@ -54,17 +49,6 @@ def times(row) -> str:
     if pd.isna(row.ratio):
         return "–"
     return f"{_num(row.ratio)} × ({_num(row.ratio_low)} … {_num(row.ratio_high)})"
-
-
-def scale(preset: str) -> dict:
-    """The scale of every answer, from the config: width, parameters (ours and the thesis's), steps, batch, world,
-    test sets."""
-    cfg = get_config(preset)
-    with torch.device("meta"):
-        ours, thesis = (sum(p.numel() for p in build_model(get_config(p, "baseline"), pretrained=False).parameters())
-                        for p in (preset, "thesis"))
-    return {"width": cfg.model.dim, "parameters": ours, "thesis_parameters": thesis, "steps": cfg.train.steps,
-            "batch": cfg.train.batch_size, "pictures": cfg.data.world.n_train, "test_sets": eval_items(preset)}
 
 
 def complete(table: pd.DataFrame) -> bool:
@@ -107,5 +91,5 @@ def conclusion(table: pd.DataFrame, family: str, regime: str, template: str = "c
                                                         regime=regime).strip()
 
 
-def markdown(table: pd.DataFrame, preset: str = "demo") -> str:
-    return render(table, scale(preset))
+def markdown(table: pd.DataFrame, scale_facts: dict) -> str:
+    return render(table, scale_facts)

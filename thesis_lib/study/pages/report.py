@@ -15,12 +15,14 @@ import re
 import sys
 
 import pandas as pd
+import torch
 
 from thesis_lib.cache import write_text_atomic
 from thesis_lib.training.results import load_results
-from thesis_lib.config import PRESET_SPECS
+from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, TTE_SHARE, label, short
+from thesis_lib.models.emkum import build_model
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
 from . import front, mechanisms, table2, tables
@@ -63,12 +65,23 @@ def as_written(params) -> pd.DataFrame:
     return claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
 
 
+def scale(preset: str) -> dict:
+    """The scale of every answer, from the config: width, parameters (ours and the thesis's), steps, batch, world,
+    test sets."""
+    cfg = get_config(preset)
+    with torch.device("meta"):
+        ours, thesis = (sum(p.numel() for p in build_model(get_config(p, "baseline"), pretrained=False).parameters())
+                        for p in (preset, "thesis"))
+    return {"width": cfg.model.dim, "parameters": ours, "thesis_parameters": thesis, "steps": cfg.train.steps,
+            "batch": cfg.train.batch_size, "pictures": cfg.data.world.n_train, "test_sets": results.eval_items(preset)}
+
+
 def results_markdown(params, table: pd.DataFrame | None = None) -> str:
     """The README's block: the claims table (``claims.table``, as written) through the first screen's template
     (``front``); every line and table behind it is ``results_page``'s (docs/results.md); while a claim's runs are
     missing, the table of what exists and what is missing (``summary_markdown``)."""
     table = as_written(params) if table is None else table
-    return front.markdown(table, params.preset) if front.complete(table) else summary_markdown(_Verdicts(params))
+    return front.markdown(table, scale(params.preset)) if front.complete(table) else summary_markdown(_Verdicts(params))
 
 
 def summary_markdown(v: _Verdicts) -> str:
@@ -304,6 +317,8 @@ def main(argv=None) -> int:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)
         committed = PRESET_SPECS[args.preset].committed and args.output_dir is None
         table = claims_table.write(params) if args.update_readme and committed else None
+        if args.update_readme and committed and verify.SHIPPED_STORE.exists():
+            write_text_atomic(verify.SHIPPED_TABLE, verify.shipped_text(args.preset))
         table = as_written(params) if table is None else table
         text, page = results_markdown(params, table), results_page(params, table) if args.update_readme else ""
     except ThesisError as err:
