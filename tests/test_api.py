@@ -122,3 +122,40 @@ def test_images_of_another_size_or_kind_are_an_error(loaded):
     with pytest.raises(DataError, match="uint8 pixels or float views"):
         size = loaded.config.model.image.img_size
         loaded.encode_image(torch.zeros(2, 3, size, size, dtype=torch.int64))
+
+
+def _readme_snippet() -> str:
+    """The README's Python block: the first screen's shipped-model example."""
+    import re
+
+    from thesis_lib.paths import ROOT
+    return re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+
+
+def test_the_readmes_snippet_runs_on_a_shipped_model_without_a_data_folder(tmp_path):
+    """In a fresh process with an empty data folder: the shipped model loads by name, ranks each example picture's
+    own caption first among the eight, and nothing is generated (the data folder stays empty)."""
+    import ast
+    import os
+    import subprocess
+    import sys
+    empty = tmp_path / "data"
+    empty.mkdir()
+    done = subprocess.run([sys.executable, "-c", _readme_snippet()], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "THESIS_DATA": str(empty)}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    pictures, captions = thesis_lib.examples()
+    best = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert len(best) == len(pictures) == len(captions) == 8
+    assert sum(b == c for b, c in zip(best, captions)) >= 6           # the model knows these pictures' world
+    assert list(empty.iterdir()) == []
+
+
+def test_every_shipped_model_loads_by_name_and_an_unknown_name_says_which_exist():
+    assert thesis_lib.list_models() == ["baseline-long", "tte-long"]
+    for name in thesis_lib.list_models():
+        m = thesis_lib.load(name)
+        assert m.config.preset == "demo" and m.step == m.config.train.steps
+    assert thesis_lib.load("tte-long").config.model.variant == "tte_after_ls"
+    with pytest.raises(CheckpointError, match="baseline-long, tte-long"):
+        thesis_lib.load("no-such-model")

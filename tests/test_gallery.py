@@ -13,12 +13,12 @@ from thesis_lib import get_config, run_experiment
 from thesis_lib.analysis import checkpoint_config, load_trained, read_checkpoint
 from thesis_lib.stored_config import config_of
 from thesis_lib.evaluate import evaluation_inputs
-from thesis_lib.paths import ASSETS, ROOT
-from thesis_lib import gallery
+from thesis_lib.paths import ROOT
+from thesis_lib import api, gallery
 
 matplotlib.use("Agg")
-SHIPPED = ASSETS / "demo-model-baseline-long.pt"
-ITS_RESULT = ROOT / "results" / "_designs" / "thesis-lr-sum-pilot" / "results" / "demo" / "baseline" / "seed0.json"
+SHIPPED = api.SHIPPED / api.MODELS["baseline-long"]
+ITS_RESULT = ROOT / "results" / "_designs" / "thesis-lr-sum-confirm" / "results" / "demo" / "baseline" / "seed9.json"
 
 
 @pytest.fixture(scope="module")
@@ -111,16 +111,17 @@ def test_the_figures_show_the_pictures_and_their_captions(loaded, coco):
     plt.close(fig2)
 
 
-def test_the_shipped_checkpoint_is_the_demo_presets_long_baseline():
-    """Read without its world (``thesis_lib.load`` also builds the demo world's tokenizer: minutes on a fresh data
-    folder): the demo preset's baseline, seed 0, trained to its end of 6,000 steps; its weights fit that model; its
-    config is the run's whose COCO the pilot design stores."""
-    state = read_checkpoint(SHIPPED)
-    cfg = checkpoint_config(state)
-    assert cfg == get_config("demo", "baseline", 0, {"train.steps": 6000, "train.keep_every": 1500})
-    assert state["step"] == cfg.train.steps == 6000
-    model = load_trained(state, "cpu", cfg)
-    assert not model.training and sum(p.numel() for p in model.parameters()) == 643_393
-    assert config_of(json.loads(ITS_RESULT.read_text())["config"]) == cfg
-    assert gallery.describe(SHIPPED).startswith("demo-model-baseline-long.pt (2.6 MB): the demo preset's baseline, "
-                                                "seed 0, step 6,000 of 6,000; 643,393 parameters")
+def test_the_shipped_checkpoints_are_the_long_confirmations_seed_9():
+    """Read without a world: the demo preset's baseline and TTE' of the long schedule's confirmation, seed 9, trained
+    to their end of 5,952 steps; their weights fit those models; their configs are the committed runs' (whose
+    metrics results/shipped.csv sets beside theirs)."""
+    for name, variant in (("baseline-long", "baseline"), ("tte-long", "tte_after_ls")):
+        state = read_checkpoint(api.SHIPPED / api.MODELS[name])
+        cfg = checkpoint_config(state)
+        assert cfg == get_config("demo", variant, 9, {"train.steps": 5952, "train.keep_every": 1500})
+        assert state["step"] == cfg.train.steps and set(state) == {"model", "config", "step"}
+        load_trained(state, "cpu", cfg)
+        committed = ITS_RESULT.parent.parent / variant / "seed9.json"
+        assert config_of(json.loads(committed.read_text())["config"]) == cfg
+    assert gallery.describe(SHIPPED).startswith(f"{SHIPPED.name} (2.6 MB): the demo preset's baseline, seed 9, "
+                                                "step 5,952 of 5,952; 643,393 parameters")

@@ -2,7 +2,7 @@
 
 Package-level entry points: ``get_config``, ``build_model``, ``load_karpathy_split``, ``retrieval_recalls``,
 ``zero_shot_accuracy``, ``run_experiment``; a trained model in hand (``thesis_lib.api``): ``load``, ``Loaded``,
-``rank``.
+``rank``, ``list_models`` (the shipped models ``load`` takes by name), ``examples`` (pictures to try them on).
 """
 from .version import __version__  # noqa: F401
 from .config import PRESETS, ExperimentConfig, get_config  # noqa: E402
@@ -20,7 +20,7 @@ def __getattr__(name):  # lazily, so `python -m thesis_lib.training.run` or `.ev
     if name in ("retrieval_recalls", "zero_shot_accuracy"):
         from . import evaluation
         return getattr(evaluation, name)
-    if name in ("load", "Loaded", "rank"):
+    if name in ("load", "Loaded", "rank", "list_models", "examples"):
         from . import api
         return getattr(api, name)
     raise AttributeError(f"module 'thesis_lib' has no attribute {name!r}")
@@ -28,6 +28,7 @@ def __getattr__(name):  # lazily, so `python -m thesis_lib.training.run` or `.ev
 __all__ = [
     "PRESETS", "VARIANTS", "ExperimentConfig", "get_config", "build_model", "load_karpathy_split",
     "retrieval_recalls", "zero_shot_accuracy", "run_experiment", "load", "Loaded", "rank",
+    "list_models", "examples",
     "ThesisError", "ConfigError", "DataError", "CheckpointError", "TokenizerError", "ResultConflictError",
     "NonFiniteLossError", "DeviceError", "OutputDirError", "MissingResultsError",
 ]

@@ -1,10 +1,12 @@
 """A trained EMKUM in hand, as open_clip gives one (docs/evaluate.md, "Using a trained model"):
 
-    m = thesis_lib.load("results/demo/tte_after_ls/seed0/checkpoint.pt")
-    scores, indices = thesis_lib.rank(m.encode_image([picture]), m.encode_text(["a red circle", ...]), k=3)
+    m = thesis_lib.load("tte-long")                  # a shipped model (thesis_lib.list_models()), or a checkpoint file
+    pictures, captions = thesis_lib.examples()       # generated 32-px test pictures and their own captions
+    scores, indices = thesis_lib.rank(m.encode_image(pictures), m.encode_text(captions), k=3)
 
-``load`` reads a run's checkpoint (file I/O: the model is never trained) and returns a ``Loaded``: the model, its
-tokenizer and the evaluation's image view. Its ``encode_image``/``encode_text`` are the evaluation's own
+``load`` reads a shipped model or a run's checkpoint (file I/O: the model is never trained) and returns a ``Loaded``:
+the model, its tokenizer and the evaluation's image view. The shipped models (``MODELS``) carry their tokenizer, so a
+first call needs no data folder and generates nothing. Its ``encode_image``/``encode_text`` are the evaluation's own
 (``evaluation.embed_images``, ``evaluation.embed_texts``): the L2-normalised CLS of the shared block that scores
 retrieval and zero-shot, in the same precision and batches. ``rank`` orders candidates by cosine similarity, as
 retrieval does (the dual encoder; a fusion variant's ITM re-ranking is the evaluation's alone).
@@ -12,6 +14,7 @@ retrieval does (the dual encoder; a fusion variant's ITM re-ranking is the evalu
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import torch
@@ -20,11 +23,12 @@ from PIL import Image
 from .analysis import checkpoint_config, load_trained, read_checkpoint
 from .config import ExperimentConfig
 from .config_checks import location_overrides
-from .data.tokenizer import CaptionTokenizer, load_tokenizer, tokenize, uses_demo_tokenizer
+from .data.tokenizer import CaptionTokenizer, demo_tokenizer, load_tokenizer, tokenize, uses_demo_tokenizer
 from .data.transforms import eval_transform
-from .errors import DataError
+from .errors import CheckpointError, DataError
 from .evaluation import EvalContext, embed_images, embed_texts
 from .models.emkum import EMKUM
+from .paths import ASSETS
 from .training.engine import autocast
 from .training.prepare import prepare_assets
 from .training.run import resolve_device
@@ -78,18 +82,53 @@ class Loaded:
         return embed_texts(self.model, tokens.cpu(), c.pad_id, c.device, c.batch_size, c.amp)
 
 
+SHIPPED = ASSETS / "models"
+MODELS = {   # the shipped models: the long schedule's pair of one confirmation seed (docs/evaluate.md)
+    "baseline-long": "demo-long-baseline-seed9.pt",       # EMKUM without TTE, 5,952 steps
+    "tte-long": "demo-long-tte_after_ls-seed9.pt",        # the TTE' (after the encoders, LayerScale), 5,952 steps
+}
+
+
+def ship(checkpoint, path) -> Path:
+    """Write a run's checkpoint as a shipped model: its weights, config and step (no optimiser state)."""
+    state = read_checkpoint(checkpoint)
+    torch.save({k: state[k] for k in ("model", "config", "step")}, path)
+    return Path(path)
+
+
+def list_models() -> list[str]:
+    """The names ``load`` takes for the shipped models (weights, config and step; their tokenizer beside them)."""
+    return list(MODELS)
+
+
+def examples() -> tuple[list[Image.Image], list[str]]:
+    """A few pictures of the demo's COCO-like test set (generated, 32 pixels a side) and each one's own caption,
+    shipped beside the models so that they can be tried without a data folder."""
+    shown = json.loads((SHIPPED / "examples.json").read_text())
+    return [Image.open(SHIPPED / e["file"]).convert("RGB") for e in shown], [e["caption"] for e in shown]
+
+
 def load(checkpoint, device: str = "cpu", *, data_root: str | None = None,
          checkpoints: str | None = None) -> Loaded:
-    """The model of a run's ``checkpoint.pt`` with its tokenizer and image view (a ``Loaded``), on ``device`` (cpu,
-    cuda, cuda:N, auto). ``data_root``/``checkpoints``: where the real data and the original tokenizer files lie on
-    this machine (as ``python -m thesis_lib.evaluate``; default: the folders in the checkpoint's config). The demo's
-    and smoke's tokenizer comes from their generated world, built on first use as the evaluation builds it (seconds,
-    cached; no weights are trained). A CheckpointError for a missing file, a folder or a file that is not a
-    thesis_lib run's checkpoint; a ConfigError for a config this version cannot resolve; a DeviceError."""
+    """The model of a shipped model's name (``list_models``) or a run's ``checkpoint.pt``, with its tokenizer and
+    image view (a ``Loaded``), on ``device`` (cpu, cuda, cuda:N, auto). ``data_root``/``checkpoints``: where the real
+    data and the original tokenizer files lie on this machine (as ``python -m thesis_lib.evaluate``; default: the
+    folders in the checkpoint's config). A shipped model's tokenizer ships beside it; another demo or smoke run's
+    comes from its generated world, built on first use as the evaluation builds it (cached; no weights are
+    trained). A CheckpointError for a missing file, a folder or a file that is not a thesis_lib run's checkpoint; a
+    ConfigError for a config this version cannot resolve; a DeviceError."""
     dev = resolve_device(device)
-    state = read_checkpoint(checkpoint)
+    shipped = isinstance(checkpoint, str) and checkpoint in MODELS
+    if isinstance(checkpoint, str) and not shipped and not Path(checkpoint).exists() and "/" not in checkpoint \
+            and not checkpoint.endswith(".pt"):
+        raise CheckpointError(f"no shipped model {checkpoint!r}: thesis_lib.list_models() gives "
+                              f"{', '.join(MODELS)}; or pass a run's checkpoint file")
+    state = read_checkpoint(SHIPPED / MODELS[checkpoint] if shipped else checkpoint)
     cfg = checkpoint_config(state, f"checkpoint {checkpoint}", location_overrides(data_root, checkpoints))
-    tokenizer = load_tokenizer(cfg, prepare_assets(cfg, pretrained=False) if uses_demo_tokenizer(cfg) else None)
+    if shipped:
+        tokenizer = demo_tokenizer(SHIPPED, cfg.model.text)
+    else:
+        tokenizer = load_tokenizer(cfg, prepare_assets(cfg, pretrained=False) if uses_demo_tokenizer(cfg) else None)
     model = load_trained(state, dev, cfg)
     ctx = dataclasses.replace(EvalContext.of(cfg, dev, tokenizer.pad_id, autocast(cfg.train.precision, dev)),
                               num_workers=0)              # a reader's handful of pictures: no worker processes

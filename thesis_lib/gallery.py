@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 
@@ -84,6 +85,18 @@ def describe(checkpoint) -> str:
 def picks(n: int, total: int, seed: int = 0) -> list[int]:
     """``n`` of ``total`` pictures by a seeded generator: the same every run, and the first n' < n are n''s picks."""
     return np.random.default_rng(seed).permutation(total)[:n].tolist()
+
+
+def write_examples(test: TestSet, folder, n: int = 8) -> list[dict]:
+    """The pictures ``thesis_lib.examples`` ships: the gallery's first ``n`` (``picks``), copied with each one's first
+    own caption into ``folder`` (``examples.json`` beside them)."""
+    folder, shown = Path(folder), []
+    for k, p in enumerate(picks(n, len(test.files))):
+        name = f"example-{k}{Path(test.files[p]).suffix}"
+        (folder / name).write_bytes(Path(test.files[p]).read_bytes())
+        shown.append({"file": name, "caption": test.captions[test.own(p)[0]], "test_picture": p})
+    (folder / "examples.json").write_text(json.dumps(shown, indent=1) + "\n")
+    return shown
 
 
 def embed(loaded: Loaded, test: TestSet) -> tuple[torch.Tensor, torch.Tensor]:
