@@ -139,3 +139,15 @@ def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(commit
     assert verify.tolerance_sentence({"coco_mean": 1, "flickr_mean": 2, "imagenet_top1": 3, "coco_ir@1": 0.5}) == (
         "1.00 points for COCO retrieval, 2.00 for Flickr retrieval, 3.00 for ImageNet top-1, and 0.50 for the "
         "smallest (COCO image retrieval R@1)")
+
+
+def test_the_shipped_models_reproduce_their_committed_runs_within_tolerance():
+    """results/shipped.csv is what the shipped runs' result files give beside the committed confirmation runs, and
+    every metric of each is within make verify's tolerance."""
+    import io
+
+    import pandas as pd
+    from thesis_lib.study.pages import report
+    assert report.shipped_text() == report.SHIPPED_TABLE.read_text(), "results/shipped.csv is stale: make figures"
+    table = pd.read_csv(io.StringIO(report.shipped_text()))
+    assert len(table) == 6 and table.within.all() and set(table.variant) == {"baseline", "tte_after_ls"}

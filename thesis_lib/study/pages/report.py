@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+from types import SimpleNamespace
 import math
 import re
 import sys
@@ -30,6 +31,7 @@ from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
 from ..claims import table as claims_table
 from ..claims.stats import fmt, paired_difference
+from ..runs.designs import store as _store
 from .tables import markdown as _markdown
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -292,6 +294,18 @@ REPRODUCIBILITY_PAGE = ROOT / "docs" / "reproducibility.md"
 TOLERANCES = ("<!-- tolerances:start -->", "<!-- tolerances:end -->")   # its generated sentence (verify.py)
 
 
+SHIPPED_STORE = ROOT / "results" / "_shipped" / "results"   # the shipped models' runs, retrained (api.MODELS)
+SHIPPED_TABLE = ROOT / "results" / "shipped.csv"
+
+
+def shipped_text(preset: str = "demo") -> str:
+    """results/shipped.csv: each shipped model's run, retrained for shipping, against the committed run of the same
+    variant and seed in the long confirmation's store (``verify.runs_against``)."""
+    committed = _store(SimpleNamespace(results_root=ROOT / "results"), designs.THESIS_LR_SUM_CONFIRM) / "results"
+    rows = pd.DataFrame(verify.runs_against(SHIPPED_STORE, committed, preset))
+    return rows.to_csv(index=False, float_format="%.6g", lineterminator="\n")
+
+
 def update_readme(text: str, path=ROOT / "README.md", marks=(START, END), joint: str = "\n") -> None:
     """Replace the block between ``marks`` in ``path`` (the README's results block; any generated block)."""
     readme, (start, end) = path.read_text(), marks
@@ -317,8 +331,8 @@ def main(argv=None) -> int:
         params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)
         committed = PRESET_SPECS[args.preset].committed and args.output_dir is None
         table = claims_table.write(params) if args.update_readme and committed else None
-        if args.update_readme and committed and verify.SHIPPED_STORE.exists():
-            write_text_atomic(verify.SHIPPED_TABLE, verify.shipped_text(args.preset))
+        if args.update_readme and committed and SHIPPED_STORE.exists():
+            write_text_atomic(SHIPPED_TABLE, shipped_text(args.preset))
         table = as_written(params) if table is None else table
         text, page = results_markdown(params, table), results_page(params, table) if args.update_readme else ""
     except ThesisError as err:

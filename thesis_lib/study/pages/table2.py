@@ -9,6 +9,7 @@ import statistics
 
 import pandas as pd
 
+from thesis_lib.paths import ROOT
 from thesis_lib.metrics import HEADLINE, PRIMARY, TTE_SHARE_IMAGE, TTE_SHARE_TEXT, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import reference, results
@@ -308,7 +309,22 @@ def _machines_note(params, design) -> str:
             f"the same runs on the two machines end {rows.difference.abs().min():.2f}-{rows.difference.abs().max():.2f}"
             f" {label(PRIMARY)} points apart ({int(rows.within.sum())} of {len(rows)} within make verify's "
             f"tolerance{' for runs whose curves forked' if rows.curve.str.startswith('forked').all() else ''}, "
-            f"±{rows.tolerance.max():.2f}).")
+            f"±{rows.tolerance.max():.2f})." + _same_bits())
+
+
+def _same_bits() -> str:
+    """Whether the two AMD EPYC families computed the same bits: the shipped models' runs, retrained on one, beside
+    the confirmation's runs of the same seed made on the other (results/shipped.csv)."""
+    path = ROOT / "results" / "shipped.csv"      # written by report (make figures) from the shipped runs
+    if not path.exists():
+        return ""
+    shipped = pd.read_csv(path)
+    if shipped.empty or not shipped.difference.eq(0).all():
+        return ""
+    return (f" The two AMD EPYC families computed the same bits where both ran the same run: seed 9's baseline and "
+            f"TTE' of the confirmation, retrained on {shipped.machine.iloc[0]} for shipping, equal the runs made on "
+            f"{shipped.committed_machine.iloc[0]} in every metric and every logged loss (results/shipped.csv): as far "
+            "as these two runs show, the baseline arm is the run the other arms' machine would have computed.")
 
 
 def sentence(params) -> str:
