@@ -54,7 +54,7 @@ def test_layerscale_leads_with_the_long_confirmation_once_it_is_decided(frame):
     assert long is not None                                        # the committed confirmation holds its n
     sentences = conclusion.layerscale(frame, budget, long).split(". ")
     helps, used = long.iloc[0], long.iloc[1]
-    assert sentences[1].startswith(f"Trained as long as the thesis (every parameter to its summed learning rate), "
+    assert sentences[1].startswith(f"With every parameter trained to the thesis's summed learning rate, "
                                    f"on {helps.seeds} fresh seeds, \"helps\" is {helps.verdict} "
                                    f"({helps['difference (95 % CI)']} COCO retrieval points against "
                                    f"{helps['smallest effect of interest']}) and "

@@ -164,11 +164,12 @@ def test_generated_text_is_neither_scanned_nor_rendered(copy_root):
 
 def test_a_marker_that_begins_a_line_fails(data):
     """A line that begins with an HTML comment ends its paragraph and shows as raw HTML on GitHub."""
-    bad = "took **10 min 23 s** on\n<!-- m:make_demo.date -->2026-11-25<!-- /m --> on the machine\n"
+    date = data["make_demo"]["date"]
+    bad = f"took **10 min 23 s** on\n<!-- m:make_demo.date -->{date}<!-- /m --> on the machine\n"
     problems = measured.render(bad, data, "x.md")[1]
     assert len(problems) == 1 and problems[0].startswith("x.md:2:") and "begins the line" in problems[0]
     assert measured.render("* <!-- m:make_verify.replays -->seven<!-- /m --> replays\n", data)[1]
-    good = "took **10 min 23 s** on<!-- m:make_demo.date -->\n2026-11-25<!-- /m --> on the machine\n"
+    good = f"took **10 min 23 s** on<!-- m:make_demo.date -->\n{date}<!-- /m --> on the machine\n"
     assert measured.render(good, data, "x.md")[1] == []
 
 

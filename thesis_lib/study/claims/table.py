@@ -19,6 +19,7 @@ import torch
 
 from thesis_lib.cache import write_text_atomic
 from thesis_lib.config import get_config
+from thesis_lib.errors import ThesisError
 from thesis_lib.metrics import PRIMARY, TTE_SHARE_IMAGE
 from thesis_lib.models.emkum import build_model
 from thesis_lib.paths import ROOT
@@ -62,6 +63,11 @@ def reading(row: dict) -> str:
     return "agrees" if verdict in ("reproduced", "confirmed") else "undecided"
 
 
+COLUMNS = ("topic", "claim", "family", "regime", "steps", "design", "seeds", "n", "seeds_declared", "machines", "width",
+           "parameters", "metric", "primary", "baseline_mean", "difference", "half95", "eq_low", "eq_high", "eq_level",
+           "margin", "thesis_aug", "thesis_final", "thesis_carried", "ratio", "ratio_low", "ratio_high", "p", "p_holm",
+           "verdict", "status", "decide_alpha", "seeds_to_decide", "tte_share", "tte_summed_lr", "can_test",
+           "in_thesis", "reading")   # results/claims.csv's columns, in order (docs/claims_table.md)
 HIDDEN = ("difference", "half95", "eq_low", "eq_high", "ratio", "ratio_low", "ratio_high", "p", "p_holm")
 TOPICS = {   # what each declared claim is about: the first screen shows the nearest regime's row of each topic
     reference.BEFORE_HURTS: "before", reference.TTE_MAIN_EFFECT: "before", reference.CODE_HURTS: "code",
@@ -74,6 +80,7 @@ TOPICS = {   # what each declared claim is about: the first screen shows the nea
     **{c.text: f"dose {c.contrast[0][0][0].rsplit('init', 1)[1]}" for c in reference.CLAIMS
        if c.family == reference.DOSE},
 }
+
 
 @dataclasses.dataclass(frozen=True)
 class Regime:
@@ -203,10 +210,14 @@ def claims_table(params) -> pd.DataFrame:
         if regime.design is None:
             rows += _rows(params, regime, study, reference.CLAIMS, budget_share)
             continue
-        claims = designs.claims_of(params, regime.design, descriptive=True)
+        if not regime.design.runs_at(params.preset):
+            continue                             # at the thesis's scale every run has its budget and length
+        try:
+            claims = designs.claims_of(params, regime.design, descriptive=True)
+        except ThesisError:                      # its margin needs the study's baseline runs, absent here
+            continue
         rows += _rows(params, regime, results.design_frame(params, regime.design), claims, budget_share)
-    table = pd.DataFrame(rows)
-    return table.astype({"seeds_to_decide": "Int64"}) if len(table) else table
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"seeds_to_decide": "Int64"})
 
 
 def csv_text(table: pd.DataFrame) -> str:
@@ -217,8 +228,12 @@ def csv_text(table: pd.DataFrame) -> str:
 def read(source=PATH) -> pd.DataFrame:
     """The claims table as written (a path, or the text ``csv_text`` gives): what every page reads."""
     source = io.StringIO(source) if isinstance(source, str) else source
-    return pd.read_csv(source, dtype={"seeds": str, "seeds_declared": str, "machines": str},
-                       keep_default_na=False, na_values=[""]).astype({"seeds_to_decide": "Int64"})
+    try:
+        table = pd.read_csv(source, dtype={"seeds": str, "seeds_declared": str, "machines": str},
+                            keep_default_na=False, na_values=[""])
+    except pd.errors.EmptyDataError:             # written by an older version without its header: nothing
+        return pd.DataFrame(columns=list(COLUMNS))
+    return table.astype({"seeds_to_decide": "Int64"})
 
 
 def write(params, path=PATH) -> pd.DataFrame:

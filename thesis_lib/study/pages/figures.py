@@ -163,9 +163,9 @@ def _forest(params, variants, family: str):
 def fig_confirmation_forest(params, variants):
     """Table 2 on the long schedule's confirmation (fresh seeds 9-40): per-seed paired differences, both claims."""
     design = designs.THESIS_LR_SUM_CONFIRM
-    frame = _found(paired.difference_frame(results.design_frame(params, design), design.family,
-                                           claims=designs.claims_of(params, design)), params,
-                   f"the runs of {design.name} (make long DESIGN={design.name})")
+    df = results.design_frame(params, design)
+    frame = _found(paired.difference_frame(df, design.family, claims=designs.claims_of(params, design)) if len(df)
+                   else pd.DataFrame(), params, f"the runs of {design.name} (make long DESIGN={design.name})")
     steps = f"{designs.long_steps(params.preset):,} steps"
     return forest.forest(frame, title=f"Table 2 with every parameter at the thesis's summed learning rate ({steps}), "
                                       f"confirmation: paired differences to the baseline ({_seed_range(frame)})",
@@ -306,7 +306,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS, titles=mechanisms.fusion_title,
                                      ticks=mechanisms.FUSION_TICKS), Reads(any_of=grids.FUSION)),
     "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
-    "headline": Figure(fig_headline, Reads(grids.CLAIMED)),     # the README's: every chapter claim, thesis = 1
+    "headline": Figure(fig_headline, Reads((grids.BASELINE,))),   # the README's: every chapter claim, thesis = 1
 }
 REGIME_FIGURES = {   # notebook 03's figures in each of its regimes (grids.TABLE2_REGIMES)
     "600 steps": ("03_table2_forest", "03_table2_bars", "03_loss_curves"),

@@ -26,8 +26,12 @@ def nearest(table: pd.DataFrame, topic: str) -> pd.Series | None:
 
 
 def _digits(row) -> int:
-    """Enough decimals to show the interval: three where it is under 0.1 points."""
-    return 2 if row.half95 >= 0.1 else 3
+    """Enough decimals to show the interval: three where it is under 0.1 points (two without one: a single seed)."""
+    return 3 if _known(row.half95) and row.half95 < 0.1 else 2
+
+
+def _known(x) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
 def _num(x: float) -> str:
@@ -39,21 +43,22 @@ def signed(x, digits: int = 2) -> str:
 
 
 def difference(row) -> str:
-    """'−0.04 ± 0.07' in the row's digits (three below a margin of 0.1)."""
+    """'−0.04 ± 0.07' in the row's digits (three below an interval of 0.1); no interval from a single seed."""
     d = _digits(row)
-    return f"{signed(row.difference, d)} ± {row.half95:.{d}f}"
+    return f"{signed(row.difference, d)} ± {row.half95:.{d}f}" if _known(row.half95) else signed(row.difference, d)
 
 
 def times(row) -> str:
     """Our effect over the thesis's, '0.8 × (−0.6 … 2.3)'; '–' where the thesis gives no effect."""
-    if pd.isna(row.ratio):
+    if not _known(row.ratio) or not _known(row.ratio_low):
         return "–"
     return f"{_num(row.ratio)} × ({_num(row.ratio_low)} … {_num(row.ratio_high)})"
 
 
 def complete(table: pd.DataFrame) -> bool:
-    """Whether the table holds a row of every topic the first screen shows."""
-    return len(table) > 0 and all(nearest(table, t) is not None for t in FIRST_SCREEN)
+    """Whether the table holds a verdict (a row not pending) of every topic the first screen shows."""
+    return len(table) > 0 and all((row := nearest(table, t)) is not None and row.status != "pending"
+                                  for t in FIRST_SCREEN)
 
 
 def _environment() -> jinja2.Environment:
