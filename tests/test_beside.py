@@ -55,7 +55,7 @@ def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
                                for v in design.variants if v != "baseline"], ignore_index=True)
     real = results.design_frame
     monkeypatch.setattr(results, "design_frame", lambda p, d: fake if d is design else real(p, d))
-    section = "\n".join(table2.long_table1_markdown(params))
+    section = table2.long_table1(params)["rows"]
     long_rows = [line for line in section.splitlines() if "5,952 steps" in line and line.startswith("|")]
     assert len(long_rows) == 2 and all("pending (2 of 4 seeds)" in r for r in long_rows)
     assert not any(w in r for r in long_rows for w in ("undecided", "descriptive", "reproduced", "-5.0"))
@@ -69,9 +69,9 @@ def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decid
     docs/results.md's section and the beside table alike; the LayerNorm's main effect carries a decision word."""
     from thesis_lib.study.claims import designs
     params = runs.study_params("demo", need_data=False)
-    lines = [line for line in table2.long_table1_markdown(params) if line.startswith("|")]
-    assert lines, "the long 2 × 2's runs are committed under results/_designs/thesis-lr-sum-table1"
-    rows = lines[0].splitlines()
+    found = table2.long_table1(params)
+    assert found, "the long 2 × 2's runs are committed under results/_designs/thesis-lr-sum-table1"
+    rows = found["rows"].splitlines()
     steps = f"{designs.long_steps(params.preset):,} steps"
     tte = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of the TTE before, {steps}"))
     ln = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of skipping the input LayerNorm, {steps}"))

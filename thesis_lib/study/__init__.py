@@ -11,7 +11,7 @@ from .runs import (SEEDS, expects_learning, run_grid, run_many, run_random_init,
                    study_params)
 from .results import results_frame
 from .claims.paired import claim_table, claims_frame, family_claims, paired_comparison
-from .claims.verdicts import (conclusions, gamma_table, run_sequential, sensitivity, shown, thesis_noise,
-                              thesis_noise_note)
+from .claims.verdicts import gamma_table, run_sequential, sensitivity, shown, thesis_noise
+from .pages.sentences import conclusions, thesis_noise_note
 from .pages.tables import (ablation_table, declared_claims, declared_variants, difference_table, factorial_means,
                            precision_table, preconditions, results_table, summary)

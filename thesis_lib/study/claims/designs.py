@@ -201,7 +201,7 @@ def main(argv=None) -> int:
         p.error(f"--block must be 1 … {len(design.blocks_for(args.preset))} for {args.name}")
     params = study_params(args.preset, list(design.seeds_for(args.preset)), args.device, args.output_dir)
     if design is THESIS_LR_SUM_CONFIRM:
-        print(f"{design.name}: {fmt_power(confirm_power(params))}")
+        print(f"{design.name}: power {confirm_power(params)}")
     results = run_design(params, design, args.block)
     print(f"{design.name}: {len(results)} runs finished under {store(params, design)}")
     if has_curves(design):               # its held-out curves and the paired models' per-item agreement
@@ -230,18 +230,6 @@ def confirm_power(params) -> dict:
             "power_at_record_holm": tost_power(n, mean, sd, m, holm_first),
             "equivalent_at_0": tost_power(n, 0.0, sd, m, ALPHA, ALPHA),
             "equivalent_at_record": tost_power(n, mean, sd, m, ALPHA, ALPHA)}
-
-
-def fmt_power(p: dict) -> str:
-    if "record_sd" not in p:
-        return f"power: the 8-seed record has {p['record_seeds']} seed pairs here, too few for an SD"
-    return (f"power with n {p['n']} against ±{p['margin']:.3f} (the record's SD {p['record_sd']:.3f} over "
-            f"{p['record_seeds']} seeds): P(inside the margin, equivalent or trivial) {p['power_at_0']:.2f} if the "
-            f"true difference is 0 (equivalent {p['equivalent_at_0']:.2f}), {p['power_at_record']:.2f} at 5 % "
-            f"(equivalent {p['equivalent_at_record']:.2f}, trivial "
-            f"{p['power_at_record'] - p['equivalent_at_record']:.2f}; significance at an unadjusted 5 %) and "
-            f"{p['power_at_record_holm']:.2f} were the TOST read at Holm's 2.5 % (the rule reads it at 5 %) if it is "
-            f"the record's {p['record_mean']:+.3f}")
 
 
 def pilot_baseline_coco(params) -> tuple[float, float] | None:

@@ -41,19 +41,14 @@ def sensitivity(df: pd.DataFrame, family: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("claim")
 
 
-def sensitivity_note(table: pd.DataFrame) -> str:
-    """How many primary verdicts change under some other convention (a sentence made from ``table``)."""
-    if table.empty:
-        return ""
+def sensitivity_changed(table: pd.DataFrame) -> dict:
+    """Of ``sensitivity``'s rows: how many, the other conventions' count, and the claims whose verdict changes under
+    some other convention (``pages.sentences.sensitivity_note`` says it)."""
     verdict = lambda cell: cell.split(": ", 1)[-1]  # noqa: E731
     others = [c for c in table if c not in ("declared", "difference (equivalence interval)")]   # the other margins
     changed = [claim for claim, row in table.iterrows()
                if any(row[c] != "–" and verdict(row[c]) != verdict(row["declared"]) for c in others)]
-    if not changed:
-        return f"Every one of the {len(table)} primary verdicts is the same under the {len(others)} other conventions."
-    return (f"{len(changed)} of the {len(table)} primary verdicts change under some other convention: "
-            + "; ".join(changed) + ". The declared convention decides.")
-
+    return {"n": len(table), "others": len(others), "changed": changed}
 
 Z_CRIT = float(sps.norm.isf(0.025))            # 1.96: a single difference told from noise at 5 %, two-sided
 
@@ -124,50 +119,33 @@ def _seed_sd(df: pd.DataFrame, treated: str, control: str, metric: str, thesis_c
     return t.sd * (theirs * (1 - theirs)) / (ours * (1 - ours))
 
 
-def thesis_noise_note(table: pd.DataFrame) -> str:
-    """What one run per variant could show, counted from ``table``."""
-    if table.empty:
-        return ""
-    n, bar = len(table), f"{Z_CRIT:.2f}"
+def thesis_noise_counts(table: pd.DataFrame) -> dict:
+    """What one run per variant could show, counted from ``thesis_noise``'s table: how many of the thesis's
+    differences clear ``Z_CRIT`` at each standard error (``pages.sentences.thesis_noise_note`` says it)."""
     count = lambda col: int((table[col].dropna() >= Z_CRIT).sum())  # noqa: E731
-    paired, seeds = table["_z_paired"].dropna(), table["_z_seeds"].dropna()
-    text = (f"Of the thesis's {n} differences in these tables, {count('_z_conservative')} exceed {bar} test-set "
-            f"standard errors at the larger SE (the conservative case) and {count('_z_best')} at the smaller (the "
-            "more favourable of the two unpaired SEs)")
-    if len(paired):
-        text += (f"; counted as paired (the two models' per-item agreement φ measured on demo variants), "
-                 f"{count('_z_paired')} of {len(paired)} do")
-    if len(seeds):
-        text += (f"; with the seed noise of a variant that trains added, {count('_z_seeds')} of {len(seeds)} do at "
-                 f"the larger unpaired SE and {count('_z_seeds_best')} at the smaller")
-        both = table.dropna(subset=["_z_seeds_paired"])
-        if len(both):
-            clear = both[both["_z_seeds_paired"].abs() >= Z_CRIT]
-            text += (f", and {len(clear)} of {len(both)} at the paired SE"
-                     + (" (" + "; ".join(f"{r['metric']}, {r['comparison']} ({r['version']}): {r['difference']:+.1f}, "
-                                         f"z {r['_z_seeds_paired']:+.1f}" for _, r in clear.iterrows()) + ")"
-                        if len(clear) else "")
-                     + "; these counts depend on which variant's seed SD is taken (`grids.NOISE_SEED_FROM`)")
-    return text + (". A single run per variant tells a difference from noise only where its z clears that bar.")
+    both = table.dropna(subset=["_z_seeds_paired"])
+    clear = both[both["_z_seeds_paired"].abs() >= Z_CRIT]
+    return {"n": len(table), "bar": Z_CRIT, "conservative": count("_z_conservative"), "best": count("_z_best"),
+            "paired_n": int(table["_z_paired"].notna().sum()), "paired": count("_z_paired"),
+            "seeds_n": int(table["_z_seeds"].notna().sum()), "seeds": count("_z_seeds"),
+            "seeds_best": count("_z_seeds_best"), "both_n": len(both),
+            "cleared": [{**r[["metric", "comparison", "version", "difference"]].to_dict(), "z": r["_z_seeds_paired"]}
+                      for _, r in clear.iterrows()]}
 
-
-def conclusions(df: pd.DataFrame, family: str) -> list[str]:
-    """One line per claim of ``family``, from the claims' own rows: claim: verdict, difference ± 95 % CI on the
+def conclusion_rows(df: pd.DataFrame, family: str) -> list[dict]:
+    """One row per claim of ``family``, from the claims' own rows: claim, verdict, difference ± 95 % CI on the
     primary metric, seeds (a sequential claim: its look), and the seeds an open claim would need."""
-    lines = []
+    rows = []
     for r in primary_rows(df, family=family):
         t, digits = r["test"], margin_digits(r["margin"])
         design = sequential.DESIGNS.get(r["claim"].text)
-        seeds = f"{t.n} seeds" + (f", look {design.looks.index(t.n) + 1} of {len(design.looks)}"
-                                  if design and t.n in design.looks else "")
-        line = (f"{r['claim'].text}: {r['words']}, {fmt(t.mean, t.half95, digits)} points "
-                f"(95 % CI) on {label(r['metric'])} against ±{r['margin']:.{digits}f}, {seeds}")
-        if r["verdict"] == "undecided":
-            need = seeds_needed(t, r["margin"] or 0.0, r["decide_alpha"], r["levels"][1])
-            line += f"; {fmt_seeds(need)} seeds would decide it"
-        lines.append(line)
-    return lines
-
+        need = (fmt_seeds(seeds_needed(t, r["margin"] or 0.0, r["decide_alpha"], r["levels"][1]))
+                if r["verdict"] == "undecided" else None)
+        rows.append({"claim": r["claim"].text, "words": r["words"], "difference": fmt(t.mean, t.half95, digits),
+                     "metric": label(r["metric"]), "margin": f"{r['margin']:.{digits}f}", "n": t.n, "need": need,
+                     "look": design.looks.index(t.n) + 1 if design and t.n in design.looks else None,
+                     "looks": len(design.looks) if design else None})
+    return rows
 
 def sequential_claim(design: sequential.SequentialDesign):
     return next(c for c in reference.CLAIMS if c.text == design.claim)
@@ -248,47 +226,22 @@ def procedure_rows(df: pd.DataFrame, design: sequential.SequentialDesign = seque
             "outliers": outlying_seeds(dict(zip(row["seeds"], row["diffs"])))}
 
 
-def procedure_note(p: dict) -> str:
-    """``procedure_rows`` in words (docs/results.md)."""
-    if not p:
-        return ""
-    r, out = p["rates"], p["outliers"]
-    far = "; ".join(f"seed {s} at {z:+.1f} robust SDs" for s, z in out.items()) or "none"
-    return (f"\"{p['claim']}\": its first look (4 seeds) was tested at an unadjusted 5 % before the sequential design "
-            f"was declared. Simulated at the measured margin / SD ({p['margin']:.4f} / {p['sd']:.3f}), the procedure "
-            f"as run calls a null effect significant {r['as run']['significant'] * 100:.1f} % of the time (as "
-            f"declared: {r['as declared']['significant'] * 100:.1f} %) and an effect on the margin equivalent "
-            f"{r['as run']['equivalent'] * 100:.1f} % of the time (as declared: "
-            f"{r['as declared']['equivalent'] * 100:.1f} %), at the SD measured after the runs; over margin / SD "
-            f"ratios from {WORST_RATIOS[0]:g} to {WORST_RATIOS[-1]:g}, the false-equivalence rate reaches "
-            f"{p['worst']['as run'][0] * 100:.1f} % as run (at a ratio of {p['worst']['as run'][1]:.2f}) and "
-            f"{p['worst']['as declared'][0] * 100:.1f} % as declared. A margin recomputed from the baseline's mean at "
-            f"every look would have moved between {p['moving_margin'][0]:.4f} and {p['moving_margin'][1]:.4f}; it is "
-            f"now fixed at the first look's. Seeds to decide it: {p['normal']} (normal theory), {p['robust']} "
-            "(robust: the median and the MAD-based SD, range by bootstrap); seeds more than 3 robust SDs from the "
-            f"median: {far}.")
 
 
-def gamma_travel_note(df: pd.DataFrame) -> str:
+def gamma_travel(df: pd.DataFrame) -> list[dict]:
     """How far γ travelled against how far AdamW could move it: a channel whose gradient kept one sign would move by
     about the summed learning rate of its group (``engine.adamw_drift``); γ's mean |γ| over channels (from 1e-5) as a
     share of that sum says how much smaller its steps were (gradients whose sign flips, or not much above AdamW's ε,
-    both shrink them; the two are not told apart)."""
+    both shrink them; the two are not told apart). One row per variant, with AdamW's ε."""
     from thesis_lib.config import get_config
     from thesis_lib.training.engine import budget_summed_lr, summed_lr, tte_lr_scale
-    parts = []
+    rows = []
     for v in [v for v in (grids.DOSE[0], grids.BUDGET[1]) if v in set(df.variant)]:
         sub = runs_of(df, v)
         cfg = get_config(str(sub.preset.iloc[0]), v)
         t = cfg.train
         total = summed_lr(t, t.batch_size) * (tte_lr_scale(t, t.batch_size, budget_summed_lr(cfg.model.spec.tte_budget))
                                               or 1.0)
-        travel = float(sub.gamma_abs_mean.mean())           # γ₀ = 1e-5: |γ| is how far it went
-        parts.append(f"{VARIANT_LABELS[v]}: mean |γ| {travel:.3g} (SD over channels {sub.gamma_std.mean():.2g}) "
-                     f"against a summed learning rate of {total:.3g}, {travel / total * 100:.1f} % of it")
-    if not parts:
-        return ""
-    return ("AdamW moves a channel whose gradient keeps one sign by about one learning rate per step (notebook 04); "
-            "γ's channels travelled a small share of that, so their steps were far smaller: their gradients' signs "
-            f"flipped, or the gradients were not much above AdamW's ε ({cfg.train.eps:g}); these runs do not tell the "
-            "two apart: " + "; ".join(parts) + ".")
+        rows.append({"variant": VARIANT_LABELS[v], "travel": float(sub.gamma_abs_mean.mean()),   # γ₀ = 1e-5
+                     "sd": float(sub.gamma_std.mean()), "total": total, "eps": cfg.train.eps})
+    return rows

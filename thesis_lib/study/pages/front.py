@@ -5,6 +5,7 @@ made here: the verdict, the status and whether a regime could test a claim are t
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -61,10 +62,15 @@ def complete(table: pd.DataFrame) -> bool:
                                   for t in FIRST_SCREEN)
 
 
-def _environment() -> jinja2.Environment:
+@functools.cache
+def environment() -> jinja2.Environment:
+    """The templates' environment: undefined values raise; filters format numbers (``fmt``: a format spec, ``pct``:
+    a fraction as percent with so many decimals, ``count``: thousands separated)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
-    env.filters.update(signed=signed, difference=difference, times=times, count=lambda n: f"{int(n):,}")
+    env.filters.update(signed=signed, difference=difference, times=times, count=lambda n: f"{int(n):,}",
+                       fmt=format, pct=lambda x, d=2: f"{x * 100:.{d}f}",
+                       capitalize_first=lambda s: s[:1].upper() + s[1:])
     return env
 
 
@@ -74,7 +80,7 @@ def _plain(row: pd.Series) -> pd.Series:
 
 def render(table: pd.DataFrame, scale_facts: dict, template: str = "readme_answer.j2") -> str:
     rows = {t: nearest(table, t) for t in FIRST_SCREEN}
-    return _environment().get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
+    return environment().get_template(template).render(rows=rows, scale=scale_facts, table=table).strip()
 
 
 def results_beside(table: pd.DataFrame) -> str:
@@ -82,7 +88,7 @@ def results_beside(table: pd.DataFrame) -> str:
     factor), by topic, nearest regime first, with the lists of where this scale disagrees, is undecided or cannot
     test (the table's ``reading``)."""
     rows = table[table.primary & table.topic.isin(("before", "code", "layernorm", "helps", "used"))]
-    return _environment().get_template("results_beside.j2").render(
+    return environment().get_template("results_beside.j2").render(
         rows=[_plain(r) for _, r in rows.iterrows()]).strip()
 
 
@@ -92,7 +98,7 @@ def conclusion(table: pd.DataFrame, family: str, regime: str, template: str = "c
     rows = table[table.family.eq(family) & table.design.eq("study") & table.primary]
     if rows.empty:
         return f"No claim of {family} has runs of both arms yet."
-    return _environment().get_template(template).render(rows=[_plain(r) for _, r in rows.iterrows()],
+    return environment().get_template(template).render(rows=[_plain(r) for _, r in rows.iterrows()],
                                                         regime=regime).strip()
 
 

@@ -26,7 +26,7 @@ from thesis_lib.metrics import CLAIMED, HEADLINE, PRIMARY, PROBE_VECTOR, TABLE, 
 from thesis_lib.models.emkum import build_model
 from thesis_lib.paths import ROOT, results_dir
 from thesis_lib.variants import VARIANT_LABELS
-from . import front, mechanisms, table2, tables
+from . import front, mechanisms, sentences, table2, tables
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential, verdicts, verify
 from ..claims import table as claims_table
@@ -40,7 +40,7 @@ START, END = "<!-- results:start -->", "<!-- results:end -->"
 class _Verdicts:
     """The runs a page reads (``df``: the chapter's rows over the study's seeds; ``claimed``: every claimed variant
     over the seeds its claims use, a sequential claim's added seeds included) and, each computed on first use, the
-    claim table, the margin sensitivity and the thesis-noise table: what the page's opening (``summary_markdown``)
+    claim table, the margin sensitivity and the thesis-noise table: what the page's opening (``_summary``)
     and its sections both read, once a page."""
 
     def __init__(self, params):
@@ -81,109 +81,69 @@ def scale(preset: str) -> dict:
 def results_markdown(params, table: pd.DataFrame | None = None) -> str:
     """The README's block: the claims table (``claims.table``, as written) through the first screen's template
     (``front``); every line and table behind it is ``results_page``'s (docs/results.md); while a claim's runs are
-    missing, the table of what exists and what is missing (``summary_markdown``)."""
+    missing, the table of what exists and what is missing (``results_page.j2``'s summary)."""
     table = as_written(params) if table is None else table
-    return front.markdown(table, scale(params.preset)) if front.complete(table) else summary_markdown(_Verdicts(params))
+    if front.complete(table):
+        return front.markdown(table, scale(params.preset))
+    return _page(summary_only=True, v=_summary(_Verdicts(params))).strip()
 
 
-def summary_markdown(v: _Verdicts) -> str:
-    """docs/results.md's opening: where the demo disagrees with the thesis, one line per claim
-    (``verdicts.conclusions``), what Table 2's designs show, the chapter's rows beside the thesis's."""
-    params, df, claimed = v.params, v.df, v.claimed
+def _page(**context) -> str:
+    """``templates/results_page.j2`` with ``context``, each prose paragraph joined onto one line (as Markdown reads
+    it; tables, lists and headings keep their lines)."""
+    text = front.environment().get_template("results_page.j2").render(**context)
+    blocks = [b if any(line.startswith(("|", "- ", "#")) for line in b.splitlines()) else " ".join(b.split())
+              for b in re.split(r"\n\s*\n", text.strip())]
+    return "\n\n".join(b for b in blocks if b.strip()) + "\n"
+
+
+def _summary(v: _Verdicts) -> dict:
+    """The values of docs/results.md's opening (``results_page.j2``'s summary): where the demo disagrees with the
+    thesis, one line per claim, what Table 2's designs show, the chapter's rows beside the thesis's."""
+    params, df = v.params, v.df
+    out = {"empty": df.empty, "preset": params.preset, "seeds": sorted(params.seeds), "primary": label(PRIMARY)}
     if df.empty:
-        return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
-    seeds = sorted(params.seeds)
-    present = [v for v in grids.TTE if v in set(df.variant)]
-    missing = [v for v in grids.TTE if v not in present]
+        return out
+    present = [x for x in grids.TTE if x in set(df.variant)]
     table = tables.summary(df, present).drop(columns="seeds")
     for m in TABLE:
         table[f"thesis: {label(m)}"] = ["/".join("–" if (x := reference.thesis_value(ver, v, m)) is None else f"{x:g}"
                                                  for ver in ("aug", "final")) for v in present]
-    table = _markdown(table)
-    if missing:                                     # e.g. one run from the command line: show it, name the rest
-        return "\n\n".join([f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent).",
-                             table, f"No results yet for {', '.join(missing)}: the claims need every "
-                             "variant of Table 2 (run notebook 03, or `make reproduce`)."])
-    lines = [f"- {line}" for family in reference.FAMILIES for line in verdicts.conclusions(claimed, family)]
-    return "\n\n".join(part for part in [
-        table2.sentence(params),
-        f"Every claim, decided on {label(PRIMARY)} by the rule of "
-        "`docs/decision_rule.md` (size first, against the thesis's relative effect carried to our baseline):",
-        "\n".join(lines),
-        verdicts.thesis_noise_note(v.noise) + " " + verdicts.sensitivity_note(v.sensitivity),
-        f"Scale `{params.preset}`, seeds {seeds}; ours: mean ± 95 % CI over seeds (percent). Thesis columns: "
-        "August 2024 chapter (EMKUM, Data2Vec2 text) / final text (BERT text; docs/sources.md §5); '–' = not reported.",
-        table, alike_note(df, present),
-        "The sections below hold every table behind these lines: the claims with their intervals and p-values, the "
-        "sequential design, the margin conventions, the thesis's differences against their noise, γ, the ablations, "
-        "Table 2's designs."]
-        if part).strip()
+    out |= {"table": _markdown(table), "missing": [x for x in grids.TTE if x not in present]}
+    if out["missing"]:                              # e.g. one run from the command line: show it, name the rest
+        return out
+    return out | {"table2": table2.sentence(params), "alike": alike_note(df, present),
+                  "lines": [line for family in reference.FAMILIES
+                            for line in sentences.conclusions(v.claimed, family)],
+                  "noise": sentences.thesis_noise_note(v.noise),
+                  "sensitivity": sentences.sensitivity_note(v.sensitivity)}
 
 
 def results_page(params, table: pd.DataFrame | None = None) -> str:
-    """docs/results.md, generated whole: every table the claims rest on; it opens with the claims table
-    (``table``, as written; computed from ``params``'s results when None) through its template."""
+    """docs/results.md, generated whole (``templates/results_page.j2``): every table the claims rest on; it opens
+    with the claims table (``table``, as written; computed from ``params``'s results when None) through its
+    template."""
     computed, table = _Verdicts(params), as_written(params) if table is None else table
-    df, claimed = computed.df, computed.claimed
-    if df.empty:
-        return f"_No results of the {params.preset} scale yet: run `make reproduce`._"
-    claims, sensitivity, noise = computed.claims, computed.sensitivity, computed.noise
-    ablation = tables.ablation_table(claimed, [v for v in grids.TTE_USED if v in set(claimed.variant)])
+    claimed, v = computed.claimed, _summary(computed)
+    if v["empty"]:
+        return _page(summary_only=False, v=v)
+    ablation = tables.ablation_table(claimed, [x for x in grids.TTE_USED if x in set(claimed.variant)])
     design = sequential.TABLE1_PRIMARY
-    return "\n\n".join(part for part in [
-        "# Results at the demo scale (generated)",
-        "Written by `python -m thesis_lib.study.pages.report --update-readme` (`make figures`) from `results/demo/`; "
-        "never edited by hand. Who needs it: a reader checking what a verdict in the README rests on.",
-        "## The thesis beside us", front.results_beside(table),
-        "## Every claim in one line", summary_markdown(computed),
-        "## The claims",
-        f"Paired by seed, decided on the primary metric ({label(PRIMARY)}) by the "
-        "rule of `docs/decision_rule.md`; Holm within each declared family; 'seeds to decide': 80 % power to decide "
-        "an open claim if its true difference is 0 when the measured one lies inside the margin (an equivalence "
-        "test's planning convention), else at the measured difference; in parentheses the range from the SD's own "
-        "95 % interval.",
-        _markdown(paired.family_claims(claims)),
-        "## Table 1's primary claim, sequentially",
-        f"\"{design.claim}\" is decided by a group-sequential design (`thesis_lib/study/claims/sequential.py`): "
-        f"looks at {', '.join(map(str, design.looks))} seeds, α spent by the O'Brien-Fleming-type function of Lan & "
-        f"DeMets (1983); the nominal levels of each look (testing {len(design.looks)} times at an unadjusted 5 % "
-        f"would raise the chance of a false 'significant' to {sequential.naive_error(design.looks) * 100:.0f} %):",
-        _markdown(pd.DataFrame(sequential.design_table(design)).set_index("look")),
-        "### The procedure as run", verdicts.procedure_note(verdicts.procedure_rows(claimed, design)),
-        "## How much the verdicts rest on the margin's convention",
-        "The declared margin is the thesis's relative effect (the smaller of its two versions) carried to our "
-        "baseline; beside it, the other version's, the same change of log-odds, the same relative change of the "
-        "error rate (each: margin, and the verdict it gives):",
-        _markdown(sensitivity), verdicts.sensitivity_note(sensitivity),
-        "## The thesis's own differences against their noise",
-        "Each difference the thesis reports between two single runs; its test-set standard error as two "
-        "independent samples of the test set (a range for a retrieval mean: its six recalls' errors independent … "
-        "perfectly correlated; every recall taken at the reported mean) and z at the larger SE (conservative) … "
-        "the smaller; z paired: the larger SE × √(1 − φ), φ the per-item agreement of two paired demo models "
-        "(`thesis_lib/study/runs/item_agreement.py`; the baseline and the TTE' of the long schedule, two models that "
-        "differ little, so their φ is the high end for a pair of variants; for a retrieval mean the R@1 items' φ, for "
-        "top-5 the top-1 items'); and "
-        "the seed noise the demo measures for the same paired contrast, from a variant that trains (the TTE' "
-        "rows take TTE after's: the TTE' barely moves at the demo's budget), carried to the thesis's score on the "
-        "logit scale and added to the larger SE:",
-        _markdown(verdicts.shown(noise).set_index("comparison")),
-        verdicts.thesis_noise_note(noise),
-        "## Table 1 as a 2 × 2",
-        "COCO retrieval, mean ± 95 % CI over the study's seeds; its effects are the Table 1 rows above:",
-        _markdown(tables.factorial_means(results.results_frame(params, grids.TABLE1))),
-        "## Secondary metrics",
-        "Unadjusted p; their verdicts, in parentheses, decide nothing:",
-        _markdown(paired.family_claims(claims, role="secondary")),
-        "## Precision of the paired differences to the baseline",
-        _markdown(tables.precision_table(df).set_index("variant")),
-        "## Is the TTE used?",
-        "Each trained model evaluated with its TTE removed or the type vectors swapped:",
-        _markdown(ablation.set_index("variant")) if len(ablation) else "",
-        "## The learned LayerScale γ beside the thesis's",
-        _markdown(verdicts.gamma_table(claimed)), budget_sentence(claimed), verdicts.gamma_travel_note(claimed),
-        table2.markdown(params),
-        why_markdown(params), fidelity_markdown(params), mechanisms_markdown(params)]
-        if part).strip() + "\n"
+    t = {"claims": _markdown(paired.family_claims(computed.claims)),
+         "sequential": _markdown(pd.DataFrame(sequential.design_table(design)).set_index("look")),
+         "sensitivity": _markdown(computed.sensitivity),
+         "noise": _markdown(verdicts.shown(computed.noise).set_index("comparison")),
+         "factorial": _markdown(tables.factorial_means(results.results_frame(params, grids.TABLE1))),
+         "secondary": _markdown(paired.family_claims(computed.claims, role="secondary")),
+         "precision": _markdown(tables.precision_table(computed.df).set_index("variant")),
+         "ablation": _markdown(ablation.set_index("variant")) if len(ablation) else "",
+         "gamma": _markdown(verdicts.gamma_table(claimed)), "why": why_table(params),
+         "fidelity": fidelity_table(params), **mechanisms_tables(params)}
+    s = {"procedure": sentences.procedure_note(verdicts.procedure_rows(claimed, design)),
+         "budget": budget_sentence(claimed), "travel": sentences.gamma_travel_note(claimed)}
+    seq = {"claim": design.claim, "looks": design.looks, "naive": sequential.naive_error(design.looks)}
+    return _page(summary_only=False, v=v, t=t, s=s, seq=seq, beside=front.results_beside(table),
+                 table2=table2.markdown(params))
 
 
 ALIKE = 0.05   # points: a row this close to the baseline's on every metric gets a note beside the table
@@ -201,15 +161,9 @@ def alike_note(df: pd.DataFrame, variants) -> str:
         diff = runs.loc[seeds] - base.loc[seeds]
         gap = float(diff.mean().abs().max()) if len(seeds) else float("nan")
         if gap < ALIKE:
-            differ = int((diff != 0).to_numpy().sum())
-            notes.append(f"{VARIANT_LABELS[v]} matches the baseline to within {_at_most(gap)} points on every metric, "
-                         + (f"and {differ} of its {diff.size} per-seed values differ from the baseline's" if differ
-                            else f"and all {diff.size} of its per-seed values equal the baseline's"))
-    if not notes:
-        return ""
-    return ("Rows that look alike: " + "; ".join(notes) + ". Paired by seed, a variant starts from the baseline's "
-            "weights and sees its batches, so one that changes training little changes the metrics little; the "
-            "claims decide whether that little matters.")
+            notes.append({"variant": VARIANT_LABELS[v], "gap": _at_most(gap), "size": diff.size,
+                          "differ": int((diff != 0).to_numpy().sum())})
+    return sentences.say("alike", notes) if notes else ""
 
 
 def _at_most(x: float) -> str:
@@ -220,39 +174,32 @@ def _at_most(x: float) -> str:
     return f"{math.ceil(round(x * scale, 6)) / scale:.{max(0, 1 - math.floor(math.log10(x)))}f}"   # not float dust
 
 
-def why_markdown(params) -> str:
+def why_table(params) -> str:
     """Notebook 04's two measurements beside the TTE's verdicts: the modality probe on the shared block's input
     without TTE (is the modality decodable there already? decodable is not the same as used), and the TTE's share
     of that input (the γ-init doses' claims are in the claims table)."""
     df = results.results_frame(params, grids.WHY)
     if df.empty or PROBE_VECTOR not in df:
         return ""
-    table = tables.summary(df, [v for v in grids.WHY if v in set(df.variant)], grids.WHY_METRICS, name=short)
-    return ("## Two measurements beside the TTE's verdicts (notebook 04)\n\nThe held-out accuracy of a linear probe "
-            "telling a picture's token from a caption's on the shared block's input with any TTE removed (chance 50 %; "
-            "it shows the modality is decodable there, not that the block uses it), and the TTE's share of that input "
-            "after training (per token, first 256 COCO-like test items):\n\n" + _markdown(table))
+    return _markdown(tables.summary(df, [v for v in grids.WHY if v in set(df.variant)], grids.WHY_METRICS, name=short))
 
 
 def budget_sentence(df: pd.DataFrame) -> str:
-    """What the TTE' given the thesis's learning-rate budget shows, from its claim and its γ (a template)."""
+    """What the TTE' given the thesis's learning-rate budget shows, from its claim and its γ."""
     sub = results.runs_of(df, grids.BUDGET[1])
     rows = paired.claim_table(df, [c for c in reference.CLAIMS if c.family == reference.BUDGET])
     if not len(sub) or rows.empty:
         return ""
-    row = rows[rows.role.eq("primary")].iloc[0]
-    thesis = reference.LAYERSCALE["aug"]
-    return (f"Given the thesis's summed learning rate for its type vectors and γ ({VARIANT_LABELS[grids.BUDGET[1]]}, "
-            f"{len(sub)} seeds), γ's SD over channels ends at {sub.gamma_std.mean():.3g} (thesis {thesis['std']:g}) "
-            f"and its largest |γ| at {(sub.gamma_abs_max / sub.gamma_std).mean():.1f} SDs (thesis "
-            f"{thesis['max'] / thesis['std']:.0f}); the TTE's share of the shared block's input is "
-            f"{sub[TTE_SHARE['image']].mean() * 100:.2f} % for images and {sub[TTE_SHARE['text']].mean() * 100:.2f} % "
-            f"for captions. Its claim is **{row.verdict}** ({row['difference (95 % CI)']} on COCO retrieval against "
-            f"{row['smallest effect of interest']}). This is what the demo can say about the TTE' at the thesis's "
-            "optimisation budget; what it cannot say is how a model trained on 3.3 M real pairs would use it.")
+    row, thesis = rows[rows.role.eq("primary")].iloc[0], reference.LAYERSCALE["aug"]
+    return sentences.say("budget", {
+        "variant": VARIANT_LABELS[grids.BUDGET[1]], "n": len(sub), "sd": sub.gamma_std.mean(),
+        "thesis_sd": thesis["std"], "max_sds": (sub.gamma_abs_max / sub.gamma_std).mean(),
+        "thesis_max_sds": thesis["max"] / thesis["std"], "image": sub[TTE_SHARE["image"]].mean(),
+        "text": sub[TTE_SHARE["text"]].mean(), "verdict": row.verdict, "difference": row["difference (95 % CI)"],
+        "margin": row["smallest effect of interest"]})
 
 
-def fidelity_markdown(params) -> str:
+def fidelity_table(params) -> str:
     """The thesis's text dropout and weight-decay rule, applied to the baseline (seeds of the study): their
     effect on each metric, paired by seed (results/_ablations/thesis-regularisation)."""
     root = results_dir(runs.ablation_dir(params, runs.ABLATIONS[1]))
@@ -264,29 +211,20 @@ def fidelity_markdown(params) -> str:
     for m in CLAIMED:
         mean, half, n = paired_difference({r["seed"]: r["metrics"][m] for r in stored}, dict(zip(ours.seed, ours[m])))
         rows[label(m)] = {"thesis's regularisation − ours (95 % CI)": fmt(mean, half), "seeds": n}
-    return ("## Where the code deliberately differs from the thesis's, measured\n\nThe thesis trains its text path "
-            "with dropout 0.1 and decays the type vectors, the text positions and the image CLS (docs/sources.md §9); "
-            "ours does neither. The baseline with the thesis's (`model.text_dropout=0.1`, `train.decay_rule=thesis`), "
-            "paired by seed with ours:\n\n"
-            + _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric")))
+    return _markdown(pd.DataFrame.from_dict(rows, orient="index").rename_axis("metric"))
 
 
-def mechanisms_markdown(params) -> str:
+def mechanisms_tables(params) -> dict:
     """Notebook 05 (beyond the chapter), when its runs exist: MoME against TTE', the fusion heads."""
     df = results.results_frame(params, grids.DUAL + grids.FUSION)
     if df.empty or "mome" not in set(df.variant):
-        return ""
+        return {}
     fusion = [v for v in grids.FUSION if v in set(df.variant)]
-    comparisons = mechanisms.comparisons(df, grids.DUAL_PAIRS, HEADLINE).set_index("comparison")
-    parts = ["## Beyond the chapter (notebook 05)", "MoME against TTE' in dual-encoder use, paired by seed over the "
-             "seeds every row's variants have (Holm over the table's rows, as in the notebook):",
-             _markdown(comparisons)]
+    out = {"dual": _markdown(mechanisms.comparisons(df, grids.DUAL_PAIRS, HEADLINE).set_index("comparison"))}
     if fusion:
-        parts += ["Fusion heads on the Flickr-like test set (pairwise ITM accuracy, chance 50 %; retrieval before "
-                  "and after re-ranking the dual encoder's top candidates):",
-                  _markdown(tables.summary(df, fusion, grids.FUSION_METRICS)),
-                  _markdown(mechanisms.rerank_gain(df, fusion))]
-    return "\n\n".join(parts)
+        out |= {"fusion": _markdown(tables.summary(df, fusion, grids.FUSION_METRICS)),
+                "rerank": _markdown(mechanisms.rerank_gain(df, fusion))}
+    return out
 
 
 RESULTS_PAGE = ROOT / "docs" / "results.md"

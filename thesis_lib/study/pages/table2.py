@@ -18,6 +18,7 @@ from ..runs.designs import design_params
 from ..claims.designs import BUDGET_CONFIRM, THESIS_LR_SUM
 from ..grids import BASELINE, TTE_AFTER_LS
 from ..claims.stats import PairedTest, fmt, fmt_count, fmt_seeds, robust_seeds_needed, seeds_at_observed, seeds_needed
+from . import front, sentences
 from .tables import markdown as _markdown, study_frame, summary
 
 COLUMNS = ("seeds", "difference (95 % CI)", "equivalence interval", "smallest effect of interest", "p (Holm, family)",
@@ -94,11 +95,9 @@ def _seeds_to_decide(diffs: list, margin: float) -> str:
     robust SD) and if it is the measured one (normal theory)."""
     mean, sd = statistics.fmean(diffs), statistics.stdev(diffs)
     need = seeds_at_observed(mean, sd, margin)
-    return (f"{fmt_seeds(seeds_needed(PairedTest.of(diffs), margin))} if the true difference is 0; robust: "
-            f"{fmt_seeds(robust_seeds_needed(diffs, margin))}; if it is the measured {mean:+.3f}: "
-            f"{fmt_count(need['equivalent'])} to show equivalence, {fmt_count(need['different'])} to show it differs "
-            "from 0")
-
+    return sentences.say("seeds_to_decide", fmt_seeds(seeds_needed(PairedTest.of(diffs), margin)),
+                         fmt_seeds(robust_seeds_needed(diffs, margin)), mean, fmt_count(need["equivalent"]),
+                         fmt_count(need["different"]))
 
 def all_long(params) -> pd.DataFrame:
     """The runs of every long-schedule design with the TTE' (the record, seeds 1-8; the confirmation, seeds 9-40)."""
@@ -111,14 +110,7 @@ def pilot_sentence(params) -> str:
     found = designs.pilot_baseline_coco(params)
     if found is None:
         return ""
-    value, tolerance = found
-    return (f"The pilot (seed 0, {designs.PILOT_STEPS:,} steps), retrained and committed: its baseline's "
-            f"{label(PRIMARY)} is {value:.2f}, {value - designs.PILOT_BASELINE_COCO:+.2f} from the "
-            f"{designs.PILOT_BASELINE_COCO} the margin was fixed from (make verify's tolerance for a run: ±"
-            f"{tolerance:.2f}, one between-seed SD of the long record); "
-            f"{'within' if abs(value - designs.PILOT_BASELINE_COCO) <= tolerance else 'outside'} it. Neither the "
-            f"constant nor the margin changes with it.")
-
+    return sentences.say("pilot", designs.PILOT_STEPS, label(PRIMARY), found[0], designs.PILOT_BASELINE_COCO, found[1])
 
 def confirm_rows(params) -> pd.DataFrame | None:
     """The long schedule's 8-seed record (seeds 1-8: "is used" decided, "helps" descriptive) above the confirmation on
@@ -194,78 +186,53 @@ def overfit_sentence(params, design=THESIS_LR_SUM) -> str:
     parts = []
     for v, sub in curve.groupby("variant"):
         mean = sub.groupby("step")[PRIMARY].mean()
-        best_step, end = int(mean.idxmax()), float(mean.iloc[-1])
-        drop = float(mean.max()) - end
-        parts.append(f"{VARIANT_LABELS[v]}: {end:.2f} at the end, "
-                     + ("its highest" if best_step == mean.index[-1] else
-                        f"{drop:.2f} below its highest ({mean.max():.2f} at step {best_step:,})"))
-    return (f"Held-out {label(PRIMARY)} along the schedule (mean over seeds): " + "; ".join(parts) + ".")
-
+        parts.append({"variant": VARIANT_LABELS[v], "end": float(mean.iloc[-1]), "best": float(mean.max()),
+                      "best_step": int(mean.idxmax()), "best_is_end": int(mean.idxmax()) == mean.index[-1],
+                      "drop": float(mean.max()) - float(mean.iloc[-1])})
+    return sentences.say("overfit", label(PRIMARY), parts)
 
 def markdown(params) -> str:
-    """docs/results.md's section on Table 2's designs (empty before any of their runs exist)."""
-    parts = []
-    budget = budget_rows(params)
-    if budget is not None:
-        parts += ["## Table 2 at the thesis's budget for the TTE, confirmed on fresh seeds",
-                  f"The TTE' with the thesis's summed learning rate for its type vectors and γ, paired with the "
-                  f"baseline; the 4-seed record (seeds 0-3) stays as it was, and the confirmatory test on seeds 4-23 "
-                  "(fixed n = 20, declared before its runs in `thesis_lib/study/claims/designs.py`) is a family of "
-                  f"two (Holm), decided on {label(PRIMARY)} against a margin fixed from the study's seeds 0-3:",
-                  _markdown(budget)]
+    """docs/results.md's sections on Table 2's designs and the long 2 × 2 (``templates/table2.j2``; empty before any of
+    their runs exist)."""
+    facts = {"primary": label(PRIMARY), "budget": None, "long": None, "confirm": None, "table1": long_table1(params)}
+    if (budget := budget_rows(params)) is not None:
+        facts["budget"] = _markdown(budget)
     df = long_frame(params)
     if not df.empty:
-        done, wanted = len(results.runs_of(df, TTE_AFTER_LS)), len(THESIS_LR_SUM.seeds_for(params.preset))
-        trained = f"all {wanted} of the design's seeds trained" if done >= wanted else \
-            f"{done} of the design's {wanted} seeds trained so far"
-        parts += ["## The whole model at the thesis's summed learning rate",
-                  f"Every parameter trained for {_steps(params)} steps of the demo's schedule (its summed learning "
-                  f"rate equals the thesis run's, ≈ 4.46; the demo's 600 steps sum to 0.45): a rule of thumb for "
-                  f"\"trained as long as the thesis\" on a width-96 model, not the thesis's regime. Baseline and "
-                  f"TTE', paired by seed; {trained}. The margin "
-                  f"(±{designs.margin(THESIS_LR_SUM):.3f}) is fixed from the pilot's baseline.",
-                  _markdown(long_rows(params, df)),
-                  "The secondary metrics of both claims (reported; they decide nothing, their p unadjusted):",
-                  _markdown(secondary_rows(df, designs.claims_of(params, THESIS_LR_SUM, descriptive=True))),
-                  _markdown(baseline_rows(params, df)),
-                  "γ and the TTE's share of the shared block's input over every long seed trained (the record's "
-                  "and the confirmation's), beside the thesis's γ:",
-                  _markdown(verdicts.gamma_table(all_long(params), (TTE_AFTER_LS,)))]
-        curve = curve_rows(params)
-        if len(curve):
-            parts += [_markdown(curve), overfit_sentence(params)]
-        parts.append(pilot_sentence(params))                                  # "" without the pilot's files
-    confirm = confirm_rows(params)
-    if confirm is not None:
+        facts["long"] = {"steps": designs.long_steps(params.preset), "done": len(results.runs_of(df, TTE_AFTER_LS)),
+                         "wanted": len(THESIS_LR_SUM.seeds_for(params.preset)),
+                         "margin": designs.margin(THESIS_LR_SUM), "rows": _markdown(long_rows(params, df)),
+                         "secondary": _markdown(secondary_rows(df, designs.claims_of(params, THESIS_LR_SUM,
+                                                                                     descriptive=True))),
+                         "baselines": _markdown(baseline_rows(params, df)),
+                         "gamma": _markdown(verdicts.gamma_table(all_long(params), (TTE_AFTER_LS,))),
+                         **_curve(params, THESIS_LR_SUM), "pilot": pilot_sentence(params)}
+    if (confirm := confirm_rows(params)) is not None:
         design = designs.THESIS_LR_SUM_CONFIRM
-        power = designs.fmt_power(designs.confirm_power(params))
         df_c = results.design_frame(params, design)
-        done = pairs_trained(df_c)
-        parts += ["## Table 2 on the long schedule: the 8-seed record and its confirmation on fresh seeds",
-                  f"The same schedule on seeds 9-40 (fixed n = {len(design.seeds_for(params.preset))}, one look at "
-                  f"the end; declared before its runs in `thesis_lib/study/claims/designs.py`): \"helps\" and "
-                  f"\"is used\" one Holm family, decided on {label(PRIMARY)} against ±{designs.margin(design):.3f}; "
-                  f"the 8-seed record is reported beside it, never pooled; {done} of "
-                  f"{len(design.seeds_for(params.preset))} seed pairs trained. {power[0].upper() + power[1:]}.",
-                  _markdown(confirm)]
-        if confirmation(params) is not None:                      # shown only at its one look, like its verdicts
-            parts += ["The confirmation's secondary metrics for both claims (reported; they decide nothing, their p "
-                      "unadjusted), and its held-out curves:",
-                      _markdown(secondary_rows(df_c, designs.claims_of(params, design)))]
-            curve = curve_rows(params, design)
-            if len(curve):
-                parts += [_markdown(curve), overfit_sentence(params, design)]
-    parts += long_table1_markdown(params)
-    return "\n\n".join(part for part in parts if part)
+        looked = confirmation(params) is not None                 # shown only at its one look, like its verdicts
+        facts["confirm"] = {"n": len(design.seeds_for(params.preset)), "margin": designs.margin(design),
+                            "done": pairs_trained(df_c), "power": designs.confirm_power(params),
+                            "rows": _markdown(confirm), "looked": looked,
+                            "secondary": looked and _markdown(secondary_rows(df_c, designs.claims_of(params, design))),
+                            **(_curve(params, design) if looked else {"curve": ""})}
+    text = front.environment().get_template("table2.j2").render(**facts)
+    return text.strip()
 
 
-def long_table1_markdown(params) -> list[str]:
+def _curve(params, design) -> dict:
+    """The held-out curve's table and its sentence (``curve_rows``, ``overfit_sentence``); empty without curves."""
+    curve = curve_rows(params, design)
+    return {"curve": _markdown(curve), "overfit": overfit_sentence(params, design)} if len(curve) else {"curve": ""}
+
+
+def long_table1(params) -> dict | None:
     """Table 1's 2 × 2 on the long schedule beside the 600-step one: each main effect, its verdict and its size as
-    a multiple of the thesis's drop (empty before any of its runs exist)."""
+    a multiple of the thesis's drop (None before any of its runs exist)."""
     design = designs.LONG_TABLE1
     df = results.design_frame(params, design)
     if df.empty or len(set(df.variant)) < 2:
-        return []
+        return None
     claims = designs.claims_of(params, design, descriptive=True)
     short = study_frame(params, design.variants)
     planned, rows, short_rows = len(design.seeds_for(params.preset)), {}, []
@@ -286,73 +253,48 @@ def long_table1_markdown(params) -> list[str]:
                 diffs = list(results.contrast_values(frame, c.contrast, PRIMARY).values())
                 rows[name]["seeds to decide"] = _seeds_to_decide(diffs, r["margin"])
     table = pending(pd.DataFrame.from_dict(rows, orient="index"), planned, keep=short_rows)
-    done = len(results.runs_of(df, design.variants[-1]))
-    return ["## Table 1's 2 × 2 on the long schedule",
-            f"All four arms on seeds 1-4 at {_steps(params)} steps, each in this design's store (fixed n = {planned}, "
-            f"{done} trained); the LayerNorm's main effect decided against ±{designs.margin(design):.3f}, the TTE's "
-            f"descriptive (with the seeds that would decide it); each beside its 600-step value:",
-            _markdown(table.rename_axis("main effect")), _machines_note(params, design)]
+    return {"steps": designs.long_steps(params.preset), "planned": planned, "margin": designs.margin(design),
+            "done": len(results.runs_of(df, design.variants[-1])), "rows": _markdown(table.rename_axis("main effect")),
+            "machines": _machines_note(params, design)}
 
 
 def _machines_note(params, design) -> str:
     """Where the 2 × 2's arms ran, and its baseline arm against the record's baselines of the same seeds and config
     trained on another machine (``verify.runs_against``): how far one run moves between machines."""
     df = results.design_frame(params, design)
-    machines = "; ".join(f"{v}: {', '.join(sorted(set(results.runs_of(df, v).machine)))}" for v in design.variants)
+    m = {"arms": "; ".join(f"{v}: {', '.join(sorted(set(results.runs_of(df, v).machine)))}" for v in design.variants),
+         "committed_machine": None}
     roots = (design_params(params, d).results_root for d in (design, designs.THESIS_LR_SUM))
     rows = pd.DataFrame(verify.runs_against(*roots, params.preset))
     rows = rows[rows.variant.eq(BASELINE) & rows.metric.eq(PRIMARY)] if len(rows) else rows
-    if rows.empty:
-        return f"Machines: {machines}."
-    return (f"Machines: {machines}. The baseline arm was declared on 2026-12-07 to replace a pairing with the "
-            f"8-seed record's baselines of the same seeds and config, trained on {rows.committed_machine.iloc[0]}; "
-            f"the same runs on the two machines end {rows.difference.abs().min():.2f}-{rows.difference.abs().max():.2f}"
-            f" {label(PRIMARY)} points apart ({int(rows.within.sum())} of {len(rows)} within make verify's "
-            f"tolerance{' for runs whose curves forked' if rows.curve.str.startswith('forked').all() else ''}, "
-            f"±{rows.tolerance.max():.2f})." + _same_bits())
+    if len(rows):
+        m |= {"committed_machine": rows.committed_machine.iloc[0], "low": rows.difference.abs().min(),
+              "high": rows.difference.abs().max(), "metric": label(PRIMARY), "within": int(rows.within.sum()),
+              "n": len(rows), "forked": rows.curve.str.startswith("forked").all(), "tolerance": rows.tolerance.max(),
+              "same_bits": _same_bits()}
+    return sentences.say("machines", m)
 
-
-def _same_bits() -> str:
+def _same_bits() -> dict | None:
     """Whether the two AMD EPYC families computed the same bits: the shipped models' runs, retrained on one, beside
-    the confirmation's runs of the same seed made on the other (results/shipped.csv)."""
+    the confirmation's runs of the same seed made on the other (results/shipped.csv); None where they differ."""
     path = ROOT / "results" / "shipped.csv"      # written by report (make figures) from the shipped runs
-    if not path.exists():
-        return ""
-    shipped = pd.read_csv(path)
+    shipped = pd.read_csv(path) if path.exists() else pd.DataFrame()
     if shipped.empty or not shipped.difference.eq(0).all():
-        return ""
-    return (f" The two AMD EPYC families computed the same bits where both ran the same run: seed 9's baseline and "
-            f"TTE' of the confirmation, retrained on {shipped.machine.iloc[0]} for shipping, equal the runs made on "
-            f"{shipped.committed_machine.iloc[0]} in every metric and every logged loss (results/shipped.csv): as far "
-            "as these two runs show, the baseline arm is the run the other arms' machine would have computed.")
-
+        return None
+    return {"machine": shipped.machine.iloc[0], "committed_machine": shipped.committed_machine.iloc[0]}
 
 def sentence(params) -> str:
-    """One computed sentence on what the two designs let the repository say about Table 2, and what they do not."""
-    budget = budget_rows(params)
-    df = long_frame(params)
-    bits = []
-    if budget is not None:
-        helps, used = budget.iloc[-2], budget.iloc[-1]
-        bits.append(f"given the thesis's learning-rate budget for the TTE alone, on {helps.seeds} fresh seeds the TTE' "
-                    f"\"helps\" is **{helps.verdict}** ({helps['difference (95 % CI)']} COCO points against "
-                    f"{helps['smallest effect of interest']}) and \"is used\" is **{used.verdict}** "
-                    f"({used['difference (95 % CI)']})")
+    """One sentence on what the two designs let the repository say about Table 2, and what they do not."""
+    budget, df = budget_rows(params), long_frame(params)
+    said = lambda row: {"seeds": row.seeds, "verdict": row.verdict, "difference": row["difference (95 % CI)"],  # noqa
+                        "margin": row["smallest effect of interest"]}
+    facts = {"budget": budget is not None and {"helps": said(budget.iloc[-2]), "used": said(budget.iloc[-1])},
+             "long": None, "confirm": None}
     if not df.empty:
-        used = long_rows(params, df).iloc[0]
         share = results.runs_of(df, TTE_AFTER_LS)
-        bits.append(f"with the whole model trained to the thesis's summed learning rate ({len(share)} seed pairs"
-                    f"{'' if len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)) else ' so far'}), the TTE's "
-                    f"share of the shared block's input is {share[TTE_SHARE_IMAGE].mean() * 100:.2f} % (images) and "
-                    f"{share[TTE_SHARE_TEXT].mean() * 100:.2f} % (captions), and removing it moves COCO by "
-                    f"{used['difference (95 % CI)']} ({used.verdict})")
+        facts["long"] = {"used": said(long_rows(params, df).iloc[0]), "pairs": len(share),
+                         "all": len(share) >= len(THESIS_LR_SUM.seeds_for(params.preset)),
+                         "image": share[TTE_SHARE_IMAGE].mean(), "text": share[TTE_SHARE_TEXT].mean()}
         confirm = confirmation(params)
-        if confirm is not None:
-            helps, used = confirm.iloc[0], confirm.iloc[1]
-            bits.append(f"its confirmation on {helps.seeds} fresh seeds finds \"helps\" **{helps.verdict}** "
-                        f"({helps['difference (95 % CI)']} COCO points against {helps['smallest effect of interest']}) "
-                        f"and \"is used\" **{used.verdict}** ({used['difference (95 % CI)']})")
-    if not bits:
-        return ""
-    return ("At budgets where the TTE can matter, " + "; ".join(bits) + ". What the demo cannot say is how a "
-            "768-wide model trained on 3.3 M real pairs uses its TTE.")
+        facts["confirm"] = confirm is not None and {"helps": said(confirm.iloc[0]), "used": said(confirm.iloc[1])}
+    return sentences.say("table2_summary", **facts) if facts["budget"] or facts["long"] else ""

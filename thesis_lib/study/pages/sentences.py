@@ -1,0 +1,41 @@
+"""The sentences under the pages' tables, rendered from ``templates/sentences.j2`` (one macro a sentence, written by
+people): the functions here gather each sentence's values from the claims' and results' tables; none writes a word
+of it."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..claims import verdicts
+from .front import environment
+
+
+def say(macro: str, *args, **values) -> str:
+    """Macro ``macro`` of ``templates/sentences.j2`` with ``values``, as one paragraph (its lines joined)."""
+    module = environment().get_template("sentences.j2").module
+    return " ".join(str(getattr(module, macro)(*args, **values)).split())
+
+
+def sensitivity_note(table: pd.DataFrame) -> str:
+    """How many primary verdicts change under some other margin convention (``verdicts.sensitivity``'s table)."""
+    return say("sensitivity", **verdicts.sensitivity_changed(table)) if len(table) else ""
+
+
+def thesis_noise_note(table: pd.DataFrame) -> str:
+    """What one run per variant could show (``verdicts.thesis_noise``'s table)."""
+    return say("thesis_noise", verdicts.thesis_noise_counts(table)) if len(table) else ""
+
+
+def procedure_note(p: dict) -> str:
+    """The sequential claim's procedure as run (``verdicts.procedure_rows``)."""
+    return say("procedure", p, verdicts.WORST_RATIOS) if p else ""
+
+
+def gamma_travel_note(df: pd.DataFrame) -> str:
+    """How far γ travelled against how far AdamW could move it (``verdicts.gamma_travel``)."""
+    rows = verdicts.gamma_travel(df)
+    return say("gamma_travel", rows, rows[-1]["eps"]) if rows else ""
+
+
+def conclusions(df: pd.DataFrame, family: str) -> list[str]:
+    """One line per claim of ``family`` (``verdicts.conclusion_rows``): claim, verdict, difference, seeds."""
+    return [say("conclusion", r) for r in verdicts.conclusion_rows(df, family)]
