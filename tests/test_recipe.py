@@ -8,9 +8,11 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
 import subprocess
+import time
 from dataclasses import asdict
 from pathlib import Path
 from unittest import mock
@@ -101,8 +103,10 @@ def notebook_parameters(path: Path) -> dict:
 
 SBATCH = argparse.ArgumentParser(prog="sbatch", add_help=False, exit_on_error=False)
 for _flag in ("--job-name", "--nodes", "--ntasks", "--ntasks-per-node", "--gpus-per-node", "--cpus-per-task", "--time",
-              "--wrap", "--output", "--partition", "--account", "--mem"):      # no --gpus-per-task: see below
+              "--wrap", "--output", "--partition", "--account", "--mem", "--dependency", "--signal",
+              "--open-mode"):      # no --gpus-per-task: see below
     SBATCH.add_argument(_flag)
+SBATCH.add_argument("--requeue", action="store_true")
 
 
 class Check:
@@ -563,3 +567,172 @@ def test_a_bad_argument_is_one_line_and_exit_2_not_a_script(argv, said, capsys):
     assert stop.value.code == 2 and out == "" and said in err.splitlines()[-1]
     with pytest.raises(ValueError, match="cores_per_gpu must be at least 1"):
         recipe.commands("slurm", cores_per_gpu=0)
+
+
+# Resubmitting (docs/full_scale.md, "Resubmitting"): the generated scripts run by bash with fake sbatch / torchrun /
+# python on PATH, the status of a fake results tree, SIGUSR1 in a tiny training run, the run's lock on rank 0.
+
+FAKES = {"python": "exit 0",
+         "sbatch": 'case "$*" in *"--job-name=$FAIL "*) echo "sbatch: error: QOSMaxSubmitJobPerUser" >&2; exit 1;; '
+                   'esac; echo "$PYTHONUNBUFFERED $THESIS_PROGRESS $*" >> "$REC"',
+         "torchrun": 'echo "$PYTHONUNBUFFERED $THESIS_PROGRESS $*" >> "$REC"; case "$*" in *"$FAIL"*) exit 1;; esac'}
+
+
+def run_script(script: str, tmp_path: Path, fail: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """``script`` run by bash in ``tmp_path`` with FAKES first on PATH (the one named ``fail`` fails); what it printed
+    and each line the fakes recorded (the environment they saw, then their arguments)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name, body in FAKES.items():
+        (bin_dir / name).write_text("#!/bin/bash\n" + body + "\n")
+        (bin_dir / name).chmod(0o755)
+    env = {**DEFAULTS, "OUT": str(tmp_path / "out"), "PARTITION": "p", "ACCOUNT": "a", "REC": str(tmp_path / "rec"),
+           "FAIL": fail, "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    done = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    rec = tmp_path / "rec"
+    return done, rec.read_text().splitlines() if rec.exists() else []
+
+
+def test_the_slurm_script_names_each_run_once_requeues_appends_and_goes_on_past_a_refused_sbatch(tmp_path):
+    """Notebook 01's ablations train `baseline` too: each run's job has its own name; a job is started only when no
+    job of its name is queued or running (singleton), warned before its time limit (it checkpoints and requeues),
+    appends to its log; a refused sbatch is named on stderr, the others are submitted, the script exits 1."""
+    for seeds in (None, 24):
+        names = [recipe.job_name(job) for _, job in recipe.planned_jobs(seeds)]
+        assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
+    script = recipe.commands("slurm")
+    lines = [line for line in script.splitlines() if line.startswith("sbatch")]
+    names = [re.search(r"--job-name=(\S+)", line)[1] for line in lines]
+    assert len(set(names)) == len(names) == len(recipe.planned_jobs())
+    assert {"tte-baseline-0", "tte-baseline-0-random-init", "tte-baseline-0-thesis-regularisation"} <= set(names)
+    for line in lines:
+        s = SBATCH.parse_args(shlex.split(line.split(" || ")[0])[1:])
+        assert (s.dependency, s.requeue, s.signal, s.open_mode) == ("singleton", True, "USR1@600", "append"), line
+        assert s.output == "$OUT/slurm/%x.out", line
+    for layout in recipe.LAYOUTS:                                        # no `>` that truncates a log
+        assert not [x for x in recipe.commands(layout).splitlines() if re.search(r"(?<![>\d])>(?![>&])", x)], layout
+    done, rec = run_script(script, tmp_path, fail="tte-baseline-1")
+    submitted = [re.search(r"--job-name=(\S+)", r)[1] for r in rec]
+    assert done.returncode == 1 and submitted == [n for n in names if n != "tte-baseline-1"]
+    assert "submit: sbatch refused tte-baseline-1 (exit 1)" in done.stderr and "QOSMaxSubmit" in done.stderr
+    assert f"submit: 1 of {len(names)} jobs refused" in done.stderr
+    assert all(r.startswith("1 0 ") for r in rec)             # the jobs' logs: unbuffered, no progress bars
+
+
+def test_a_lane_goes_on_past_a_failed_run_and_the_script_fails_naming_it(tmp_path):
+    jobs = [job for nb, job in recipe.planned_jobs() if nb != "01"][:2 * recipe.LANES]    # 2 runs per lane
+    first, second = jobs[0], jobs[recipe.LANES]                            # lane 0's runs
+    fail = f"--variant {first['variant']} --seed {first['seed']} "
+    done, rec = run_script(recipe.commands("8gpu", jobs=jobs), tmp_path, fail=fail)
+    assert len(rec) == len(jobs) and any(f"--seed {second['seed']} " in r for r in rec if "29500" in r)
+    assert done.returncode == 1
+    assert f"lane 0: 1 of 2 runs failed: {recipe.job_name(first)}" in done.stderr
+    assert (tmp_path / "lane0.log").read_text().count("runs failed") == 1 and "lane 1" not in done.stderr
+    assert all(r.startswith("1 0 ") for r in rec)
+    done, rec = run_script(recipe.commands("8gpu", jobs=jobs), tmp_path, fail="no run")
+    assert done.returncode == 0 and (tmp_path / "lane0.log").read_text().count("runs failed") == 1   # appended
+
+
+def fake_results(out: Path) -> dict:
+    """A results tree under ``out`` for a few of the recipe's runs: {name: the state it must be found in}."""
+    from filelock import FileLock
+    jobs = {recipe.job_name(job): job for _, job in recipe.planned_jobs()}
+    files = {name: recipe.run_files(job, str(out)) for name, job in jobs.items()}
+    for name in ("tte-baseline-0", "tte-baseline-0-random-init"):
+        files[name][0].result.parent.mkdir(parents=True, exist_ok=True)
+        files[name][0].result.write_text("{}")
+    for name in ("tte-noln-1", "tte-noln-2"):                       # a fresh checkpoint; an hour old
+        files[name][0].dir.mkdir(parents=True)
+        files[name][0].checkpoint.write_bytes(b"x")
+    old = time.time() - 3600
+    os.utime(files["tte-noln-2"][0].checkpoint, (old, old))
+    log = files["tte-tte_before-3"][1]
+    log.parent.mkdir(parents=True)
+    log.write_text("step 1\nTraceback (most recent call last):\n  File ...\nRuntimeError: CUDA out of memory\n")
+    files["tte-tte_shared-0"][1].write_text("step 1\n")                       # a log and no error: not failed
+    held = FileLock(str(files["tte-mome-2"][0].result.with_suffix(".lock")))
+    files["tte-mome-2"][0].result.parent.mkdir(parents=True)
+    held.acquire()
+    want = {name: "missing" for name in jobs}
+    want.update({"tte-baseline-0": "done", "tte-baseline-0-random-init": "done", "tte-noln-1": "running",
+                 "tte-mome-2": "running", "tte-tte_before-3": "failed"})
+    return {"want": want, "held": held, "log": log}
+
+
+def test_status_finds_each_run_done_running_failed_or_missing_and_missing_only_submits_the_rest(tmp_path, capsys):
+    out = tmp_path / "runs"
+    fake = fake_results(out)
+    try:
+        assert recipe.main(["status", "--out", str(out)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        found = {line.split()[1]: line.split()[0] for line in lines[:-1]}
+        assert found == fake["want"]
+        assert next(line for line in lines if " tte-tte_before-3 " in line).endswith(str(fake["log"]))
+        assert lines[-1] == f"{len(found)} runs: 2 done, 2 running, 1 failed, {len(found) - 5} missing"
+        assert recipe.main(["commands", "--layout", "slurm", "--missing-only", "--out", str(out)]) == 0
+        script = capsys.readouterr().out
+    finally:
+        fake["held"].release()
+    names = re.findall(r"--job-name=(\S+)", script)
+    assert sorted(names) == sorted(n for n, st in fake["want"].items() if st in ("missing", "failed"))
+    assert script.splitlines()[0].endswith(f"{len(names)} runs (missing or failed only)")
+    with pytest.raises(SystemExit):
+        recipe.build_parser().parse_args(["status", "--fresh-minutes", "0"])
+
+
+def test_sigusr1_checkpoints_at_the_next_logged_step_requeues_and_resumes_to_the_same_result(tmp_path, monkeypatch,
+                                                                                              capsys):
+    """SLURM's warning before the time limit (sbatch --signal=USR1@…) in a smoke run, after its first step: the
+    checkpoint is written at the next logged step (2, not a checkpoint step), `scontrol requeue` is called, the
+    exit code says "to be continued"; the same command continues to the uninterrupted run's result and curve."""
+    import signal
+
+    from thesis_lib.training import engine, run
+    argv = ["--preset", "smoke", "--variant", "baseline", "--seed", "0", "--resume"]
+    assert run.main(argv + ["--out", str(tmp_path / "whole")]) == 0
+    real, calls = engine.optimiser_step, []
+
+    def step_then_signal(s, loss, t):
+        real(s, loss, t)
+        if not calls:
+            assert signal.getsignal(signal.SIGUSR1) is engine.request_stop     # else SIGUSR1 would end pytest
+            calls.append("signalled")
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+    monkeypatch.setattr(engine, "optimiser_step", step_then_signal)
+    monkeypatch.setattr(run.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or subprocess.CompletedProcess(
+        cmd, 0, "", ""))
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert run.main(argv + ["--out", str(tmp_path / "cut")]) == run.REQUEUE_EXIT
+    assert calls == ["signalled", ["scontrol", "requeue", "4242"]]
+    assert "job 4242 requeued" in capsys.readouterr().err
+    paths = {k: RunPaths(results_dir(tmp_path / k), "smoke", "baseline", 0) for k in ("whole", "cut")}
+    assert not paths["cut"].result.exists()
+    assert torch.load(paths["cut"].checkpoint, weights_only=False)["step"] == 2
+    assert signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL and not engine.STOP["requested"]
+    monkeypatch.setattr(engine, "optimiser_step", real)
+    assert run.main(argv + ["--out", str(tmp_path / "cut")]) == 0
+    whole, cut = (json.loads(paths[k].result.read_text()) for k in ("whole", "cut"))
+    assert cut["train"]["resumed_from"] == 2 and cut["metrics"] == whole["metrics"]
+    assert paths["cut"].metrics.read_text() == paths["whole"].metrics.read_text()
+
+
+def test_rank_0_alone_takes_the_runs_lock_and_a_held_lock_stops_a_run_of_several_processes(tmp_path, monkeypatch):
+    """With several processes the lock was not taken: two jobs of one run could write one checkpoint."""
+    from thesis_lib.errors import ResultConflictError
+    from thesis_lib.training import run
+    from thesis_lib.training.distributed import DistInfo
+    monkeypatch.setattr(run, "on_main", lambda info, decide, what: decide() if info.is_main else None)
+    monkeypatch.setattr(run, "check_shared_folder", lambda *a: None)     # one process plays each rank
+    monkeypatch.setattr(run, "check_same_view", lambda *a: None)
+    monkeypatch.setattr(run, "LOCK_WAIT_S", 0.1)
+    cfg, paths = get_config("smoke"), RunPaths(tmp_path, "smoke", "baseline", 0)
+    with run.run_folder(paths, cfg, DistInfo(rank=0, world_size=2), False):
+        assert recipe.lock_held(paths)
+    assert not recipe.lock_held(paths)
+    with run.run_folder(paths, cfg, DistInfo(rank=1, world_size=2), False):
+        assert not recipe.lock_held(paths)
+    with paths.lock():
+        with pytest.raises(ResultConflictError, match="another process is training this run"):
+            with run.run_folder(paths, cfg, DistInfo(rank=0, world_size=2), False):
+                pass

@@ -7,6 +7,8 @@ train each run once from the command line (one GPU, one node of 8, SLURM) so tha
     python -m thesis_lib.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
     python -m thesis_lib.full_scale.recipe commands --layout 8gpu > train.bash
                                                                          # every training command, 4 runs at a time
+    python -m thesis_lib.full_scale.recipe status                        # each run done, running, failed or missing
+    python -m thesis_lib.full_scale.recipe commands --layout slurm --missing-only > submit.bash   # those left
 
 Times and sizes come from the cost model (``full_scale/cost.py``): the slower of the GPU and its data path sets
 the pace (``cost.pace``). The assumption is printed with every table.
@@ -19,9 +21,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import re
+import time
 from pathlib import Path
 
 from thesis_lib.config import THESIS_GLOBAL_BATCH
+from thesis_lib.paths import results_dir
+from thesis_lib.training.results import RunPaths
 from ..study import grids
 from ..study.claims import sequential
 from ..study.runs import (THESIS_REGULARISATION, StudyParams, ablation_jobs, grid_jobs, random_init_overrides, seeds_of)
@@ -108,7 +115,7 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_G
     for (nb, later), jobs in groups.items():
         by = {}
         for j in jobs:
-            name = j["variant"] + (f" ({Path(str(j['out_dir'])).name})" if "_ablations" in str(j["out_dir"]) else "")
+            name = j["variant"] + (f" ({ablation(j)})" if ablation(j) else "")
             by.setdefault(name, []).append(j["seed"])
         what = ", ".join(f"`{v}` × {_seeds(s)}" for v, s in by.items())
         gb = sum(cost.checkpoint_gb(j["variant"]) for j in jobs)
@@ -121,6 +128,18 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_G
         lines.append(f"| **all, {scope}** | | **{n}** | **{n * thesis_h:,.0f}** | **{n * h100_h:,.0f}** | "
                      f"**{gb:,.0f}** |")
     return "\n".join(lines) + "\n\n" + assumption
+
+
+def ablation(job: dict) -> str:
+    """The ablation a run belongs to (notebook 01's, stored apart under ``_ablations/<name>/``), "" for a grid's."""
+    out = Path(str(job["out_dir"]))
+    return out.name if "_ablations" in out.parts else ""
+
+
+def job_name(job: dict) -> str:
+    """A run's name, unique in the recipe (its SLURM job, its log): tte-<variant>-<seed>[-<ablation>]. Notebook 01's
+    ablations train ``baseline`` under its own seeds, elsewhere: without the ablation three runs had one name."""
+    return "-".join(["tte", job["variant"], str(job["seed"])] + ([ablation(job)] if ablation(job) else []))
 
 
 def _seeds(seeds: list) -> str:
@@ -146,29 +165,35 @@ def cli_args(job: dict, processes: int, quote=lambda v: f'"{v}"', cores_per_gpu:
 MEM_PER_GPU_GB = 64     # SLURM --mem per job: 2 processes, each its model, batch and workers' decode buffers
 SLURM_HOURS = 12        # --time: 2.5 h per run at the GPU's goal; the data path may take several times that
 SLURM_GPUS = 2          # GPUs (and tasks) of one run's SLURM job, on one node
+SIGNAL_S = 600          # --signal=USR1@600: warned 10 min before --time, a run checkpoints and requeues itself
+BATCH_ENV = "export PYTHONUNBUFFERED=1 THESIS_PROGRESS=0"     # batch logs: unbuffered, no progress bars
 
 
 def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
-    """One SLURM job of ``job`` on 2 GPUs of one node: partition and account from $PARTITION / $ACCOUNT, the log under
-    $OUT/slurm/; srun is given --cpus-per-task itself (SLURM 22.05+ no longer passes sbatch's on to srun). The GPUs
-    are asked per node (--gpus-per-node), not per task: where each task is confined to its own GPU
-    (--gpus-per-task=1 on a cluster that binds GPUs to tasks), NCCL cannot reach the other rank's GPU over NVLink
-    (NVIDIA/nccl#1066, NVIDIA/pyxis#73); every task sees the node's GPUs and takes its own by its local rank
-    (``training.distributed.gpu_index``)."""
-    return (f"sbatch --job-name=tte-{job['variant']}-{job['seed']} --partition=\"$PARTITION\" --account=\"$ACCOUNT\" "
+    """One SLURM job of ``job`` on 2 GPUs of one node: partition and account from $PARTITION / $ACCOUNT; srun is given
+    --cpus-per-task itself (SLURM 22.05+ no longer passes sbatch's on to srun). The GPUs are asked per node
+    (--gpus-per-node), not per task: where each task is confined to its own GPU (--gpus-per-task=1 on a cluster that
+    binds GPUs to tasks), NCCL cannot reach the other rank's GPU over NVLink (NVIDIA/nccl#1066, NVIDIA/pyxis#73);
+    every task sees the node's GPUs and takes its own by its local rank (``training.distributed.gpu_index``).
+    Resubmitting is safe: the job's name is the run's (``job_name``) and --dependency=singleton starts it only once
+    no job of that name is queued or running; SIGUSR1 ``SIGNAL_S`` before the time limit makes the run checkpoint and
+    requeue its job (--requeue; ``training.run.requeue``); every attempt appends to one log, $OUT/slurm/<name>.out."""
+    return (f"sbatch --job-name={job_name(job)} --dependency=singleton --requeue --signal=USR1@{SIGNAL_S} "
+            f"--partition=\"$PARTITION\" --account=\"$ACCOUNT\" "
             f"--nodes=1 --ntasks={SLURM_GPUS} --gpus-per-node={SLURM_GPUS} --cpus-per-task={cores_per_gpu} "
-            f"--mem={SLURM_GPUS * MEM_PER_GPU_GB}G "
-            f"--time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x-%j.out\" --wrap \"srun --kill-on-bad-exit=1 "
-            f"--cpus-per-task={cores_per_gpu} python "
+            f"--mem={SLURM_GPUS * MEM_PER_GPU_GB}G --time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x.out\" "
+            f"--open-mode=append --wrap \"srun --kill-on-bad-exit=1 --cpus-per-task={cores_per_gpu} python "
             + " ".join(cli_args(job, SLURM_GPUS, lambda v: f"'{v}'", cores_per_gpu, device))
             + '"')
 
 
 def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_GPU,
-             jobs: list[dict] | None = None, device: str = "cuda") -> str:
+             jobs: list[dict] | None = None, device: str = "cuda", which: str = "") -> str:
     """A bash script training every run of the recipe once on ``layout`` (``LAYOUTS``); DATA, CKPT, OUT and MIX
     (and for SLURM PARTITION and ACCOUNT) come from the environment. ``jobs`` and ``device``: other runs than the
-    recipe's, elsewhere (the rehearsal's, in miniature)."""
+    recipe's, elsewhere (the rehearsal's, in miniature); ``which``: what the header says of them. The 8-GPU and SLURM
+    scripts export ``BATCH_ENV`` (sbatch passes the environment on); a refused sbatch, or a failed run of a lane, is
+    named on stderr, the others go on, and the script exits 1 at its end."""
     if cores_per_gpu < 1:
         raise ValueError(f"cores_per_gpu must be at least 1, got {cores_per_gpu}")
     jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
@@ -176,26 +201,84 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
     head = [f"# python -m thesis_lib.full_scale.recipe commands --layout {layout}"
             + (f" --table1-seeds {table1_seeds}" if table1_seeds else "")
             + (f" --cores-per-gpu {cores_per_gpu}" if cores_per_gpu != cost.CORES_PER_GPU else "")
-            + f": {len(jobs)} runs",
-            f'set -eu; : {need}   # docs/full_scale.md',
+            + f": {len(jobs)} runs{which}",
+            f"set -eu; : {need}" + ("" if layout == "1gpu" else f"; {BATCH_ENV}") + "   # docs/full_scale.md",
             'python -m thesis_lib.data.shard_index "$MIX"   # the shard index, once, before any run reads it']
     if layout == "1gpu":
         return "\n".join(head + ["python " + " ".join(cli_args(j, 1, cores_per_gpu=cores_per_gpu, device=device))
                                  for j in jobs]) + "\n"
-    if layout == "8gpu":                 # a lane stops at its first failed run; the script fails if any lane did
-        lanes = [jobs[i::LANES] for i in range(LANES)]
-        out = head + ["pids=()"]
-        for i, lane in enumerate(lane for lane in lanes if lane):
-            gpus = f"{2 * i},{2 * i + 1}"
-            out.append(f"(   # GPUs {gpus}: {len(lane)} runs one after another")
-            out += [f"CUDA_VISIBLE_DEVICES={gpus} torchrun --nproc_per_node 2 --master_port {FIRST_PORT + i} "
-                    + " ".join(cli_args(j, 2, cores_per_gpu=cores_per_gpu, device=device)) for j in lane]
-            out.append(f') > lane{i}.log 2>&1 & pids+=($!)')
-        return "\n".join(
-            out + ['status=0; for pid in "${pids[@]}"; do wait "$pid" || status=1; done; exit $status']) + "\n"
+    if layout == "8gpu":
+        return "\n".join(head + lanes(jobs, cores_per_gpu, device)) + "\n"
     if layout == "slurm":
-        return "\n".join(head + ['mkdir -p "$OUT/slurm"'] + [sbatch(j, cores_per_gpu, device) for j in jobs]) + "\n"
+        return "\n".join(head + ['mkdir -p "$OUT/slurm"', 'refused=0; refuse() { echo "submit: sbatch refused $1 '
+                                 '(exit $2); the others go on" >&2; refused=$((refused + 1)); }']
+                         + [f"{sbatch(j, cores_per_gpu, device)} || refuse {job_name(j)} $?" for j in jobs]
+                         + [f'[ "$refused" = 0 ] || {{ echo "submit: $refused of {len(jobs)} jobs refused" >&2; '
+                            'exit 1; }']) + "\n"
     raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+
+
+def lanes(jobs: list[dict], cores_per_gpu: int, device: str) -> list[str]:
+    """The 8-GPU script's body: ``LANES`` lanes side by side, each its runs one after another on its 2 GPUs, its log
+    appended to laneN.log. A failed run does not stop its lane: the lane names its failed runs at its end and exits
+    1; the script waits for every lane, repeats each failed lane's last line on stderr, and exits 1 if any failed."""
+    out = ["pids=()"]
+    for i, lane in enumerate(lane for lane in (jobs[i::LANES] for i in range(LANES)) if lane):
+        gpus = f"{2 * i},{2 * i + 1}"
+        out += [f"(   # GPUs {gpus}: {len(lane)} runs one after another", "failed=()"]
+        out += [f"CUDA_VISIBLE_DEVICES={gpus} torchrun --nproc_per_node 2 --master_port {FIRST_PORT + i} "
+                + " ".join(cli_args(j, 2, cores_per_gpu=cores_per_gpu, device=device)) + f" || failed+=({job_name(j)})"
+                for j in lane]
+        out += [f'[ ${{#failed[@]}} = 0 ] || {{ echo "lane {i}: ${{#failed[@]}} of {len(lane)} runs failed: '
+                f'${{failed[*]}}" >&2; exit 1; }}', f") >> lane{i}.log 2>&1 & pids+=($!)"]
+    return out + ['status=0; for i in "${!pids[@]}"; do wait "${pids[$i]}" || { tail -n 1 "lane$i.log" >&2; '
+                  'status=1; }; done; exit $status']
+
+
+FAILED = re.compile(r"^(Traceback \(most recent call last\):|error: )", re.M)   # Python's, or the CLI's one line
+FRESH_MINUTES = 30      # a checkpoint written since: its run counts as running (thesis: one every 200 steps)
+
+
+def run_files(job: dict, out: str) -> tuple[RunPaths, Path]:
+    """A run's files with $OUT the folder ``out``: its ``RunPaths`` (result, checkpoint, lock) and its SLURM log."""
+    folder = str(job["out_dir"]).replace("$OUT", out)
+    return (RunPaths(results_dir(folder), job["preset"], job["variant"], job["seed"]),
+            Path(out) / "slurm" / f"{job_name(job)}.out")
+
+
+def lock_held(paths: RunPaths) -> bool:
+    """Whether a process holds the run's lock file now (``training.run.run_folder``: the one process, or rank 0)."""
+    from filelock import Timeout
+    if not Path(paths.lock().lock_file).exists():
+        return False
+    try:
+        with paths.lock(timeout=0):
+            return False
+    except Timeout:
+        return True
+
+
+def run_state(job: dict, out: str, fresh_minutes: float = FRESH_MINUTES) -> tuple[str, Path]:
+    """A run's state and its log: done (its result exists), running (its lock held, or a checkpoint written in the
+    last ``fresh_minutes``: a lock may not reach across nodes on some shared file systems), failed (its log holds a
+    traceback or an error line) or missing."""
+    paths, log = run_files(job, out)
+    if paths.result.exists():
+        return "done", log
+    ckpt = paths.checkpoint
+    if lock_held(paths) or (ckpt.exists() and time.time() - ckpt.stat().st_mtime < 60 * fresh_minutes):
+        return "running", log
+    if log.exists() and FAILED.search(log.read_text(errors="replace")):
+        return "failed", log
+    return "missing", log
+
+
+def status(jobs: list[dict], out: str, fresh_minutes: float = FRESH_MINUTES) -> str:
+    """One line per run (state, name, log), then the count of each state."""
+    states = [(*run_state(j, out, fresh_minutes), job_name(j)) for j in jobs]
+    lines = [f"{state:8} {name:44} {log if log.exists() else '-'}" for state, log, name in states]
+    counts = ", ".join(f"{sum(st == k for st, _, _ in states)} {k}" for k in ("done", "running", "failed", "missing"))
+    return "\n".join(lines + [f"{len(jobs)} runs: {counts}"]) + "\n"
 
 
 def positive_int(text: str) -> int:
@@ -218,8 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("days", help="the whole recipe's days on 1, 8 and 16 GPUs (markdown)")
     c = sub.add_parser("commands", help="a bash script training every run once")
     c.add_argument("--layout", choices=LAYOUTS, required=True)
-    c.add_argument("--table1-seeds", type=positive_int, default=None,
-                   help="train notebook 02's sequential looks up to this many seeds (default: the first look, 4)")
+    c.add_argument("--missing-only", action="store_true", help="only the runs `status` finds missing or failed")
+    s = sub.add_parser("status", help="each run of the recipe: done, running, failed or missing, and its log")
+    for sp in (c, s):
+        sp.add_argument("--table1-seeds", type=positive_int, default=None,
+                        help="train notebook 02's sequential looks up to this many seeds (default: the first look, 4)")
+        sp.add_argument("--out", default=os.environ.get("OUT"), help="the runs' folder (default: $OUT)")
+        sp.add_argument("--fresh-minutes", type=positive_int, default=FRESH_MINUTES,
+                        help=f"a checkpoint this recent means running (default {FRESH_MINUTES})")
     for sp in (t, d, c):
         sp.add_argument("--cores-per-gpu", type=positive_int, default=None, help=cost.CORES_HELP)
     return p
@@ -232,7 +321,9 @@ def main(argv=None) -> int:
     if getattr(args, "table1_seeds", None) is not None and args.table1_seeds < first:
         parser.error(f"argument --table1-seeds: {args.table1_seeds} is fewer than the sequential design's first look "
                      f"({first} seeds), which notebook 02 always reads")
-    if args.what != "mix":
+    if (args.what == "status" or getattr(args, "missing_only", False)) and not args.out:
+        parser.error("where are the runs? give --out or set OUT")
+    if args.what not in ("mix", "status"):
         args.cores_per_gpu = cost.resolve_cores(args.cores_per_gpu)
     if args.what == "mix":
         print(mix(args.data))
@@ -240,8 +331,13 @@ def main(argv=None) -> int:
         print(table(cores_per_gpu=args.cores_per_gpu))
     elif args.what == "days":
         print(days_table(args.cores_per_gpu))
+    elif args.what == "status":
+        print(status([job for _, job in planned_jobs(args.table1_seeds)], args.out, args.fresh_minutes), end="")
     else:
-        print(commands(args.layout, args.table1_seeds, args.cores_per_gpu), end="")
+        jobs = [job for _, job in planned_jobs(args.table1_seeds) if not args.missing_only
+                or run_state(job, args.out, args.fresh_minutes)[0] in ("missing", "failed")]
+        print(commands(args.layout, args.table1_seeds, args.cores_per_gpu, jobs,
+                       which=" (missing or failed only)" * args.missing_only), end="")
     return 0
 
 

@@ -22,7 +22,7 @@ from ..data.throughput import MIN_STEPS, DataPathRate, WaitClock, warn_if_waitin
 from ..errors import CheckpointError, NonFiniteLossError, OutputDirError
 from ..models.fusion import anneal, itm_loss
 from ..paths import show_progress
-from .distributed import DistInfo
+from .distributed import DistInfo, barrier, sum_over_ranks
 from .losses import clip_loss, kd_contrastive, kd_mse
 from .results import RunPaths, append_jsonl, resume_differences, trim_curve
 
@@ -281,12 +281,31 @@ def data_path_checked(clock: WaitClock, steps_done: int, batch: int, data_rate: 
     return True
 
 
+STOP = {"requested": False}      # set by ``request_stop`` (the training CLI's SIGUSR1 handler)
+
+
+class StopRequested(Exception):
+    """Training stopped on request (SIGUSR1: SLURM's warning before the job's time limit) with its checkpoint written
+    at ``step``; the same command with --resume continues from it."""
+
+    def __init__(self, step: int, is_main: bool):
+        super().__init__(f"stopped on request at step {step}, its checkpoint written")
+        self.step, self.is_main = step, is_main
+
+
+def request_stop(signum=None, frame=None) -> None:
+    """A signal handler: the loop stops at its next logged step, after writing its checkpoint there."""
+    STOP["requested"] = True
+
+
 def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunPaths, start_step: int = 0,
                data_rate: DataPathRate | None = None, monitor=None) -> dict:
     """Steps ``start_step .. cfg.train.steps``; logs to ``paths.metrics`` and checkpoints on rank 0. With
     ``data_rate`` (a run reading files), warns once, after the first logged window, if the loop mostly waited for
     its batches (data/throughput.py). ``monitor(raw) -> dict``, if given, adds its entries to every log row on rank
-    0 (it must neither train nor draw random numbers: thesis_lib.analysis.tte_monitor)."""
+    0 (it must neither train nor draw random numbers: thesis_lib.analysis.tte_monitor). Asked to stop
+    (``request_stop``), it checkpoints at its next logged step, where it reads the losses anyway, and raises
+    ``StopRequested``."""
     t, info, amp = cfg.train, s.info, autocast(cfg.train.precision, s.device)
     if info.is_main:
         remove_stale_temporaries(paths)                   # the run's lock (or rank 0 alone) owns the folder
@@ -310,15 +329,19 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
         steps_done, done = steps_done + 1, step + 1
         if done % t.log_every == 0 or done % t.ckpt_every == 0 or done == t.steps:
             raise_if_non_finite(bad_step, paths)
+            stop = done < t.steps and sum_over_ranks(info, STOP["requested"], "requests to stop") > 0   # all or none
             row = log_row(s, done, dict(zip(["loss", *parts], (sums / (done - window_start)).tolist())), monitor)
             if info.is_main:
                 append_jsonl(paths.metrics, row)
-                if done % t.ckpt_every == 0 or done == t.steps:
+                if stop or done % t.ckpt_every == 0 or done == t.steps:
                     save_checkpoint(paths, s, done, asdict(cfg))
                     if t.keep_every and done % t.keep_every == 0:        # a snapshot kept for a held-out curve
                         shutil.copyfile(paths.checkpoint, paths.snapshot(done))
             bar.set_postfix(loss=f"{row['loss']:.3f}", itc=f"{row['itc']:.3f}", kd=f"{row['kd']:.4f}")
             sums, window_start = None, done
+            if stop:
+                barrier(info, "rank 0 to write the checkpoint before stopping")
+                raise StopRequested(done, info.is_main)
             if not checked_data and steps_done > MIN_STEPS and info.is_main:
                 checked_data = data_path_checked(clock, steps_done, t.batch_size * info.world_size, data_rate)
         bar.update()

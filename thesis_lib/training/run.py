@@ -14,12 +14,15 @@ import contextlib
 import dataclasses
 import datetime
 import os
+import signal
+import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
+from filelock import Timeout
 
 from ..analysis import PROBE_ITEMS, modality_probe, tte_ablation_metrics, tte_contribution, tte_monitor
 from ..cache import write_json_atomic
@@ -28,7 +31,7 @@ from ..config_checks import location_overrides, parse_sets
 from ..data.eval_sets import build_eval_sets, image_batches
 from ..data.tokenizer import load_tokenizer, trim
 from ..data.train_pairs import TrainPairs
-from ..errors import CliErrors, ConfigError, DeviceError, ThesisError
+from ..errors import CliErrors, ConfigError, DeviceError, ResultConflictError, ThesisError
 from ..evaluation import EvalContext, chance_levels, evaluate
 from ..models.emkum import build_model
 from ..models.sources import load_teacher
@@ -39,6 +42,8 @@ from ..version import __version__
 from .distributed import (barrier, check_in_sync, check_shared_folder, init_distributed, on_every_rank, on_main,
                           rank_device, sum_over_ranks)
 from .engine import (
+    STOP,
+    StopRequested,
     TrainState,
     autocast,
     budget_summed_lr,
@@ -46,6 +51,7 @@ from .engine import (
     layerscale_stats,
     load_checkpoint,
     make_optimizer,
+    request_stop,
     train_loop,
 )
 from ..metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, IMAGENET_TOP5
@@ -111,23 +117,35 @@ def run_experiment(preset: str | None = None, variant: str | None = None, seed: 
             return finish(cfg, raw, data, dev, info, paths, stats, probe)                   # evaluation
 
 
+LOCK_WAIT_S = 10        # how long rank 0 of several processes waits for the run's lock file
+
+
 @contextlib.contextmanager
 def run_folder(paths: RunPaths, cfg: ExperimentConfig, info, overwrite: bool):
-    """The run's folder, checked writable and seen alike by every process, held (one process: a file lock) while
-    the run trains; yields the finished result of the same run when one exists (decided on rank 0: every process
-    reuses it, or none does), else None."""
+    """The run's folder, checked writable and seen alike by every process, held by rank 0's file lock while the run
+    trains; yields the finished result of the same run when one exists (decided on rank 0: every process reuses it,
+    or none does), else None. Rank 0 of several waits ``LOCK_WAIT_S`` for it, not as long as one process (the others
+    wait in a collective): then another job of the run is an error, and two never write one checkpoint."""
     on_main(info, lambda: check_writable(paths.dir), "rank 0 to create the output folder")
     check_shared_folder(paths.dir, info)        # several processes: every one must see what rank 0 writes
     check_same_view(info, *data_folder(cfg))     # ... and run the same code and environment on the same data
-    lock = paths.lock() if info.world_size == 1 else None
-    if lock:
-        lock.acquire()
+    lock = paths.lock(timeout=-1 if info.world_size == 1 else LOCK_WAIT_S)
+    on_main(info, lambda: take(lock), "rank 0 to take the run's lock file")
     try:
         yield on_main(info, lambda: existing_result(paths, asdict(cfg), overwrite, info.world_size),
                       "rank 0 to look for a finished result")
     finally:
-        if lock:
+        if info.is_main:
             lock.release()
+
+
+def take(lock) -> None:
+    """Acquire ``lock`` (a run's ``RunPaths.lock``); held by another process past its timeout: a ResultConflictError."""
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ResultConflictError(f"another process is training this run (its lock file {lock.lock_file} is held); "
+                                  "wait for it, or stop it first") from None
 
 
 def data_folder(cfg: ExperimentConfig) -> tuple[Path | None, bool]:
@@ -315,14 +333,41 @@ def overrides_of(args: argparse.Namespace) -> dict:
     return {**parse_sets(args.set), **location_overrides(args.data_root, args.checkpoints)}
 
 
+REQUEUE_EXIT = 75       # EX_TEMPFAIL: stopped on SIGUSR1 with its checkpoint written, to be continued
+
+
+def requeue(stop: StopRequested) -> int:
+    """After a stop on SIGUSR1 (``sbatch --signal=USR1@…``): under SLURM rank 0 requeues its job, ``scontrol requeue
+    $SLURM_JOB_ID`` (an exit code requeues only where the cluster sets RequeueExit), which starts again and continues
+    from the checkpoint (--resume). Rank 0 exits ``REQUEUE_EXIT``, the others 0: ``srun --kill-on-bad-exit`` must not
+    end rank 0 before it has requeued the job."""
+    if not stop.is_main:
+        return 0
+    job, said = os.environ.get("SLURM_JOB_ID"), str(stop)
+    try:
+        done = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True) if job else None
+        said += "" if not job else f"; job {job} requeued" if done.returncode == 0 else f"; {done.stderr.strip()}"
+    except OSError as err:
+        said += f"; scontrol requeue: {err}"
+    print(said + "; the same command with --resume continues the run", file=sys.stderr, flush=True)
+    return REQUEUE_EXIT
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.no_progress:
         os.environ["THESIS_PROGRESS"] = "0"
-    with CliErrors(args.debug, "interrupted; any checkpoint written so far is kept: run the same command with "
-                               "--resume to continue") as cli:
-        result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
-                                args.overwrite, overrides_of(args), dist_timeout=args.dist_timeout)
+    previous = signal.signal(signal.SIGUSR1, request_stop)     # before any DataLoader worker forks: they inherit it
+    try:
+        with CliErrors(args.debug, "interrupted; any checkpoint written so far is kept: run the same command with "
+                                   "--resume to continue") as cli:
+            result = run_experiment(args.preset, args.variant, args.seed, args.out, args.device, args.resume,
+                                    args.overwrite, overrides_of(args), dist_timeout=args.dist_timeout)
+    except StopRequested as stop:
+        return requeue(stop)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        STOP["requested"] = False
     if cli.code:
         return cli.code
     if result:
