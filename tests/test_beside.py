@@ -117,13 +117,14 @@ def test_the_confirmation_at_its_n_is_said_with_its_own_verdicts(monkeypatch):
 
 
 def test_the_headline_and_dose_figures_gain_the_confirmation_at_its_n(monkeypatch):
-    from thesis_lib.study.pages import headline
+    from thesis_lib.study.pages import dose, headline
     design, params = _complete_confirmation(monkeypatch)
-    shown = headline.frame(claims_table.claims_table(params))
+    table = claims_table.claims_table(params)
+    shown = headline.frame(table)
     shown = shown[shown.regime.eq("summed learning rate, confirmation")]
     assert len(shown) == 2 and shown.seeds.tolist() == [32, 32]
-    from thesis_lib.study.pages import dose                               # and the dose figure its regime
-    assert [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
+    points = dose.frame(table)                                            # and the dose figure its regime
+    assert points[points.regime.eq("summed learning rate, confirmation")].seeds.tolist() == [32, 32]
 
 
 def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(monkeypatch):
@@ -167,4 +168,4 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     assert "secondary metrics for both claims" not in table2.markdown(params)
     assert "its confirmation on" not in table2.sentence(params)
     assert not headline.frame(claims).regime.eq("summed learning rate, confirmation").any()
-    assert not [name for name, _, _ in dose.regimes(params) if name.endswith("(seeds 9-40)")]
+    assert not dose.frame(claims).regime.eq("summed learning rate, confirmation").any()

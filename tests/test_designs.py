@@ -167,8 +167,10 @@ def test_both_designs_run_and_are_decided_at_the_smoke_scale(tmp_path):
     from thesis_lib.study.pages import figures, table2
     from thesis_lib.study import grids
     runs.run_grid(params, grids.TABLE2)
-    plt.close(figures.draw("04_long_schedule", params))
-    assert (params.figures / "04_long_schedule.png").exists()
+    fig = figures.fig_effect_vs_dose(params, grids.TABLE2)            # the long record among its regimes
+    labels = [t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == "point_label"]
+    plt.close(fig)
+    assert sum(label.startswith("summed learning rate, record\n") for label in labels) == 2    # helps, is used
     page = table2.markdown(params)
     assert "confirmed on fresh seeds" in page and "pending (2 of 20 seeds)" not in page     # smoke: n is 2
     assert "Held-out" in table2.overfit_sentence(params) and table2.sentence(params).startswith("At budgets")

@@ -13,11 +13,10 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
 
 from thesis_lib import notation  # noqa: E402
 from thesis_lib.study.reference import LAYERSCALE  # noqa: E402
-from thesis_lib.study.pages import gamma, mechanisms, plotting  # noqa: E402
+from thesis_lib.study.pages import gamma, plotting  # noqa: E402
 from thesis_lib.study.pages.forest import LEGEND, dose_response, forest  # noqa: E402
 from thesis_lib.study.pages.headline import draw as headline  # noqa: E402
 from thesis_lib.study.claims.stats import mean_ci  # noqa: E402
@@ -252,67 +251,6 @@ def _legends_clear_of_axes(fig):
             assert not box.overlaps(ax.get_window_extent(renderer))
 
 
-def test_tte_contribution_legend_covers_no_bar():
-    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r * (1 + 0.1 * s), "tte_ratio_text": r / 2}
-                       for v, r in (("tte_after", 2e-2), ("tte_after_ls", 4e-4)) for s in range(5)])
-    fig = plotting.tte_contribution(df)
-    _legends_clear_of_axes(fig)
-    plt.close(fig)
-
-
-def test_tte_contribution_bars_are_linear_from_zero_with_a_zoom_on_the_small_ones():
-    """A 1 : 50 share drawn as 1 : 50 (a log axis drew it as 1 : 3): linear from 0, bar heights the means; the
-    small bars get a zoomed panel in which the large ones are cut and marked."""
-    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r * (1 + 0.1 * s), "tte_ratio_text": r / 2}
-                       for v, r in (("tte_after", 2e-2), ("tte_after_ls", 4e-4)) for s in range(5)])
-    fig = plotting.tte_contribution(df)
-    full, zoom = fig.axes
-    means = sorted(x for v in ("tte_after", "tte_after_ls") for k in ("image", "text")
-                   for x in [mean_ci(df[df.variant.eq(v)][f"tte_ratio_{k}"])[0]])
-    for ax in (full, zoom):
-        assert ax.get_xscale() == "linear" and ax.get_xlim()[0] == 0
-        assert np.allclose(sorted(p.get_width() for p in ax.patches), means)
-    assert full.get_xlim()[1] > max(means) and zoom.get_xlim()[1] < max(means) / 6
-    assert len([line for line in zoom.lines if line.get_gid() == "off_scale"]) == 2     # tte_after, both modalities
-    assert [t.get_text() for t in full.get_yticklabels()] == ["TTE after", "TTE after + LS"]   # named on the axis
-    plt.close(fig)
-
-
-def test_tte_contribution_names_each_line_at_its_end_even_where_two_coincide():
-    """Six variants, two pairs of coinciding curves: no legend of colours, each line named at its end, no name over
-    another."""
-    variants = ["tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1", "tte_after_ls_init1",
-                "tte_after_ls_budget", "tte_after"]
-    share = dict(zip(variants, (4.8e-4, 4.7e-4, 2.7e-3, 2.5e-2, 2.2e-2, 2.5e-2)))
-    df = pd.DataFrame([{"variant": v, "seed": s, "tte_ratio_image": r, "tte_ratio_text": r / 2}
-                       for v, r in share.items() for s in range(3)])
-    curves = pd.DataFrame([{"variant": v, "seed": s, "step": t, "tte_ratio_image": r * t / 600,
-                            "tte_ratio_text": r * t / 1200} for v, r in share.items() for s in range(3)
-                           for t in range(25, 625, 25)])
-    fig = plotting.tte_contribution(df, curves, order=variants)
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    along = fig.axes[-1]
-    names = [t for t in along.texts if t.get_gid() == "line_label"]
-    assert sorted(t.get_text() for t in names) == sorted(VARIANT_SHORT[v] for v in variants)
-    boxes = [Text.get_window_extent(t, renderer) for t in names]                   # the names, not their leaders
-    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert not any(VARIANT_SHORT[v] in label for v in variants for label in labels)
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [VARIANT_SHORT[v] for v in variants]
-    plt.close(fig)
-
-
-def test_switch_choices_legends_cover_no_bar():
-    rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": layer, "option": o, "fraction": f}
-            for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
-                                  ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
-            for layer in (1, 2) for o, f in zip(options, (0.4, 0.3, 0.2, 0.1))]
-    fig = mechanisms.draw_switch_choices(pd.DataFrame(rows))
-    _legends_clear_of_axes(fig)
-    plt.close(fig)
-
-
 def test_positional_similarity_has_a_labelled_colour_bar_scaled_to_the_data():
     fig = notation.positional_similarity(torch.randn(16, 8), 4)
     assert any(ax.get_ylabel().startswith("cosine similarity") for ax in fig.axes)
@@ -348,20 +286,6 @@ def test_every_variant_has_a_colour_of_its_own():
     from thesis_lib.variants import VARIANTS
     assert set(plotting.COLOURS) == set(VARIANTS)
     assert len({tuple(np.round(c, 3)) for c in plotting.COLOURS.values()}) == len(VARIANTS)
-
-
-def test_results_bars_draw_the_chance_line_inside_the_axis_and_name_it():
-    df = pd.DataFrame([{"variant": v, "seed": s, "flickr_itm_acc": 12.0 + s, "flickr_mean": 18.0 + s / 10}
-                       for v in ("fusion_joint", "switch_sib") for s in range(3)])
-    fig = plotting.results_bars(df, ["fusion_joint", "switch_sib"], {"flickr_itm_acc": "ITM", "flickr_mean": "R"},
-                                chance={"flickr_itm_acc": 50.0})
-    itm, flickr = fig.axes
-    (line,) = [line for line in itm.lines if line.get_gid() == "chance"]
-    assert line.get_ydata()[0] == 50.0 and itm.get_ylim()[0] < 50.0 < itm.get_ylim()[1]
-    assert not [line for line in flickr.lines if line.get_gid() == "chance"]
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["chance (50 %: a random scorer)"]
-    _legends_clear_of_axes(fig)
-    plt.close(fig)
 
 
 def test_loss_curves_show_coinciding_curves_and_their_paired_difference():
@@ -413,24 +337,26 @@ def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
 
 
 def test_gamma_histogram_compares_the_thesis_signed_statistics_on_a_signed_axis():
-    """The thesis's mean γ is signed: it is drawn, with its std, on the signed (linear) axis beside ours, never on
-    the |γ| axis; its max beside our max |γ|."""
+    """Each panel titled; the thesis's mean and SD of the signed γ written beside ours (seeds pooled) in the signed
+    panel, not drawn as bars on its count axis; its max beside our max |γ| on the |γ| axis, never its mean; the
+    figure's title names the variant, the regime, the seeds and γ's initial value."""
     rng = np.random.default_rng(5)
     gammas = {s: rng.normal(0, 1e-2, 96) for s in range(3)}
-    fig = gamma.histogram(gammas, LAYERSCALE["init"])
+    fig = gamma.histogram(gammas, LAYERSCALE["init"], "the TTE'", "600 steps")
     signed, magnitude = fig.axes
     assert signed.get_xscale() == "linear" and magnitude.get_xscale() == "log"
-    pooled = np.concatenate(list(gammas.values()))
-    ends = [tuple(np.round(sorted(np.asarray(s)[:, 0]), 9)) for c in signed.collections
-            if isinstance(c, LineCollection) for s in c.get_segments()]              # the mean ± std bars
-    thesis = LAYERSCALE["aug"]
-    assert tuple(np.round([thesis["mean"] - thesis["std"], thesis["mean"] + thesis["std"]], 9)) in ends
-    assert tuple(np.round([pooled.mean() - pooled.std(), pooled.mean() + pooled.std()], 9)) in ends
+    assert signed.get_title() and magnitude.get_title() and signed.get_title() != magnitude.get_title()
+    assert not [c for c in signed.collections if isinstance(c, LineCollection)]     # no error bar on the counts
+    pooled, thesis = np.concatenate(list(gammas.values())), LAYERSCALE["aug"]
+    (stats,) = [t.get_text() for t in signed.texts if t.get_gid() == "statistics"]
+    assert f"thesis (Aug 2024): {plotting.sci(thesis['mean'])} ± {plotting.sci(thesis['std'])}" in stats
+    assert f"this study (seeds pooled): {plotting.sci(pooled.mean())} ± {plotting.sci(pooled.std())}" in stats
     lines = [line.get_xdata()[0] for line in magnitude.lines]
     assert thesis["max"] in lines and thesis["mean"] not in lines
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert any(label.startswith("thesis: mean γ ± std") for label in labels)
     assert any(label.startswith("thesis: max γ") for label in labels)
+    assert fig.get_suptitle().startswith("The learned LayerScale γ of the TTE': 600 steps, seeds 0-2, γ initialised "
+                                         f"at {plotting.sci(LAYERSCALE['init'])}")
     plt.close(fig)
 
 
@@ -439,14 +365,14 @@ def test_gamma_per_channel_is_a_sorted_profile_of_points_in_a_hue_per_seed():
     channels; the seeds' hues differ, and the variant is named."""
     rng = np.random.default_rng(7)
     gammas = {s: rng.normal(0, 1e-2, 96) for s in range(4)}
-    fig = gamma.per_channel(gammas, 1e-5, "the TTE'")
+    fig = gamma.per_channel(gammas, 1e-5, "the TTE'", "600 steps")
     (ax,) = fig.axes
     seeds = [line for line in ax.lines if line.get_label().startswith("seed")]
     assert len(seeds) == 4 and all(line.get_linestyle() == "None" for line in seeds)
     for line, g in zip(seeds, gammas.values()):
         assert np.allclose(line.get_ydata(), np.sort(g)) and np.all(np.diff(line.get_ydata()) >= 0)
     assert len({tuple(np.round(line.get_color(), 3)) for line in seeds}) == 4
-    assert "the TTE'" in ax.get_title()
+    assert "the TTE'" in ax.get_title() and ax.get_title().endswith("(600 steps, seeds 0-3)")
     plt.close(fig)
 
 
@@ -457,36 +383,6 @@ def test_gamma_evolution_names_its_variant_and_explains_the_dotted_line():
     assert "the TTE'" in fig.get_suptitle()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[:3] == ["seed 0", "seed 1", "seed 2"] and "initialisation" in labels[-1]
-    plt.close(fig)
-
-
-def test_switch_choices_give_each_option_of_either_kind_its_own_colour():
-    rows = [{"kind": kind, "variant": "switch_sib", "seed": 0, "layer": 2, "option": o, "fraction": 0.25}
-            for kind, options in (("modes", ("self-self", "self-cross", "cross-self", "joint")),
-                                  ("inputs", ("(l-1, l-1)", "(l-1, l-2)", "(l-2, l-1)", "(l-2, l-2)")))
-            for o in options]
-    fig = mechanisms.draw_switch_choices(pd.DataFrame(rows))
-    colours = {t.get_text(): tuple(np.round(h.get_facecolor(), 3)) for ax in fig.axes
-               for h, t in zip(ax.get_legend().legend_handles, ax.get_legend().get_texts())}
-    assert len(colours) == 8 and len(set(colours.values())) == 8
-    assert "image from layer 1, text from the head's input" in colours                      # "(l-1, l-2)" in words
-    assert "self-cross (image → image, text → image)" in colours
-    assert not any("(l-" in name for name in colours)
-    plt.close(fig)
-
-
-def test_fusion_bars_name_the_heads_and_what_each_metric_measures():
-    from thesis_lib.study import grids
-    rng = np.random.default_rng(9)
-    df = pd.DataFrame([{"variant": v, "seed": s, **{m: 50 + rng.normal(0, 2) for m in grids.FUSION_METRICS}}
-                       for v in ("fusion_joint", "switch_sib") for s in range(3)])
-    fig = plotting.results_bars(df, ["fusion_joint", "switch_sib"], {m: mechanisms.fusion_title(m)
-                                                                     for m in grids.FUSION_METRICS},
-                                ticks=mechanisms.FUSION_TICKS)
-    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert (ticks == [mechanisms.FUSION_TICKS[v] for v in ("fusion_joint", "switch_sib")]
-            and "SIB" not in " ".join(ticks))
-    assert all("\n" in ax.get_title() for ax in fig.axes)                       # each metric explained
     plt.close(fig)
 
 
@@ -711,49 +607,22 @@ def test_patch_grid_says_the_presets_numbers():
     plt.close(fig)
 
 
-def test_table2_bars_draw_each_seeds_paired_difference_from_zero():
-    """03_table2_bars: the two arms' levels look the same, so each seed's difference is drawn (a stem from 0, its
-    length the difference) with their mean and 95 % interval; the control's level stays in the title."""
-    from thesis_lib.study.pages import per_seed
-    rng = np.random.default_rng(8)
-    base = {s: 17 + rng.normal(0, 0.5) for s in range(4)}
-    delta = {s: rng.normal(0, 0.01) for s in range(4)}
-    df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": base[s] + (delta[s] if v == "tte_after_ls" else 0)}
-                       for v in ("baseline", "tte_after_ls") for s in range(4)])
-    fig = per_seed.draw(df, ("baseline", "tte_after_ls"), metrics=("coco_mean",))
-    (ax,) = fig.axes
-    stems = [line for line in ax.lines if line.get_gid() == "stem"]
-    assert np.allclose([line.get_ydata() for line in stems], [(0, delta[s]) for s in range(4)])
-    lo, hi = ax.get_ylim()
-    assert ax.get_yscale() == "linear" and lo == pytest.approx(-hi) and max(map(abs, delta.values())) < hi < 1
-    mean, half = mean_ci(list(delta.values()))
-    (bar,) = [c for c in ax.collections if isinstance(c, LineCollection)]
-    assert sorted(np.asarray(bar.get_segments()[0])[:, 1]) == pytest.approx([mean - half, mean + half])
-    assert f"mean {np.mean(list(base.values())):.1f}" in ax.get_title()
-    assert len(fig.legends[0].get_texts()) == 3
-    _legends_clear_of_axes(fig)
-    plt.close(fig)
-
-
-def test_long_schedule_keeps_both_arms_visible_and_gives_their_difference():
-    """The two arms coincide: the first wide and pale, the second thin and dashed on top (the baseline's line was
-    hidden under the other), their paired difference at the last snapshot in the title, computed."""
-    held = pd.DataFrame([{"variant": v, "seed": s, "step": t, "coco_mean": 30 + t / 1000 + s - 0.1 * (v != "baseline")}
-                         for v in ("baseline", "tte_after_ls") for s in range(3) for t in (1500, 3000)])
-    train = pd.DataFrame([{"variant": v, "seed": s, "step": t, "loss": 6 / t} for v in ("baseline", "tte_after_ls")
-                          for s in range(3) for t in range(10, 3010, 100)])
-    fig = plotting.long_schedule(held, train, "coco_mean", "COCO retrieval", 17.0)
-    left, right = fig.axes
-    for ax in (left, right):
-        base, tte = [line for line in ax.lines if line.get_linestyle() != ":"][:2]
-        assert base.get_linewidth() > 2 * tte.get_linewidth() and tte.get_linestyle() == "--"
-        assert tte.get_zorder() > base.get_zorder()
-    assert "at step 3,000: −0.10 points (paired, 3 seeds)" in left.get_title()
-    assert "confirmation" not in left.get_title()
-    plt.close(fig)
-    fresh = held.assign(seed=held.seed + 10)                   # fresh seeds whose TTE' gains 0.3 at the last step
-    fresh.loc[fresh.variant.eq("tte_after_ls") & fresh.step.eq(3000), "coco_mean"] += 0.4
-    fig = plotting.long_schedule(held, train, "coco_mean", "COCO retrieval", 17.0, confirm=fresh)
-    assert fig.axes[0].get_title().endswith("\non the confirmation's 3 fresh seeds: +0.30 points")
-    assert len(fig.axes[0].lines) == 3                          # said, not drawn: the two arms and the 600-step line
-    plt.close(fig)
+def test_every_study_figure_names_its_regime_in_its_title():
+    """Drawn from the committed results, each study figure's title (its suptitle, or its one panel's) names the
+    regime its runs were trained in: their steps, read from the config or the designs."""
+    from thesis_lib.config import get_config
+    from thesis_lib.study.claims import designs
+    from thesis_lib.study.pages import figures
+    params = _demo_params()
+    short, long = f"{get_config('demo').train.steps:,} steps", f"{designs.long_steps('demo'):,} steps"
+    study = [name for name, f in figures.FIGURES.items() if f.reads.variants]
+    assert len(study) == 16 and not {"03_table2_bars", "04_long_schedule", "05_fusion_bars"} & set(figures.FIGURES)
+    for name in study:
+        fig = figures.FIGURES[name].build(params, figures.FIGURES[name].reads.variants)
+        title = fig.get_suptitle() or (fig.axes[0].get_title() if len(fig.axes) == 1 else "")
+        plt.close(fig)
+        assert short in title or long in title, (name, title)
+        if "budget" in name:
+            assert f"TTE budget, {short}" in title, (name, title)
+        if name in ("headline", "04_effect_vs_dose", "04_confirmation_forest"):
+            assert long in title and "summed learning rate" in title, (name, title)

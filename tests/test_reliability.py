@@ -565,19 +565,18 @@ def _partial_demo_results(root, variants, keep=("metrics.jsonl", "layerscale.npy
 def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_empty_figure(tmp_path, monkeypatch,
                                                                                          capsys):
     """Issue 27: Table 1's 2 × 2 and the baseline with their curves, tte_after_ls without its run folder (no γ, no
-    curve), switch_sib without its switches' choices. A figure whose runs are missing, or that would be empty, is
-    skipped with a note naming the runs it needs and the missing ones, and no file; the others are written."""
+    curve). A figure whose runs are missing, or that would be empty, is skipped with a note naming the runs it needs
+    and the missing ones, and no file; the others are written."""
     from thesis_lib.study.pages import figures
     _partial_demo_results(tmp_path, ["baseline", "tte_before", "noln", "tte_before_noln"])
     _partial_demo_results(tmp_path, ["tte_after_ls"], keep=())
-    _partial_demo_results(tmp_path, ["switch_sib"], keep=(), drop=("fusion",))
     monkeypatch.chdir(tmp_path)
     assert figures.main(["--preset", "demo", "--output-dir", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines()
                  if line.startswith("skipped"))
     drawn = {"00_patch_grid", "00_positional_similarity", "00_pre_vs_post_ln", "01_baseline_curves",
-             "02_table1_forest", "02_table1_bars", "03_table2_forest", "03_table2_bars", "05_fusion_bars", "headline"}
+             "02_table1_forest", "02_table1_bars", "03_table2_forest", "headline"}
     assert set(notes) == set(figures.FIGURES) - drawn, err
     assert notes["04_dose_forest"] == (
         "needs results of baseline, tte_after_ls, tte_after_ls_init1e-3, tte_after_ls_init1e-1, tte_after_ls_init1 "
@@ -587,8 +586,9 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
                                        "(seeds 0-3), found none of tte_after_ls under results/demo")
     assert notes["04_gamma_per_channel"] == ("needs the final LayerScale γ (layerscale.npy) of tte_after_ls "
                                              "(seeds 0-3), found none under results/demo")
-    assert "of one of switch, switch_sib (seeds 0-3), found none" in notes["05_switch_choices"]
-    assert notes["05_dual_encoder_bars"].endswith("(seeds 0-3), found none of mome under results/demo")
+    assert notes["05_dual_encoder_forest"] == ("needs results of baseline, tte_after_ls, mome (seeds 0-3), found none "
+                                               "of mome under results/demo")
+    assert notes["04_confirmation_forest"].startswith("needs the runs of thesis-lr-sum-confirm")
     assert not any(word in err for word in ("Error", "Traceback", "'seed'", "attribute")), err
     written = {f.stem for f in (tmp_path / "figures").iterdir()}
     assert written == drawn and len(list((tmp_path / "figures").iterdir())) == 2 * len(drawn)
@@ -600,9 +600,9 @@ def test_draw_raises_missing_results_and_writes_nothing(tmp_path):
     from thesis_lib.errors import MissingResultsError
     from thesis_lib.study.pages import figures
     params = study_params("demo", [0, 1], need_data=False, output_dir=str(tmp_path))
-    with pytest.raises(MissingResultsError, match=r"needs results of one of fusion_joint, switch, switch_sib "
+    with pytest.raises(MissingResultsError, match=r"needs results of baseline, tte_after_ls, mome "
                                                   r"\(seeds 0-1\), found none under /"):
-        figures.draw("05_fusion_bars", params)
+        figures.draw("05_dual_encoder_forest", params)
     assert not (tmp_path / "figures").exists()
 
 

@@ -23,45 +23,32 @@ import torch
 
 from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import MissingResultsError, ThesisError
-from thesis_lib.metrics import CLAIMED, HEADLINE as HEADLINE_METRICS, METRICS, PRIMARY, TABLE, label
+from thesis_lib.metrics import CLAIMED, HEADLINE as HEADLINE_METRICS, PRIMARY, TABLE, label
 from thesis_lib import notation
 from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
-from . import dose, forest, gamma, headline, mechanisms, per_seed, plotting, table2
-from .tables import study_frame
+from . import dose, forest, gamma, headline, mechanisms, plotting
+from .plotting import seeds_text as _seeds
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential
 from ..claims import table as claims_table
-from ..runs import designs as design_runs
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
 
 @dataclass(frozen=True)
 class Reads:
-    """The runs a study figure is drawn from: a stored result of the selected seeds for every variant of ``all_of``
-    and for at least one of ``any_of`` (the others of ``any_of`` are drawn when present). Empty: a notation figure."""
-    all_of: tuple = ()
-    any_of: tuple = ()
-
-    @property
-    def variants(self) -> tuple:
-        """Every variant the figure reads: what its builder is given."""
-        return self.all_of + self.any_of
-
-    def text(self) -> str:
-        """The runs as the skip note names them, e.g. ``baseline, tte_before`` or ``one of switch, switch_sib``."""
-        return " and ".join(([", ".join(self.all_of)] if self.all_of else [])
-                            + ([f"one of {', '.join(self.any_of)}"] if self.any_of else []))
+    """The runs a study figure is drawn from: a stored result of the selected seeds for every variant of
+    ``variants`` (what its builder is given). Empty: a notation figure."""
+    variants: tuple = ()
 
 
-def _seeds(seeds) -> str:
-    """``seed 0``, ``seeds 0-3`` (consecutive) or ``seeds 0, 2``."""
-    s = sorted(seeds)
-    if len(s) == 1:
-        return f"seed {s[0]}"
-    return f"seeds {s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else f"seeds {', '.join(map(str, s))}"
+def _steps(params, regime: str | None = None) -> str:
+    """The regime of the study's own runs, named for a figure's title: ``600 steps`` (the preset's config) or, given
+    a ``regime`` (e.g. ``TTE budget``), ``TTE budget, 600 steps``."""
+    steps = f"{get_config(params.preset).train.steps:,} steps"
+    return f"{regime}, {steps}" if regime else steps
 
 
 def _shown(path: Path) -> str:
@@ -82,12 +69,10 @@ def check_results(params, reads: Reads) -> None:
     """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds`` (by the
     files' presence: the builder reads them, and says so if one is not a result)."""
     needed = reads.variants
-    present = {v for v in needed
-               if any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)}
-    lacking = [v for v in reads.all_of if v not in present] + ([] if set(reads.any_of) & present
-                                                               else list(reads.any_of))
+    lacking = [v for v in needed
+               if not any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)]
     if lacking:
-        raise _missing(f"results of {reads.text()}", params, lacking, needed)
+        raise _missing(f"results of {', '.join(needed)}", params, lacking, needed)
 
 
 def _found(data, params, what: str):
@@ -103,6 +88,12 @@ def _results(params, variants, read=results.results_frame) -> pd.DataFrame:
     return _found(read(params, variants), params, f"results of {', '.join(variants)}")
 
 
+def claims(params) -> pd.DataFrame:
+    """The claims table of ``params`` computed from the result files, as ``results/claims.csv`` holds it: what the
+    headline and ``04_effect_vs_dose`` draw."""
+    return claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
+
+
 def _curves(params, variants) -> pd.DataFrame:
     """The training curves (``seed<N>/metrics.jsonl``) of ``variants``, all seeds; ``MissingResultsError`` names the
     variants that have none."""
@@ -113,15 +104,21 @@ def _curves(params, variants) -> pd.DataFrame:
     return pd.concat(frames.values())
 
 
-def _bars(params, variants, metrics=TABLE, titles=label, ticks=None):
-    """Grouped bars of the variants of ``variants`` that have results (``MissingResultsError`` when none has), with
-    the chance level of each metric whose chance does not depend on the test set's size (the pairwise ITM's). Only
-    the seeds every drawn variant has are drawn, so that the bars compare the same seeds (as notebook 05's tables)."""
+def _loss_curves(params, variants, what: str, regime: str | None = None):
+    """The training losses of ``variants`` (``plotting.loss_curves``), titled ``what`` in its regime."""
+    curves = _curves(params, variants)
+    return plotting.loss_curves(curves, title=f"{what} ({_steps(params, regime)}, {_seeds(curves.seed.unique())})")
+
+
+def _bars(params, variants):
+    """Table 1's levels: the variants of ``variants`` that have results (``MissingResultsError`` when none has), on
+    the seeds every drawn variant has, so that the bars compare the same seeds."""
     df = _results(params, variants)
     df = df[df.seed.isin(set.intersection(*(set(g.seed) for _, g in df.groupby("variant"))))]
-    labels, present = {m: titles(m) for m in metrics}, set(df.variant)
-    chance = {m: c for m in metrics if (c := METRICS[m].chance()) is not None}
-    return plotting.results_bars(df, [v for v in variants if v in present], labels, chance or None, ticks)
+    present = set(df.variant)
+    return plotting.results_bars(df, [v for v in variants if v in present], {m: label(m) for m in TABLE},
+                                 title=f"Table 1's levels ({_steps(params)}, {_seeds(df.seed.unique())}; the paired "
+                                       f"differences: 02_table1_forest)")
 
 
 def _gammas(params, variants) -> dict:
@@ -152,11 +149,12 @@ def _differences(params, variants, family: str, **kwargs) -> pd.DataFrame:
                   f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}")
 
 
-def _forest(params, variants, family: str):
+def _forest(params, variants, family: str, regime: str | None = None):
     """Paired contrasts of one declared family of claims (mean ± 95 % CI, seeds, margin band, thesis marker), one
-    panel per claimed metric, the primary one first."""
+    panel per claimed metric, the primary one first; the title names the ``regime`` (``_steps``)."""
     frame = _differences(params, variants, family)
-    return forest.forest(frame, title=f"{family}: paired differences to the baseline ({_seed_range(frame)})",
+    return forest.forest(frame, title=f"{family}, {_steps(params, regime)}: paired differences to the baseline "
+                                      f"({_seed_range(frame)})",
                          primary=label(PRIMARY), eq_notes=_eq_notes(frame))
 
 
@@ -187,8 +185,8 @@ def fig_table1_forest(params, variants):
                       f"{d.looks[0]}, up to {d.looks[-1]})" if (d := sequential.DESIGNS.get(c)) else
                       "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, "
                       "the thesis code's Table 1)" for c in frame["comparison"]]
-    return forest.forest(frame, title=f"Table 1, {label(PRIMARY)} (primary metric; ImageNet and Flickr: notebook "
-                                      f"02's tables)", primary=None, eq_notes=_eq_notes(frame))
+    return forest.forest(frame, title=f"Table 1, {_steps(params)}, {label(PRIMARY)} (primary metric; ImageNet and "
+                                      f"Flickr: notebook 02's tables)", primary=None, eq_notes=_eq_notes(frame))
 
 
 def dose_claims(preset: str) -> dict:
@@ -219,54 +217,41 @@ def fig_dose_response(params, variants):
                    f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}")
     notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items() if claim.family != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
-                                title=f"Notebook 04: γ's initial value as a dose, each arm − the baseline "
-                                      f"({_seed_range(frame)}; the secondary metrics: the notebook's table)")
+                                title=f"Notebook 04: γ's initial value as a dose, {_steps(params)}: each arm − the "
+                                      f"baseline ({_seed_range(frame)}; the secondary metrics: the notebook's table)")
+
+
+def _regimes(rows: pd.DataFrame) -> str:
+    """The regimes of a claims table's ``rows`` (a regime's name before its first comma) by their steps, in the
+    table's order (nearest the thesis's first): ``summed learning rate (5,952 steps), TTE budget and default (600
+    steps)``."""
+    by_steps: dict = {}
+    for name, steps in dict.fromkeys(zip(rows.regime.str.split(",").str[0], rows.steps.astype(int))):
+        by_steps.setdefault(steps, []).append(name)
+    return ", ".join(f"{' and '.join(names)} ({steps:,} steps)" for steps, names in by_steps.items())
 
 
 def fig_headline(params, variants):
-    table = claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
+    table = claims(params)
     frame = _found(headline.frame(table) if len(table) else pd.DataFrame(), params,
                    f"results of both arms of a chapter claim among {', '.join(variants)}")
     return headline.draw(frame, title=f"The chapter's claims at the {params.preset} scale, by regime (nearest the "
-                                      f"thesis's first):\nour effect in units of the thesis's ({label(PRIMARY)}; 1 = "
-                                      f"the thesis's effect, 0 = none)")
+                                      f"thesis's first):\n{_regimes(table[table.regime.isin(frame.regime)])}\nour "
+                                      f"effect in units of the thesis's ({label(PRIMARY)}; 1 = the thesis's effect, "
+                                      f"0 = none)")
 
 
 def fig_dual_encoder_forest(params, variants):
     return forest.forest(mechanisms.forest_frame(_results(params, variants), grids.DUAL_PAIRS, HEADLINE_METRICS),
-                         title="notebook 05: dual-encoder use (Holm over the table's rows)")
-
-
-def fig_tte_contribution(params, variants):
-    df = _results(params, variants)
-    return plotting.tte_contribution(df, pd.concat([results.curves(params, v) for v in variants
-                                                    if v in set(df.variant)]), order=variants)
-
-
-def fig_switch_choices(params, variants):
-    what = f"the switches' choices (fusion.flickr_switch_choices) of one of {', '.join(variants)}"
-    return mechanisms.draw_switch_choices(_found(mechanisms.switch_choices(params, variants), params, what))
-
-
-def fig_long_schedule(params, variants):
-    """The whole model at the thesis's summed learning rate: held-out COCO retrieval at each kept snapshot and the
-    training loss (``designs.THESIS_LR_SUM``'s store), beside the 600-step baseline's mean; at the confirmation's
-    one look, its paired difference on fresh seeds in the title."""
-    heldout = results.curves_frame(params, designs.THESIS_LR_SUM)
-    long = design_runs.design_params(params, designs.THESIS_LR_SUM)
-    train = pd.concat([results.curves(long, v) for v in variants])
-    if heldout.empty or train.empty:
-        raise _missing("the long schedule's held-out curves (make long)", long)
-    short = study_frame(params, (grids.BASELINE,))[PRIMARY].mean()
-    looked = table2.confirmation(params) is not None                  # the confirmation's, only at its one look
-    confirm = results.curves_frame(params, designs.THESIS_LR_SUM_CONFIRM) if looked else None
-    return plotting.long_schedule(heldout, train, PRIMARY, label(PRIMARY), float(short), confirm)
+                         title=f"notebook 05: dual-encoder use, {_steps(params)} (Holm over the table's rows)")
 
 
 def fig_effect_vs_dose(params, variants):
-    points = _found(dose.frame(params), params, f"two seeds of a Table 2 claim among {', '.join(variants)}")
-    return dose.draw(points, title="Table 2's claims against the TTE's dose: the 600-step demo (γ-init doses, the "
-                                   "thesis's budget for the TTE) and the long schedule")
+    table = claims(params)
+    points = _found(dose.frame(table, _init(params, (grids.TTE_AFTER_LS,))) if len(table) else pd.DataFrame(),
+                    params, f"results of both arms of a Table 2 claim among {', '.join(variants)}")
+    return dose.draw(points, title=f"Table 2's claims against the TTE's share of the shared block's input, by "
+                                   f"regime: {_regimes(points)}")
 
 
 class Figure(NamedTuple):
@@ -279,37 +264,33 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "00_positional_similarity": Figure(lambda p, v: notation.positional_similarity(sincos_2d(768, 14), 14)),
     "00_pre_vs_post_ln": Figure(lambda p, v: notation.pre_vs_post_ln(
         notation.pre_post_ln_scales(PRESET_SPECS[p.preset].drawn_as or p.preset))),
-    "01_baseline_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(("baseline",))),
+    "01_baseline_curves": Figure(partial(_loss_curves, what="The baseline's training losses"), Reads(("baseline",))),
     "02_table1_forest": Figure(fig_table1_forest, Reads(grids.TABLE1)),
     "02_table1_bars": Figure(_bars, Reads(grids.TABLE1)),
     "03_table2_forest": Figure(partial(_forest, family=reference.TABLE2), Reads(grids.TABLE2)),
-    "03_table2_bars": Figure(lambda p, v: per_seed.draw(_results(p, v), v), Reads(grids.TABLE2)),   # (control, TTE')
-    "03_loss_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(grids.TABLE2)),
-    "03_budget_forest": Figure(partial(_forest, family=reference.BUDGET), Reads(grids.BUDGET)),
-    "03_budget_loss_curves": Figure(lambda p, v: plotting.loss_curves(_curves(p, v)), Reads(grids.BUDGET)),
-    "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v)),
-                                 Reads((grids.TTE_AFTER_LS,))),
-    "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
-                                   Reads((grids.TTE_AFTER_LS,))),
-    "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]]),
-                                 Reads((grids.TTE_AFTER_LS,))),
-    "04_tte_contribution": Figure(fig_tte_contribution, Reads(grids.TTE_CONTRIBUTION)),
-    "04_tte_ablation": Figure(lambda p, v: plotting.tte_ablation(_results(p, v), v, ABLATION_METRICS),
-                              Reads(grids.TTE_USED)),
+    "03_loss_curves": Figure(partial(_loss_curves, what="Table 2's training losses"), Reads(grids.TABLE2)),
+    "03_budget_forest": Figure(partial(_forest, family=reference.BUDGET, regime="TTE budget"), Reads(grids.BUDGET)),
+    "03_budget_loss_curves": Figure(partial(_loss_curves, what="The TTE' at the thesis's budget: training losses",
+                                            regime="TTE budget"), Reads(grids.BUDGET)),
+    "04_gamma_histogram": Figure(lambda p, v: gamma.histogram(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]],
+                                                              _steps(p)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_per_channel": Figure(lambda p, v: gamma.per_channel(_gammas(p, v), _init(p, v), VARIANT_LABELS[v[0]],
+                                                                  _steps(p)), Reads((grids.TTE_AFTER_LS,))),
+    "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]],
+                                                              _steps(p)), Reads((grids.TTE_AFTER_LS,))),
+    "04_tte_ablation": Figure(lambda p, v: plotting.tte_ablation(
+        _results(p, v), v, ABLATION_METRICS, title=f"Is the TTE used? Each model evaluated with its TTE removed or its "
+                                                   f"type vectors swapped ({_steps(p)}; the arm at the thesis budget: "
+                                                   f"{_steps(p, 'TTE budget')})"),
+        Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
-    "04_long_schedule": Figure(fig_long_schedule, Reads(grids.TABLE2)),
     "04_confirmation_forest": Figure(fig_confirmation_forest, Reads(grids.TABLE2)),
     "04_effect_vs_dose": Figure(fig_effect_vs_dose, Reads(grids.DOSE_ARMS + grids.BUDGET[1:])),
     "05_dual_encoder_forest": Figure(fig_dual_encoder_forest, Reads(grids.DUAL)),
-    "05_dual_encoder_bars": Figure(partial(_bars, metrics=HEADLINE_METRICS), Reads(grids.DUAL)),
-    # notebook 05's parameter fusion_variants picks which fusion heads are trained (switch is left out by default)
-    "05_fusion_bars": Figure(partial(_bars, metrics=grids.FUSION_METRICS, titles=mechanisms.fusion_title,
-                                     ticks=mechanisms.FUSION_TICKS), Reads(any_of=grids.FUSION)),
-    "05_switch_choices": Figure(fig_switch_choices, Reads(any_of=grids.SWITCHES)),
     "headline": Figure(fig_headline, Reads((grids.BASELINE,))),   # the README's: every chapter claim, thesis = 1
 }
 REGIME_FIGURES = {   # notebook 03's figures in each of its regimes (grids.TABLE2_REGIMES)
-    "600 steps": ("03_table2_forest", "03_table2_bars", "03_loss_curves"),
+    "600 steps": ("03_table2_forest", "03_loss_curves"),
     "TTE budget": ("03_budget_forest", "03_budget_loss_curves"),
 }
 
@@ -346,8 +327,8 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="demo")
     p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
     p.add_argument("--output-dir", default=None)
-    p.add_argument("--without", default="", help="comma-separated figures not to draw (e.g. 04_long_schedule where "
-                   "make long's runs are not wanted)")
+    p.add_argument("--without", default="", help="comma-separated figures not to draw (e.g. 04_effect_vs_dose where "
+                   "the regimes' runs are not wanted)")
     args = p.parse_args(argv)
     without = {n for n in args.without.split(",") if n}
     if without - set(FIGURES):

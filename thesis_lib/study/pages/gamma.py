@@ -2,7 +2,6 @@
 another and from the thesis's ink and ours (``SEED_INKS``, cycled past the six)."""
 from __future__ import annotations
 
-import math
 from itertools import cycle
 
 import matplotlib.colors as mcolors
@@ -12,51 +11,56 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from ..reference import LAYERSCALE
-from .plotting import INK, THESIS_INK, sci
+from .plotting import INK, THESIS_INK, sci, seeds_text
 
 # Paul Tol's "bright" hues without its red (the thesis's ink is a red), the blue's neighbour cyan last
 SEED_INKS = tuple(map(mcolors.to_rgb, ("#4477AA", "#228833", "#AA3377", "#CCBB44", "#66CCEE", "#BBBBBB")))
 INIT_INK = "0.45"
 
 
-def histogram(gammas: dict, init: float):
-    """The learned γ per seed and the thesis's statistics of the signed γ (``reference.LAYERSCALE``), each beside
-    ours. Left: γ (linear), the thesis's mean ± std and ours (seeds pooled) as bars above the histograms. Right: |γ|
-    on a log axis (the channels span decades), with γ's initial value ``init``, the thesis's max γ and our max |γ|."""
+def _regime(regime: str, seeds) -> str:
+    """`` (600 steps, seeds 0-3)``: what a title says of the runs drawn."""
+    return f" ({', '.join(filter(None, (regime, seeds_text(seeds))))})"
+
+
+def histogram(gammas: dict, init: float, variant: str = "the TTE'", regime: str = ""):
+    """The learned γ per seed, one step histogram each, beside the thesis's statistics (``reference.LAYERSCALE``).
+    Left: the signed γ (linear), the thesis's mean and standard deviation of the signed γ and ours (seeds pooled)
+    written in the panel. Right: |γ| on a log axis (the channels span decades), with γ's initial value ``init``, the
+    thesis's max γ and our max |γ| as vertical lines."""
     thesis, pooled = LAYERSCALE["aug"], np.concatenate(list(gammas.values()))
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.4), layout="constrained")
-    edge = 1.1 * max(np.abs(pooled).max(), abs(thesis["mean"]) + thesis["std"])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
+    edge = 1.1 * np.abs(pooled).max()
     for (seed, g), ink in zip(gammas.items(), cycle(SEED_INKS)):
         a.hist(g, bins=np.linspace(-edge, edge, 41), histtype="step", lw=1.6, color=ink, label=f"seed {seed}")
-    top = a.get_ylim()[1]
-    for k, (mean, std, ink, name) in enumerate(
-            ((thesis["mean"], thesis["std"], THESIS_INK, f"thesis: mean γ ± std ({sci(thesis['mean'])} ± "
-              f"{sci(thesis['std'])})"),
-             (pooled.mean(), pooled.std(), INK, f"this study: mean γ ± std ({sci(pooled.mean())} ± "
-              f"{sci(pooled.std())}, seeds pooled)"))):
-        a.errorbar(mean, top * (1.1 + 0.1 * k), xerr=std, fmt="o", color=ink, lw=2, capsize=4, label=name)
-    a.set_ylim(0, top * 1.3)
     a.axvline(0, color="0.6", lw=0.8, zorder=0)
-    a.set(xlabel="γ_d, signed (one value per channel; linear)", ylabel="channels")
+    a.set(xlabel="γ_d, signed (one value per channel; linear)", ylabel="channels (per seed)")
+    a.set_title("signed γ_d, one histogram per seed", fontsize=10.5)
+    a.text(0.02, 0.97, f"mean ± SD of the signed γ:\nthesis (Aug 2024): {sci(thesis['mean'])} ± {sci(thesis['std'])}"
+                       f"\nthis study (seeds pooled): {sci(pooled.mean())} ± {sci(pooled.std())}",
+           transform=a.transAxes, ha="left", va="top", fontsize=8.5, linespacing=1.4, gid="statistics",
+           bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8"))
+    a.set_ylim(0, a.get_ylim()[1] * 1.3)                                            # room for the statistics
     magnitude = np.abs(pooled)
     low = max(magnitude[magnitude > 0].min(initial=1.0), 1e-8)
     bins = np.logspace(np.log10(min(low, init) / 1.5), np.log10(1.5 * max(magnitude.max(), thesis["max"])), 40)
     for g, ink in zip(gammas.values(), cycle(SEED_INKS)):
         b.hist(np.abs(g), bins=bins, histtype="step", lw=1.6, color=ink)
     b.set_xscale("log")
-    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
-    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
     b.axvline(init, color=INIT_INK, ls=":", lw=1.5, label=f"γ's initial value {sci(init)}")
-    b.set_xlabel("|γ_d| (log scale)")
+    b.axvline(magnitude.max(), color=INK, ls="-.", label=f"this study: max |γ| = {magnitude.max():.2g}")
+    b.axvline(thesis["max"], color=THESIS_INK, ls="-.", label=f"thesis: max γ = {thesis['max']:g}")
+    b.set(xlabel="|γ_d| (log scale)", ylabel="channels (per seed)")
+    b.set_title("|γ_d| on a log axis, one histogram per seed", fontsize=10.5)
     handles, labels = [sum(x, []) for x in zip(a.get_legend_handles_labels(), b.get_legend_handles_labels())]
-    order = [*range(len(gammas)), len(handles) - 1,                       # the seeds and γ's initial value, then
-             *range(len(gammas), len(handles) - 1)]                       # thesis and ours, one above the other
-    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center",
-               ncol=max(math.ceil(len(handles) / 2), len(gammas) + 1), fontsize=8, frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
+    runs = ", ".join(filter(None, (regime, seeds_text(gammas), f"γ initialised at {sci(init)}")))
+    fig.suptitle(f"The learned LayerScale γ of {variant}: {runs} ({len(pooled) // len(gammas)} channels per seed)",
+                 fontsize=11)
     return fig
 
 
-def per_channel(gammas: dict, init: float, variant: str):
+def per_channel(gammas: dict, init: float, variant: str, regime: str = ""):
     """γ_d of every channel after training, per seed, as a sorted profile: the channels have no order of their own,
     so each seed's values are drawn from the smallest to the largest (x: the channel's rank), as points. Seeds that
     learned the same spread of γ draw the same profile."""
@@ -67,7 +71,7 @@ def per_channel(gammas: dict, init: float, variant: str):
     n = len(next(iter(gammas.values())))
     ax.set(xlim=(0, n + 1), xlabel=f"channel, ranked by its γ_d (1 = smallest of the {n})",
            ylabel="γ_d after training (linear)")
-    ax.set_title(f"γ of {variant} per channel, sorted", fontsize=11)
+    ax.set_title(f"γ of {variant} per channel, sorted{_regime(regime, gammas)}", fontsize=11)
     ax.legend(fontsize=8, loc="upper left", frameon=False)
     return fig
 
@@ -75,7 +79,7 @@ def per_channel(gammas: dict, init: float, variant: str):
 STATISTICS = {"gamma_mean": "mean γ", "gamma_std": "std γ", "gamma_abs_max": "max |γ|"}
 
 
-def evolution(curves: pd.DataFrame, init: float, variant: str):
+def evolution(curves: pd.DataFrame, init: float, variant: str, regime: str = ""):
     """γ's mean, std and max |γ| over the channels at each logged step, one line per seed, beside each statistic's
     value at initialisation (every channel at ``init``: mean and max ``init``, std 0)."""
     fig, axes = plt.subplots(1, len(STATISTICS), figsize=(12, 3.9), layout="constrained")
@@ -88,5 +92,5 @@ def evolution(curves: pd.DataFrame, init: float, variant: str):
     handles.append(Line2D([], [], color=INIT_INK, ls=":", lw=1.5))
     labels.append(f"at initialisation (every γ_d = {sci(init)}: std 0)")
     fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=8, frameon=False)
-    fig.suptitle(f"γ of {variant} along training, per seed", fontsize=11)
+    fig.suptitle(f"γ of {variant} along training, per seed{_regime(regime, set(curves.seed))}", fontsize=11)
     return fig

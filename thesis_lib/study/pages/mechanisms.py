@@ -5,15 +5,12 @@ mechanism's cost: ``thesis_lib.costs``).
 """
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
-import seaborn as sns
 
-from thesis_lib.metrics import FLICKR_ITM, FLICKR_ITM_RANDOM, FLICKR_MEAN, FLICKR_RERANK_MEAN, METRICS, label
+from thesis_lib.metrics import FLICKR_MEAN, FLICKR_RERANK_MEAN, METRICS, label
 from thesis_lib.models.fusion import INPUTS, MODES
 from thesis_lib.training.results import load_results
-from thesis_lib.variants import VARIANT_LABELS, VARIANT_SHORT
+from thesis_lib.variants import VARIANT_LABELS
 from ..grids import SWITCHES
 from ..claims.stats import PairedTest, compare, fmt, fmt_p, holm
 from ..results import contrast_values, items_of, runs_of
@@ -97,64 +94,3 @@ def switch_choices(params, variants=SWITCHES) -> pd.DataFrame:
                           "layer": layer + (1 if kind == "modes" else 2), "option": name, "fraction": f}
                          for name, f in zip(names, fractions)]
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------- figures
-
-FUSION_TICKS = {"fusion_joint": "joint attention\n(VLMo)", "switch": "Switch-Attention\n(Switch-BERT)",
-                "switch_sib": "Switch-Attention\n+ Switch-Input"}           # 05_fusion_bars: the heads, in words
-FUSION_TITLES = {FLICKR_ITM_RANDOM: "true caption above\nan unrelated one",
-                 FLICKR_ITM: "true caption above the dual\nencoder's closest wrong one",
-                 FLICKR_MEAN: "the dual encoder alone",
-                 FLICKR_RERANK_MEAN: "its top candidates\nre-scored by the ITM head"}
-MODE_WORDS = {"self-self": "image → image, text → text", "self-cross": "image → image, text → image",
-              "cross-self": "image → text, text → text", "joint": "both → both"}    # Switch-BERT Table 1, X = image
-_DEEP = sns.color_palette("deep")
-SWITCH_INKS = {"modes": _DEEP[:4], "inputs": [_DEEP[k] for k in (4, 5, 6, 8)]}   # no colour means two things
-
-
-def fusion_title(metric: str) -> str:
-    """A 05_fusion_bars panel's title: the metric's label and what it measures."""
-    return f"{label(metric)}:\n{FUSION_TITLES[metric]}" if metric in FUSION_TITLES else label(metric)
-
-
-def _input_words(option: str, layers) -> str:
-    """A Switch-Input candidate, "(l-1, l-2)", in words: where the image and the text come from, with the layers'
-    numbers where every row is the same layer (else l−1, l−2: the previous fusion layer and the one before it)."""
-    image, text = (part.strip() for part in option.strip("()").split(","))
-    if len(set(layers)) == 1:
-        (layer,) = set(layers)
-        image, text = ("the head's input" if layer == int(p[-1]) else f"layer {layer - int(p[-1])}"
-                       for p in (image, text))
-    return f"image from {image}, text from {text}".replace("l-", "l−")
-
-
-def draw_switch_choices(df: pd.DataFrame):
-    """Switch-BERT Fig. 4 style: per layer, how often each interaction mode (left) and each Switch-Input candidate
-    (right) is selected (hard selection on the evaluation pairs), mean over seeds, one row per variant and layer;
-    every mode and candidate named in words (who attends to whom; which layer each modality comes from)."""
-    kinds = [k for k in ("modes", "inputs") if k in set(df.kind)] if len(df) else []
-    variants = list(dict.fromkeys(df.variant)) if len(df) else []
-    fig, axes = plt.subplots(1, max(len(kinds), 1), figsize=(7.0 * max(len(kinds), 1), 3.4), squeeze=False,
-                             layout="constrained")
-    for ax, kind in zip(axes[0], kinds):
-        sub = df[df.kind == kind].groupby(["variant", "layer", "option"], sort=False).fraction.mean().unstack()
-        sub = sub[list(dict.fromkeys(df[df.kind == kind].option))]
-        left = np.zeros(len(sub))
-        rows = [f"{VARIANT_SHORT[v]} · layer {layer}" if len(variants) > 1 else f"layer {layer}"
-                for v, layer in sub.index]
-        layers = [layer for _, layer in sub.index]
-        for j, option in enumerate(sub.columns):
-            name = (f"{option} ({MODE_WORDS[option]})" if option in MODE_WORDS else option) if kind == "modes" \
-                else _input_words(option, layers)
-            ax.barh(rows, sub[option].values, left=left, color=SWITCH_INKS[kind][j % 4], label=name)
-            left += sub[option].values
-        ax.set(xlim=(0, 1), xlabel="fraction of evaluation pairs (hard selection)")
-        ax.set_title("Switch-Attention: who attends to whom" if kind == "modes" else
-                     "Switch-Input: which layer's output feeds the layer", fontsize=10.5)
-        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False,
-                  title="(→: attends to)" if kind == "modes" else None, title_fontsize=8)
-        ax.invert_yaxis()
-    if len(variants) == 1:
-        fig.suptitle(f"the switches' choices, mean over seeds: {VARIANT_LABELS[variants[0]]}", fontsize=11)
-    return fig
