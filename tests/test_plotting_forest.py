@@ -607,6 +607,19 @@ def test_patch_grid_says_the_presets_numbers():
     plt.close(fig)
 
 
+def test_the_world_strip_shows_each_shipped_picture_unsmoothed_above_its_own_caption():
+    """The README's strip of the generated world: every shipped example at its own 32 pixels (no resampling) with
+    its own caption under it, in the order ``examples`` gives them."""
+    from thesis_lib import examples
+    pictures, captions = examples()
+    fig = notation.world_strip(pictures, captions)
+    assert len(fig.axes) == len(pictures) == len(captions) >= 4
+    for ax, picture, caption in zip(fig.axes, pictures, captions):
+        assert ax.images[0].get_array().shape[:2] == (picture.height, picture.width) == (32, 32)
+        assert ax.images[0].get_interpolation() == "nearest"
+        assert " ".join(ax.get_xlabel().split()) == caption
+    plt.close(fig)
+
 def test_every_study_figure_names_its_regime_in_its_title():
     """Drawn from the committed results, each study figure's title (its suptitle, or its one panel's) names the
     regime its runs were trained in: their steps, read from the config or the designs."""

@@ -96,3 +96,17 @@ def pre_post_ln_scales(preset: str, depth: int = 24) -> dict:
     blocks = {"pre-LN (notation Eqs. 9-10)": PreLNBlock, "post-LN (Vaswani et al.; Data2Vec2)": PostLNBlock}
     return {name: activation_scale_at_init(partial(block, m.dim, m.num_heads, m.mlp_ratio), depth, m.dim)
             for name, block in blocks.items()}
+
+
+def world_strip(pictures, captions, per_line: int = 22):
+    """The generated world the demo trains and tests on, as a reader meets it on the README's first screen: the shipped
+    example pictures (``api.examples``; 32 pixels a side, drawn without smoothing) above their own captions."""
+    import textwrap
+    fig, axes = plt.subplots(1, len(pictures), figsize=(1.25 * len(pictures), 2.35))
+    for ax, picture, caption in zip(np.atleast_1d(axes), pictures, captions):
+        ax.imshow(np.asarray(picture), interpolation="nearest")
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.set_xlabel(textwrap.fill(caption, per_line), fontsize=6.5, va="top")
+    fig.suptitle("The generated world: test pictures (32 × 32 pixels) and their captions", fontsize=9)
+    fig.tight_layout(w_pad=0.4)
+    return fig

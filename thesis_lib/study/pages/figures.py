@@ -25,6 +25,7 @@ from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import MissingResultsError, ThesisError
 from thesis_lib.metrics import CLAIMED, HEADLINE as HEADLINE_METRICS, PRIMARY, TABLE, label
 from thesis_lib import notation
+from thesis_lib.api import examples
 from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
@@ -88,9 +89,14 @@ def _results(params, variants, read=results.results_frame) -> pd.DataFrame:
     return _found(read(params, variants), params, f"results of {', '.join(variants)}")
 
 
+_TABLES: dict = {}      # the claims table of each params ``main`` draws from: computed once, not once a figure
+
+
 def claims(params) -> pd.DataFrame:
     """The claims table of ``params`` computed from the result files, as ``results/claims.csv`` holds it: what the
     headline and ``04_effect_vs_dose`` draw."""
+    if id(params) in _TABLES:
+        return _TABLES[id(params)]
     return claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
 
 
@@ -262,6 +268,7 @@ class Figure(NamedTuple):
 FIGURES = {  # each figure names the variants it reads once: its builder is given them
     "00_patch_grid": Figure(lambda p, v: notation.patch_grid_of(p.preset)),
     "00_positional_similarity": Figure(lambda p, v: notation.positional_similarity(sincos_2d(768, 14), 14)),
+    "00_world_strip": Figure(lambda p, v: notation.world_strip(*examples())),
     "00_pre_vs_post_ln": Figure(lambda p, v: notation.pre_vs_post_ln(
         notation.pre_post_ln_scales(PRESET_SPECS[p.preset].drawn_as or p.preset))),
     "01_baseline_curves": Figure(partial(_loss_curves, what="The baseline's training losses"), Reads(("baseline",))),
@@ -339,7 +346,11 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     torch.manual_seed(0)
-    skipped = [name for name in FIGURES if name not in without and not _draw_or_say_why(name, params)]
+    _TABLES[id(params)] = claims(params)
+    try:
+        skipped = [name for name in FIGURES if name not in without and not _draw_or_say_why(name, params)]
+    finally:
+        _TABLES.pop(id(params))
     if skipped:
         print(f"{len(skipped)} of {len(FIGURES)} figures skipped; run the notebooks that train their variants",
               file=sys.stderr)
