@@ -11,13 +11,12 @@ from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
 from ..claims import paired
 from ..claims.stats import fmt
-from .front import environment
+from . import front
 from .tables import tte_share
 
 
 def _say(macro: str, *args) -> str:
-    module = environment().get_template("conclusions.j2").module
-    return " ".join(str(getattr(module, macro)(*args)).split())
+    return front.say("conclusions.j2", macro, *args)
 
 
 def _said(r: dict) -> dict:

@@ -15,12 +15,11 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from .forest import legend_below, verdict_ink
+from .front import say
 from .plotting import INK, THESIS_INK
 
 HELPS, USED = "helps", "is used"
-PANELS = {HELPS: "\"helps\": the TTE' − the baseline (1: the thesis's Table 2 gain)",
-          USED: "\"is used\": the TTE removed − kept at evaluation, as a cost (1: a cost as large as the thesis's "
-                "Table 2 gain; the thesis reports no removal)"}
+PANELS = {HELPS: say("figures.j2", "dose_panel", "helps"), USED: say("figures.j2", "dose_panel", "used")}
 NEAR = 1.35    # points whose shares lie within this factor of a cluster's first are one cluster, set apart sideways
 STEP = 1.13    # the factor between the points of a cluster
 
@@ -149,16 +148,13 @@ def draw(points: pd.DataFrame, title: str | None = None):
         ax.set_ylabel("our effect ÷ the thesis's\n(95 % interval)", fontsize=9)
     shares = points.share.to_numpy()
     axes[-1, 0].set_xlim(shares.min() / 9, shares.max() * 12)                      # room for the labels
-    axes[-1, 0].set_xlabel("the TTE's share of the shared block's input (%, image tokens; log axis)", fontsize=9)
+    axes[-1, 0].set_xlabel(say("figures.j2", "dose_xlabel"), fontsize=9)
     handles = [Line2D([], [], color=INK, marker="o", ms=7, mew=1.6, lw=1.5,
-                      label="filled circle with bar: our effect in the claim's direction ÷ the thesis's effect "
-                            "carried to our scale (primary metric), mean over the seeds and its 95 % interval"),
+                      label=say("figures.j2", "dose_filled")),
                Line2D([], [], color=INK, marker="o", ms=7, mfc="white", mew=1.6, lw=1.5,
-                      label="hollow: the regime could not test the claim (the TTE's share below a tenth of the "
-                            "TTE budget's, and its summed learning rate below the thesis's)"),
+                      label=say("figures.j2", "dose_hollow")),
                Line2D([], [], ls="none",
-                      label=f"points at nearly the same share stand × {STEP:g} apart sideways; each point's label: "
-                            "its regime, its claim and seeds, its verdict")]
+                      label=say("figures.j2", "dose_apart", STEP))]
     legend_below(fig, handles, 100, 1)
     if title:
         fig.suptitle(title, fontsize=10.5)

@@ -29,7 +29,7 @@ from thesis_lib.api import examples
 from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
-from . import dose, forest, gamma, headline, mechanisms, plotting
+from . import dose, front, forest, gamma, headline, mechanisms, plotting
 from .plotting import seeds_text as _seeds
 from .. import grids, reference, results, runs
 from ..claims import designs, paired, sequential
@@ -171,9 +171,7 @@ def fig_confirmation_forest(params, variants):
     frame = _found(paired.difference_frame(df, design.family, claims=designs.claims_of(params, design)) if len(df)
                    else pd.DataFrame(), params, f"the runs of {design.name} (make long DESIGN={design.name})")
     steps = f"{designs.long_steps(params.preset):,} steps"
-    return forest.forest(frame, title=f"Table 2 with every parameter at the thesis's summed learning rate ({steps}), "
-                                      f"confirmation: paired differences to the baseline ({_seed_range(frame)})",
-                         primary=label(PRIMARY))
+    return forest.forest(frame, title=_say("confirmation_title", steps, _seed_range(frame)), primary=label(PRIMARY))
 
 
 def _seed_range(frame: pd.DataFrame) -> str:
@@ -187,12 +185,11 @@ def fig_table1_forest(params, variants):
     (main effects, interaction, the thesis code's Table 1) below, each under its heading; secondary metrics are in
     notebook 02's tables."""
     frame = _differences(params, variants, reference.TABLE1, metrics=(PRIMARY,))
-    frame["group"] = [f"THE CLAIM: TTE before vs baseline, decided sequentially\n(seeds added in blocks of "
-                      f"{d.looks[0]}, up to {d.looks[-1]})" if (d := sequential.DESIGNS.get(c)) else
-                      "THE 2 × 2: input LayerNorm kept / skipped × TTE before no / yes\n(main effects, interaction, "
-                      "the thesis code's Table 1)" for c in frame["comparison"]]
-    return forest.forest(frame, title=f"Table 1, {_steps(params)}, {label(PRIMARY)} (primary metric; ImageNet and "
-                                      f"Flickr: notebook 02's tables)", primary=None, eq_notes=_eq_notes(frame))
+    frame["group"] = [_say("table1_claim_group", d.looks[0], d.looks[-1], lines=2)
+                      if (d := sequential.DESIGNS.get(c)) else _say("table1_factorial_group", lines=2)
+                      for c in frame["comparison"]]
+    return forest.forest(frame, title=_say("table1_title", _steps(params), label(PRIMARY)), primary=None,
+                         eq_notes=_eq_notes(frame))
 
 
 def dose_claims(preset: str) -> dict:
@@ -223,8 +220,7 @@ def fig_dose_response(params, variants):
                    f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}")
     notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items() if claim.family != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
-                                title=f"Notebook 04: γ's initial value as a dose, {_steps(params)}: each arm − the "
-                                      f"baseline ({_seed_range(frame)}; the secondary metrics: the notebook's table)")
+                                title=_say("dose_forest_title", _steps(params), _seed_range(frame)))
 
 
 def _regimes(rows: pd.DataFrame) -> str:
@@ -241,10 +237,9 @@ def fig_headline(params, variants):
     table = claims(params)
     frame = _found(headline.frame(table) if len(table) else pd.DataFrame(), params,
                    f"results of both arms of a chapter claim among {', '.join(variants)}")
-    return headline.draw(frame, title=f"The chapter's claims at the {params.preset} scale, by regime (nearest the "
-                                      f"thesis's first):\n{_regimes(table[table.regime.isin(frame.regime)])}\nour "
-                                      f"effect in units of the thesis's ({label(PRIMARY)}; 1 = the thesis's effect, "
-                                      f"0 = none)")
+    return headline.draw(frame, title="\n".join([_say("headline_title", params.preset),
+                                                _regimes(table[table.regime.isin(frame.regime)]),
+                                                _say("headline_title_3", label(PRIMARY))]))
 
 
 def fig_dual_encoder_forest(params, variants):
@@ -256,8 +251,14 @@ def fig_effect_vs_dose(params, variants):
     table = claims(params)
     points = _found(dose.frame(table, _init(params, (grids.TTE_AFTER_LS,))) if len(table) else pd.DataFrame(),
                     params, f"results of both arms of a Table 2 claim among {', '.join(variants)}")
-    return dose.draw(points, title=f"Table 2's claims against the TTE's share of the shared block's input, by "
-                                   f"regime: {_regimes(points)}")
+    return dose.draw(points, title=_say("effect_vs_dose_title", _regimes(points)))
+
+
+def _say(macro: str, *args, lines: int = 1) -> str:
+    """A title or label from ``templates/figures.j2`` (``lines`` > 1: its macros ``macro``, ``macro_2``, … joined
+    by line breaks)."""
+    names = [macro] + [f"{macro}_{k}" for k in range(2, lines + 1)]
+    return "\n".join(front.say("figures.j2", name, *args) for name in names)
 
 
 class Figure(NamedTuple):
@@ -286,9 +287,7 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]],
                                                               _steps(p)), Reads((grids.TTE_AFTER_LS,))),
     "04_tte_ablation": Figure(lambda p, v: plotting.tte_ablation(
-        _results(p, v), v, ABLATION_METRICS, title=f"Is the TTE used? Each model evaluated with its TTE removed or its "
-                                                   f"type vectors swapped ({_steps(p)}; the arm at the thesis budget: "
-                                                   f"{_steps(p, 'TTE budget')})"),
+        _results(p, v), v, ABLATION_METRICS, title=_say("ablation_title", _steps(p), _steps(p, "TTE budget"))),
         Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_confirmation_forest": Figure(fig_confirmation_forest, Reads(grids.TABLE2)),

@@ -74,6 +74,11 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def say(template: str, macro: str, *args, **values) -> str:
+    """Macro ``macro`` of ``template`` (a file of ``TEMPLATES``) with its values, as one line (its lines joined)."""
+    return " ".join(str(getattr(environment().get_template(template).module, macro)(*args, **values)).split())
+
+
 def _plain(row: pd.Series) -> pd.Series:
     return pd.Series({k: None if pd.isna(v) else v for k, v in row.items()})
 

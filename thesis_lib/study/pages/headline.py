@@ -16,13 +16,11 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .forest import legend_below, legend_label, verdict_ink
+from .front import say
 from .plotting import BAND, INK, THESIS_INK, VERDICT_INK, zoom_edge
 
 SHOWN = ("before", "code", "layernorm", "helps", "used")   # the chapter's claims and the 2 × 2 factor behind Table 1
-LABELS = {"before": "A TTE before the encoders hurts (Table 1)",
-          "code": "Table 1 as the thesis code ran it (input LayerNorm skipped) hurts",
-          "layernorm": "Skipping the input LayerNorm hurts (the 2 × 2's other factor, not a thesis claim)",
-          "helps": "The TTE' helps (Table 2)", "used": "The TTE' is used (removed at evaluation)"}
+LABELS = {topic: say("figures.j2", "headline_label", topic) for topic in SHOWN}   # the rows' names, people's words
 
 
 def frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -112,24 +110,18 @@ def draw(frame: pd.DataFrame, title: str | None = None):
     side.spines[["top", "right", "bottom"]].set_visible(False)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_xlabel("our effect ÷ the thesis's effect carried to our scale (primary metric)")
+    ax.set_xlabel(say("figures.j2", "headline_xlabel"))
     handles = [Line2D([], [], color=INK, marker="o", ls="-", lw=1.8, mfc="white", mew=1.8, ms=8,
-                      label="○ with bar: our paired difference to the baseline, mean over the seeds and its 95 % CI, "
-                            "in units of the thesis's effect")]
+                      label=say("figures.j2", "headline_ci"))]
     if margins:
         handles.append(Patch(color=BAND, alpha=0.2, lw=0,
-                             label=legend_label("band", "± the smallest effect of interest in "
-                                                        "the same units (the thesis's effect's size: "
-                                                        "±1); a 90 % CI inside it is 'equivalent'")))
+                             label=legend_label("band", say("figures.j2", "headline_band"))))
     if clipped:
         handles.append(Line2D([], [], color=INK, marker=">", ls="none", ms=9,
-                              label=f"▶ at the edge: the axis is clipped at {hi:.2g}; the row lies beyond it, its "
-                                    f"ratio and 95 % CI written beside it"))
+                              label=say("figures.j2", "headline_clipped", hi)))
     handles.append(Line2D([], [], color=VERDICT_INK["equivalent"], ls="none", marker=r"$\mathsf{Aa}$", ms=12,
-                          label=legend_label("verdict", name="verdict column", explanation="the claim's verdict on the "
-                                       "primary metric (Holm within its family): equivalent (90 % CI inside the "
-                                       "band), trivial (inside, and yet significant), reproduced / confirmed "
-                                       "(a claim the thesis did not make), undecided")))
+                          label=legend_label("verdict", name="verdict column",
+                                             explanation=say("figures.j2", "headline_verdict"))))
     legend_below(fig, handles, 86, 1)
     if title:
         fig.suptitle(title, fontsize=10.5)

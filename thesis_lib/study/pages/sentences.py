@@ -6,13 +6,12 @@ from __future__ import annotations
 import pandas as pd
 
 from ..claims import verdicts
-from .front import environment
+from . import front
 
 
 def say(macro: str, *args, **values) -> str:
     """Macro ``macro`` of ``templates/sentences.j2`` with ``values``, as one paragraph (its lines joined)."""
-    module = environment().get_template("sentences.j2").module
-    return " ".join(str(getattr(module, macro)(*args, **values)).split())
+    return front.say("sentences.j2", macro, *args, **values)
 
 
 def sensitivity_note(table: pd.DataFrame) -> str:
