@@ -131,12 +131,12 @@ def test_runs_trained_elsewhere_are_compared_with_the_committed_record(tmp_path)
 
 def test_the_tolerances_docs_reproducibility_quotes_are_the_computed_ones(committed):
     """The page's generated sentence (written by ``make figures``) is what the committed results give now."""
-    from thesis_lib.study.pages import report
+    from thesis_lib.study.pages import report, sentences
     text = (ROOT / "docs" / "reproducibility.md").read_text()
     start, end = report.TOLERANCES
     quoted = " ".join(text[text.index(start) + len(start):text.index(end)].split())
-    assert quoted == verify.tolerance_sentence(verify.tolerances(committed)) == report.tolerances_text()
-    assert verify.tolerance_sentence({"coco_mean": 1, "flickr_mean": 2, "imagenet_top1": 3, "coco_ir@1": 0.5}) == (
+    assert quoted == sentences.tolerance_sentence(verify.tolerances(committed)) == report.tolerances_text()
+    assert sentences.tolerance_sentence({"coco_mean": 1, "flickr_mean": 2, "imagenet_top1": 3, "coco_ir@1": 0.5}) == (
         "1.00 points for COCO retrieval, 2.00 for Flickr retrieval, 3.00 for ImageNet top-1, and 0.50 for the "
         "smallest (COCO image retrieval R@1)")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from thesis_lib.config import PRESET_SPECS
-from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, label
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
 from thesis_lib.paths import ROOT
 from thesis_lib.training.results import RunPaths, load_results, read_jsonl
 from .. import grids
@@ -60,14 +60,6 @@ def tolerances(results: list[dict]) -> dict[str, float]:
     ``make verify`` retrains. A run moved by one SD moves a four-seed mean by half its standard error, which the
     verdict check (``changed_verdicts``) then judges."""
     return {metric: TOLERANCE_SDS * sd for metric, sd in seed_sds(results).items()}
-
-
-def tolerance_sentence(tolerance: dict[str, float]) -> str:
-    """The tolerances docs/reproducibility.md quotes, in words (written there by ``make figures``)."""
-    smallest = min(tolerance, key=tolerance.get)
-    return (f"{tolerance[COCO_MEAN]:.2f} points for COCO retrieval, {tolerance[FLICKR_MEAN]:.2f} for Flickr "
-            f"retrieval, {tolerance[IMAGENET_TOP1]:.2f} for ImageNet top-1, and {tolerance[smallest]:.2f} for the "
-            f"smallest ({label(smallest)})")
 
 
 def fork_step(committed_curve: list[dict], retrained_curve: list[dict]) -> int | None:

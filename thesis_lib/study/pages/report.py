@@ -255,7 +255,7 @@ def update_readme(text: str, path=ROOT / "README.md", marks=(START, END), joint:
 
 def tolerances_text(preset: str = "demo") -> str:
     """``make verify``'s tolerances on the committed results, as docs/reproducibility.md quotes them."""
-    return verify.tolerance_sentence(verify.tolerances(load_results(ROOT / "results", preset)))
+    return sentences.tolerance_sentence(verify.tolerances(load_results(ROOT / "results", preset)))
 
 
 def main(argv=None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1, label
 from ..claims import verdicts
 from . import front
 
@@ -33,6 +34,13 @@ def gamma_travel_note(df: pd.DataFrame) -> str:
     """How far γ travelled against how far AdamW could move it (``verdicts.gamma_travel``)."""
     rows = verdicts.gamma_travel(df)
     return say("gamma_travel", rows, rows[-1]["eps"]) if rows else ""
+
+
+def tolerance_sentence(tolerance: dict[str, float]) -> str:
+    """The tolerances docs/reproducibility.md quotes (``verify.tolerances``; written there by ``make figures``)."""
+    smallest = min(tolerance, key=tolerance.get)
+    return say("tolerances", tolerance[COCO_MEAN], tolerance[FLICKR_MEAN], tolerance[IMAGENET_TOP1],
+               tolerance[smallest], label(smallest))
 
 
 def conclusions(df: pd.DataFrame, family: str) -> list[str]:
