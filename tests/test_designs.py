@@ -194,3 +194,28 @@ def test_the_agreement_keeps_the_seeds_recorded_before_whose_checkpoints_are_gon
     merged = design_runs.merged_agreement(path, {11: {"coco_ir@1": {"phi": 0.5}}, 10: {"coco_ir@1": {"phi": 0.6}}})
     assert (list(merged) == [9, 10, 11] and merged[11]["coco_ir@1"]["phi"] == 0.5
             and merged[9]["coco_ir@1"]["phi"] == 0.7)
+
+
+def test_the_width_ladders_width_96_is_the_demos_config_and_wider_models_keep_the_head_width():
+    """At 96 the ladder's overrides are the demo's own values (its pilot there replays a committed budget-confirm
+    seed); at each wider width the model, teacher and stand-ins share it, heads of 24, depths unchanged, and the
+    parameters grow by more than the width."""
+    import torch
+    from thesis_lib.config import get_config
+    from thesis_lib.models.emkum import build_model
+    demo = get_config("demo", designs.BUDGET_VARIANT)
+    assert dict(designs.width_overrides(96)) == {"model.dim": demo.model.dim, "model.num_heads": demo.model.num_heads,
+                                                  "teacher.dim": demo.teacher.dim,
+                                                  "teacher.num_heads": demo.teacher.num_heads}
+    counts = []
+    for width in (96,) + designs.LADDER_WIDTHS:
+        cfg = get_config("demo", designs.BUDGET_VARIANT, overrides=dict(designs.width_overrides(width)))
+        assert cfg.model.dim == cfg.teacher.dim == width and cfg.model.dim // cfg.model.num_heads == 24
+        assert (cfg.model.image_depth, cfg.model.text_depth, cfg.teacher.depth) == \
+            (demo.model.image_depth, demo.model.text_depth, demo.teacher.depth)
+        with torch.device("meta"):
+            counts.append(sum(p.numel() for p in build_model(cfg, pretrained=False).parameters()))
+    assert all(b > 3 * a for a, b in zip(counts, counts[1:])), counts
+    pilots = {d.name: d for d in designs.WIDTH_PILOTS.values()}
+    assert set(pilots) <= set(designs.DESIGNS) and pilots["width-96-pilot"].seeds == (4,)
+    assert all(designs.has_curves(d) and d.variants == designs.BUDGET for d in pilots.values())

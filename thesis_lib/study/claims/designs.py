@@ -173,7 +173,33 @@ that cross-machine pairing is replaced by a baseline arm of its own, trained wit
 The machine that trains it is recorded in its result files (an AMD EPYC again, of another family where the
 original host is not available: docs/results.md says which and compares the two baselines)."""
 
-DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1)}
+HEAD_WIDTH = 24              # the demo's head width (96 / 4 heads), kept at every width of the ladder
+LADDER_WIDTHS = (192, 384)   # Table 2's budget regime at widths beyond the demo's 96 (a design declared once piloted)
+
+
+def width_overrides(width: int) -> tuple:
+    """The config fields that set one width for the model, the teacher and the pretrained stand-in encoders alike
+    (heads of ``HEAD_WIDTH``; depths unchanged): at 96, the demo's own values."""
+    heads = width // HEAD_WIDTH
+    return (("model.dim", width), ("model.num_heads", heads), ("teacher.dim", width), ("teacher.num_heads", heads))
+
+
+def width_pilot(width: int) -> FixedDesign:
+    """The width ladder's pilot at ``width``: seed 0, the baseline and the TTE' at the thesis's budget for the TTE, 600
+    steps, snapshots every 200 for its held-out curve. It fixes that width's margin (its baseline's COCO retrieval)
+    and says whether the baseline learns more than at width 96; its seed is excluded from the ladder's. At 96: the
+    ladder's code on one committed budget-confirm seed (4), which it must reproduce exactly (``verify.runs_against``).
+    """
+    return FixedDesign(
+        name=f"width-{width}-pilot", family="pilot", claims=(), variants=BUDGET, shared=(),
+        seeds=(4,) if width == 96 else (0,), blocks=((4,),) if width == 96 else ((0,),), margin_rule="pilot",
+        overrides=width_overrides(width) + (("train.keep_every", 200),), smoke_seeds=(0,),
+        pilot="fixes the width's margin from its baseline's COCO retrieval; nothing else")
+
+
+WIDTH_PILOTS = {w: width_pilot(w) for w in (96,) + LADDER_WIDTHS}
+DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1,
+                               *WIDTH_PILOTS.values())}
 REPRODUCED = (BUDGET_CONFIRM.name,)   # trained by notebook 04, so by `make reproduce`; the long schedule by `make long`
 
 
@@ -244,9 +270,9 @@ def pilot_baseline_coco(params) -> tuple[float, float] | None:
 
 
 def has_curves(design: FixedDesign) -> bool:
-    """Whether the design's runner evaluates held-out curves and the per-item agreement after a block: the long
-    schedule's baseline-and-TTE' pairs with snapshots kept."""
-    return design.variants == THESIS_LR_SUM.variants and "train.keep_every" in dict(design.overrides)
+    """Whether the design's runner evaluates held-out curves and the per-item agreement after a block: a pair of the
+    baseline and a TTE' with snapshots kept (the long schedule's, the width ladder's pilots)."""
+    return design.variants in (THESIS_LR_SUM.variants, BUDGET) and "train.keep_every" in dict(design.overrides)
 
 
 def study_baseline_mean(params) -> float:
