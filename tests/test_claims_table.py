@@ -99,15 +99,22 @@ def test_the_readme_block_is_the_template_filled_from_the_committed_table(commit
     assert f"{report.START}\n{text}\n{report.END}" in readme, "README results block is stale: run `make figures`"
 
 
-def test_a_cell_changed_in_the_table_changes_the_readme(committed):
+def test_a_cell_changed_in_the_table_changes_the_readme_the_results_page_and_the_headline(committed):
+    """One row's difference and ratio changed in the table: the README's first screen, docs/results.md's table of the
+    thesis beside us and the headline figure's row all show the new values (each reads the table, nothing else)."""
+    from thesis_lib.study.pages import headline
     scale = report.scale("demo")
-    before = front.markdown(committed, scale)
     helps = front.nearest(committed, "helps")
     changed = committed.copy()
     where = changed.claim.eq(helps.claim) & changed.regime.eq(helps.regime) & changed.primary
-    changed.loc[where, "difference"] = 1.234
-    after = front.markdown(changed, scale)
+    changed.loc[where, ["difference", "ratio"]] = [1.234, 7.0]
+    before, after = front.markdown(committed, scale), front.markdown(changed, scale)
     assert before != after and "+1.23" in after and "+1.23" not in before
+    beside_before, beside_after = front.results_beside(committed), front.results_beside(changed)
+    assert "+1.23" in beside_after and "+1.23" not in beside_before
+    drawn = [headline.frame(t) for t in (committed, changed)]
+    rows = [f[f.regime.eq(helps.regime) & f.label.str.startswith(headline.LABELS["helps"])] for f in drawn]
+    assert len(rows[0]) == 1 and 7.0 not in set(rows[0].ratio) and 7.0 in set(rows[1].ratio)
 
 
 def _fixture_table() -> pd.DataFrame:
