@@ -55,7 +55,7 @@ def test_every_field_with_a_rule_is_checked_under_its_own_name():
 
 def test_roles_decide_what_a_result_is_the_same_run_as():
     """Every operational or path field changed: the same run; a science field changed: another run."""
-    assert set(ROLES) == {"science", "operational", "path", "source"}
+    assert set(ROLES) == {"science", "operational", "path", "source", "mixture"}
     cfg = get_config("smoke")
     same = {"data.num_workers": 3, "train.log_every": 5, "train.ckpt_every": 7, "train.keep_every": 14,
             "eval.batch_size": 9, "eval.retrieval_chunk": 11, "data.root": "/elsewhere",
@@ -69,6 +69,23 @@ def test_roles_decide_what_a_result_is_the_same_run_as():
     moved = replace_path(cfg, "weights.image", "/a/folder/base_imagenet.pt")
     assert identity_differences(_stored(moved),
                                 _stored(replace_path(cfg, "weights.image", "/b/base_imagenet.pt"))) == []
+
+
+def test_a_mixture_is_the_same_run_wherever_its_shards_lie_and_another_with_another_set_or_weight():
+    """A staged or respelled MIX resumes a checkpoint and reuses a result; another set or another @N does not."""
+    from thesis_lib.training.results import resume_differences
+    assert fields_with(role="mixture") == ("data.train_sets",)
+    shared = "coco,wds:/shared/data/cc3m/shards.txt@1516133,wds:/shared/data/cc12m/shards.txt@1181988"
+    staged = "coco,wds:/tmp/job-17/cc3m/shards.txt@1516133,wds:/local/scratch/./cc12m/{00000..00234}.tar@1181988"
+    cfg = get_config("smoke")
+
+    def runs(a: str, b: str) -> list[str]:
+        one, two = (_stored(replace_path(cfg, "data.train_sets", mix)) for mix in (a, b))
+        return identity_differences(one, two) + resume_differences(one, two)
+    assert runs(shared, staged) == []
+    assert runs(shared, shared.replace("@1181988", "@1000000"))                   # another weight
+    assert runs(shared, shared.replace("cc12m", "yfcc"))                          # another set
+    assert runs(shared, shared.split(",", 1)[1])                                  # COCO left out
 
 
 def test_a_field_added_later_reads_a_stored_config_without_it_as_declared():

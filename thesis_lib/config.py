@@ -23,7 +23,7 @@ from .config_checks import (AT_LEAST_ONE, AT_LEAST_ZERO, BETAS, CROP_SCALE, DROP
 from .errors import ConfigError
 from .variants import VARIANT_SPECS, VARIANTS, VariantSpec
 
-ROLES = ("science", "operational", "path", "source")
+ROLES = ("science", "operational", "path", "source", "mixture")
 WANTED = "as wanted"   # ``absent=WANTED``: a stored config without the field is read as holding the wanted value
 
 
@@ -33,7 +33,8 @@ def knob(default, *, rule: Rule | None = None, role: str = "science", pretrainin
     * ``rule``: the range its value must lie in (``config_checks``), checked on every resolved config;
     * ``role``: "science" (part of what a run computes), "operational" (how a run is executed or logged: a result
       computed with another value is the same result), "path" (where files lie on this machine: left out of a
-      result's identity) or "source" (a part's weights: compared by file name, not by folder);
+      result's identity), "source" (a part's weights: compared by file name, not by folder) or "mixture" (training
+      sets: compared by what they hold, each set's name and ``@N``, not by the folder their files lie in);
     * ``pretraining``: whether the demo's pretrained stand-ins depend on it (their folder is named by the fields
       that say so: ``models.sources.demo_key``); every scalar field of ``ModelConfig`` and ``DataConfig`` says;
     * ``absent``: for a field added after results were stored, how a stored config without it is read: the value
@@ -186,7 +187,7 @@ class DataConfig:
     root: str = knob("", role="path", pretraining=False)   # data root; "" = thesis_lib.paths.data_dir()
     world: WorldConfig = field(default_factory=WorldConfig)
     # Karpathy train + restval; the thesis adds CC3M/CC12M subsets
-    train_sets: tuple = knob(("coco",), pretraining=False)
+    train_sets: tuple = knob(("coco",), role="mixture", pretraining=False)
     # RandomResizedCrop scale, student and teacher
     crop_scale: tuple = knob((0.9, 1.0), rule=CROP_SCALE, pretraining=True)
     # "augmented" (independent view + colour jitter) | "fixed" (eval view, cacheable)

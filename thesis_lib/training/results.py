@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from filelock import FileLock
 
@@ -21,8 +22,9 @@ from ..metrics import HEADLINE
 
 # The fields' roles are declared on the fields (config.knob): how a run is executed or logged, not what it computes;
 # where the data and the checkpoints lie on this machine (the same files in another folder give the same run); a
-# part's own source (a hub id or "demo" counts as written, a file or folder by its name, not where it lies).
-OPERATIONAL, PATHS, SOURCES = (fields_with(role=r) for r in ("operational", "path", "source"))
+# part's own source (a hub id or "demo" counts as written, a file or folder by its name, not where it lies); the
+# training mixture (its sets' names and ``@N``, not the folders their files were staged to).
+OPERATIONAL, PATHS, SOURCES, MIXTURES = (fields_with(role=r) for r in ("operational", "path", "source", "mixture"))
 
 
 @dataclass(frozen=True)
@@ -98,16 +100,35 @@ def differences(stored: dict, wanted: dict, stored_world: int | None = None, wor
     return diffs
 
 
+def _by_name(value: str) -> str:
+    """A source as its name: a hub id or a file or folder by its last component (``hf:``/``timm:`` kept)."""
+    prefix = next((p for p in ("hf:", "timm:") if value.startswith(p)), "")
+    return prefix + os.path.basename(value[len(prefix):].rstrip("/"))
+
+
+def mixture_entry(entry: str) -> str:
+    """A training set as what it holds, not where its files lie: ``wds:<list or pattern>@N`` as ``wds:<the shards'
+    folder name>@N`` (``wds:/local/scratch/cc3m/shards.txt@1516133`` and ``wds:/data/cc3m/{0..9}.tar@1516133`` are
+    ``wds:cc3m@1516133``: a staged copy is the same set), ``hf:<folder>`` by its name, a named set (``coco``) as is."""
+    entry = entry.strip()
+    if not entry.startswith("wds:"):
+        return _by_name(entry) if entry.startswith("hf:") else entry
+    spec, at, limit = entry[4:].rpartition("@") if re.search(r"@\d+$", entry) else (entry[4:], "", "")
+    return f"wds:{PurePath(spec).parent.name}{at}{limit}"
+
+
 def _identity(config: dict, world_size: int) -> dict:
-    """A config as a result's scientific identity: paths dropped, sources by name, the batch as the global batch
-    (``train.batch_size`` × processes: one process of 512 pairs or two of 256 train the same model)."""
+    """A config as a run's identity: paths dropped, sources by name, the training mixture by its sets' names and
+    ``@N`` (``mixture_entry``), the batch as the global batch (``train.batch_size`` × processes: one process of 512
+    pairs or two of 256 train the same model)."""
     out = json.loads(json.dumps(config))
-    for key in PATHS + SOURCES:
+    for key in PATHS + SOURCES + MIXTURES:
         section, name = key.split(".")
         value = out.get(section, {}).get(name)
-        if isinstance(value, str):
-            prefix = next((p for p in ("hf:", "timm:") if value.startswith(p)), "")
-            out[section][name] = "" if key in PATHS else prefix + os.path.basename(value[len(prefix):].rstrip("/"))
+        if key in MIXTURES and isinstance(value, (list, tuple)):
+            out[section][name] = [mixture_entry(str(v)) for v in value]
+        elif isinstance(value, str):
+            out[section][name] = "" if key in PATHS else _by_name(value)
     if "batch_size" in out.get("train", {}):
         out["train"]["batch_size"] *= world_size
     return out
@@ -121,12 +142,14 @@ def identity_differences(stored: dict, wanted: dict, stored_world: int | None = 
 
 
 def resume_differences(stored: dict, wanted: dict, stored_world: int | None = None, world_size: int = 1) -> list[str]:
-    """What keeps a checkpoint from being continued by this run: the config ``differences``, the batch compared as the
-    global batch (``train.batch_size`` × processes). How the global batch is split over processes is none: a sample's
-    pair and views depend on its place in the global batch (data/train_pairs.py), the learning rate on the global
-    batch, and the contrastive loss is gathered over every process. Another global batch says which setting keeps it."""
+    """What keeps a checkpoint from being continued by this run: the ``differences`` of the two runs' identities
+    (``_identity``: a checkpoint continues with its data, checkpoints or mixture staged to another folder), the
+    batch compared as the global batch (``train.batch_size`` × processes). How the global batch is split over
+    processes is none: a sample's pair and views depend on its place in the global batch (data/train_pairs.py), the
+    learning rate on the global batch, and the contrastive loss is gathered over every process. Another global batch
+    says which setting keeps it."""
     stored_world = stored_world or 1
-    diffs = differences(_global_batch(stored, stored_world), _global_batch(wanted, world_size))
+    diffs = differences(_identity(stored, stored_world), _identity(wanted, world_size))
     out = []
     for d in diffs:
         if d.startswith("train.batch_size:"):
@@ -137,13 +160,6 @@ def resume_differences(stored: dict, wanted: dict, stored_world: int | None = No
             d = d.replace("train.batch_size", "global batch (train.batch_size × processes)", 1) + \
                 f" (to continue this checkpoint keep its global batch: {keep})"
         out.append(d)
-    return out
-
-
-def _global_batch(config: dict, world_size: int) -> dict:
-    out = json.loads(json.dumps(config))
-    if "batch_size" in out.get("train", {}):
-        out["train"]["batch_size"] *= world_size
     return out
 
 
