@@ -1,4 +1,7 @@
 """study/pilot: the pilot's command is the recipe's run, shortened, and its report projects what it measured."""
+import json
+from pathlib import Path
+
 import pytest
 
 from thesis_lib.full_scale import cost, pilot, recipe
@@ -7,16 +10,64 @@ from thesis_lib.full_scale import cost, pilot, recipe
 def test_the_pilot_trains_the_recipes_run_shortened_with_its_workers(monkeypatch):
     for k, v in {"DATA": "/d", "CKPT": "/c", "OUT": "/o", "MIX": "coco,wds:/d/cc3m/shards.txt@9"}.items():
         monkeypatch.setenv(k, v)
-    cmd = pilot.command(2, 300, "cuda", "thesis", 14, ["model.dim=32"])
-    assert cmd[1:5] == ["-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    cmd = pilot.command(2, 300, "cuda", "thesis", 14, ["model.dim=32"], "/o/pilot/one")
+    assert cmd[1:3] == ["-m", "thesis_lib.training.run"] and "torch.distributed.run" not in cmd
     sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
-    assert sets == ["data.train_sets=coco,wds:/d/cc3m/shards.txt@9", "train.batch_size=256", "train.steps=300",
+    assert sets == ["data.train_sets=coco,wds:/d/cc3m/shards.txt@9", "train.steps=300", "train.batch_size=256",
                     f"data.num_workers={cost.workers(14)}", "model.dim=32"]
-    assert cmd[cmd.index("--out") + 1] == "/o/pilot"                      # never the recipe's results
-    assert pilot.command(1, 5, "cpu", "thesis", 3, [])[1:3] == ["-m", "thesis_lib.training.run"]
+    assert cmd[cmd.index("--out") + 1] == "/o/pilot/one"                  # never the recipe's results
     monkeypatch.delenv("MIX")
     with pytest.raises(SystemExit, match="set MIX first"):
-        pilot.command(1, 5, "cpu", "thesis", 3, [])
+        pilot.command(1, 5, "cpu", "thesis", 3, [], "/o/pilot/one")
+
+
+def test_the_pilot_launches_as_the_recipes_sbatch_lines_do_on_a_port_of_its_own(monkeypatch, tmp_path):
+    """Inside a SLURM job: srun, one task per GPU, each the command srun runs in the recipe's sbatch line (its port
+    derived from the job by the run); elsewhere the same tasks with srun's variables on a free port, not 29500."""
+    for k, v in {"DATA": "/d", "CKPT": "/c", "OUT": "/o", "MIX": "coco"}.items():
+        monkeypatch.setenv(k, v)
+    cmd = pilot.command(2, 300, "cuda", "thesis", 14, [], "/o/pilot/one")
+    job = {"preset": "thesis", "variant": "baseline", "seed": 0, "out_dir": "/o/pilot/one",
+           "overrides": {"data.root": "/d", "weights.checkpoint_dir": "/c", "data.train_sets": "coco",
+                         "train.steps": 300}}
+    wrap = recipe.sbatch(job, 14).split('--wrap "')[1].rstrip('"').replace("'", "").split()
+    assert wrap[:4] == ["${stage}srun", "--kill-on-bad-exit=1", "--cpus-per-task=14", "python"]
+    assert cmd[1:] + ["--resume"] == wrap[4:]                          # the sbatch line's task, in its own folder
+    (tmp_path / "srun").write_text("#!/bin/sh\n")
+    (tmp_path / "srun").chmod(0o755)
+    slurm = pilot.tasks(cmd, 2, 14, env={"SLURM_JOB_ID": "77", "PATH": str(tmp_path)})
+    assert [argv[:4] for argv, _ in slurm] == [["srun", "--kill-on-bad-exit=1", "--ntasks=2", "--cpus-per-task=14"]]
+    assert slurm[0][0][4:] == cmd and "MASTER_PORT" not in slurm[0][1]
+    local = pilot.tasks(cmd, 2, 14, env={"PATH": str(tmp_path)})
+    assert [(e["SLURM_PROCID"], e["SLURM_LOCALID"], e["SLURM_STEP_NUM_TASKS"]) for _, e in local] == [
+        ("0", "0", "2"), ("1", "1", "2")]
+    ports = {e["MASTER_PORT"] for _, e in local}
+    assert len(ports) == 1 and ports != {"29500"} and all(argv == cmd for argv, _ in local)
+    assert {e["MASTER_PORT"] for _, e in pilot.tasks(cmd, 2, 14, 31234, env={})} == {"31234"}
+
+
+def test_a_second_pilot_measures_afresh_in_a_folder_of_its_own(monkeypatch, tmp_path, capsys):
+    """Each pilot trains into a new folder under $OUT/pilot and reports its own run, never an earlier pilot's."""
+    for k, v in {"DATA": str(tmp_path), "CKPT": str(tmp_path), "OUT": str(tmp_path / "out"), "MIX": "coco"}.items():
+        monkeypatch.setenv(k, v)
+    speeds, folders = iter([1000.0, 3000.0]), []
+
+    def run(started):
+        argv = started[0][0]
+        out = Path(argv[argv.index("--out") + 1])
+        folders.append(out)
+        result = out / "results" / "thesis" / "baseline" / "seed0.json"
+        result.parent.mkdir(parents=True)
+        result.write_text(json.dumps({"train": {"steps": 2, "device": "cpu", "time_s": 10.0, "data_wait_s": 0.0,
+                                                "pairs_per_s": next(speeds)}}))
+        return 0
+    monkeypatch.setattr(pilot, "run_tasks", run)
+    for _ in range(2):
+        assert pilot.main(["--gpus", "1", "--steps", "2", "--device", "cpu", "--cores-per-gpu", "3",
+                           "--read-samples", "0"]) == 0
+    first, second = capsys.readouterr().out.split("pilot: ")[1:]
+    assert "pairs/s end to end: 1,000" in first and "pairs/s end to end: 3,000" in second
+    assert len(set(folders)) == 2 and all(f.parent == tmp_path / "out" / "pilot" for f in folders)
 
 
 def test_the_report_projects_the_measured_pace_onto_the_recipe():
@@ -79,12 +130,13 @@ def test_bad_arguments_or_a_missing_data_folder_stop_the_pilot_before_anything_s
     assert stop.value.code == 2 and "set CKPT first" in capsys.readouterr().err
 
 
-def test_the_pilots_cores_per_gpu_default_from_slurm_with_the_warning(monkeypatch, capsys):
+def test_the_pilots_cores_per_gpu_default_from_slurm_with_the_warning(monkeypatch, capsys, tmp_path):
     """Without --cores-per-gpu the pilot's task's CPUs are shared by its GPUs (SLURM_CPUS_PER_TASK=28, --gpus 2: 14
     per GPU, 12 workers each), with the warning that SLURM's CPUs are often hyperthreads."""
     for name in ("SLURM_CPUS_ON_NODE", "SLURM_GPUS_ON_NODE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "28")
+    monkeypatch.setenv("OUT", str(tmp_path))
     import torch
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     monkeypatch.setattr(pilot, "problems", lambda gpus, device: [])
@@ -93,7 +145,7 @@ def test_the_pilots_cores_per_gpu_default_from_slurm_with_the_warning(monkeypatc
     class Stop(Exception):
         pass
 
-    def command(gpus, steps, device, preset, cores_per_gpu, sets):
+    def command(gpus, steps, device, preset, cores_per_gpu, sets, out):
         seen.append(cores_per_gpu)
         raise Stop
     monkeypatch.setattr(pilot, "command", command)

@@ -38,7 +38,7 @@ def job(variant: str, seed: int, out: Path, data: Path, ckpt: Path, sets: dict) 
 
 def _env(data: Path, ckpt: Path, out: Path, mix: str) -> dict:
     bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "DATA": str(data), "CKPT": str(ckpt), "OUT": str(out), "MIX": mix,
+    return {**os.environ, "DATA": str(data), "CKPT": str(ckpt), "OUT": str(out), "MIX": mix, "STAGE": "",
             "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "OMP_NUM_THREADS": "1"}
 
 
@@ -72,7 +72,8 @@ def lane(spec: dict, device: str, data: Path, ckpt: Path, mix: str, logs: Path) 
 def srun_command(spec: dict, device: str, env: dict) -> list[str]:
     """The training command inside the sbatch line's ``--wrap``, its variables filled in from ``env`` (as the
     shell that submits it would), without srun."""
-    args = shlex.split(string.Template(recipe.sbatch(spec, CORES_PER_GPU, device)).safe_substitute(env))
+    args = shlex.split(string.Template(recipe.sbatch(spec, CORES_PER_GPU, device)).safe_substitute({"stage": "",
+                                                                                                     **env}))
     wrap = shlex.split(args[args.index("--wrap") + 1] if "--wrap" in args else
                        next(a.split("=", 1)[1] for a in args if a.startswith("--wrap=")))
     if wrap[0] != "srun":

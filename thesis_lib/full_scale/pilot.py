@@ -5,13 +5,15 @@ shards' cold random-read rate beside the pairs/s the GPUs need) and what that pr
 
     python -m thesis_lib.full_scale.pilot --gpus 2 --steps 300        # DATA, CKPT, OUT and MIX from the environment
 
-It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its
-result is stored under ``$OUT/pilot`` and nothing else reads it) on ``--gpus`` processes at the recipe's global batch
-of 512, with the DataLoader workers the recipe gives them (``cost.workers``), and ends with the run's evaluation,
-like every run. GPU utilisation is ``nvidia-smi``'s, sampled once a second over the whole run (training and
-evaluation); without ``nvidia-smi`` it is not measured and the report says so. ``--device cpu --preset …`` and
-``--set`` run it in miniature (tests/test_pilot.py). The run is started under ``data/lifetime.py``'s watcher: killed,
-the pilot takes torchrun and its processes with it.
+It trains ``baseline`` seed 0 with ``train.steps`` set to ``--steps`` (a shorter schedule than the recipe's: its result
+is stored in a new folder of its own under ``$OUT/pilot``, so that each pilot measures afresh, and nothing else reads
+it) on ``--gpus`` processes at the recipe's global batch of 512, with the DataLoader workers the recipe gives them
+(``cost.workers``), and ends with the run's evaluation, like every run. It starts them as the recipe's sbatch lines
+start a run (``tasks``): inside a SLURM job by srun, one task per GPU, the group meeting on a port derived from the job;
+elsewhere as the same tasks with srun's variables, on a free port (``--master-port``). GPU utilisation is
+``nvidia-smi``'s, sampled once a second over the whole run (training and evaluation); without ``nvidia-smi`` it is not
+measured and the report says so. ``--device cpu --preset …`` and ``--set`` run it in miniature (tests/test_pilot.py).
+The run is started under ``data/lifetime.py``'s watcher: killed, the pilot takes its tasks with it.
 
 Before the run it reads ``--read-samples`` samples of MIX's shards at random where they lie, their pages dropped from
 the page cache first (``data/stage.py``'s ``read_rate``; no root needed), on as many threads as the run has
@@ -32,6 +34,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -43,22 +46,59 @@ from thesis_lib.data.stage import READS, ReadRate, read_rate
 from thesis_lib.errors import ThesisError
 
 from . import cost, recipe
+from .kill_resume import free_port
 
 
-def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int, sets: list[str]) -> list[str]:
-    """The training command of the pilot run: the recipe's, shortened to ``steps`` and written to $OUT/pilot."""
+def command(gpus: int, steps: int, device: str, preset: str, cores_per_gpu: int, sets: list[str],
+            out: Path) -> list[str]:
+    """The training command of one pilot task: the recipe's (``recipe.cli_args``, as its sbatch lines' srun starts
+    it), shortened to ``steps`` and written to ``out``; DATA, CKPT and MIX from the environment."""
     env = os.environ
     missing = [v for v in ("DATA", "CKPT", "OUT", "MIX") if not env.get(v)]
     if missing:
         raise SystemExit(f"pilot: set {', '.join(missing)} first (docs/full_scale.md, the quick start's exports)")
-    launch = ([sys.executable] if gpus == 1 else
-              [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(gpus)])
-    return launch + ["-m", "thesis_lib.training.run", "--preset", preset, "--variant", "baseline", "--seed", "0",
-                     "--device", device, "--data-root", env["DATA"], "--checkpoints", env["CKPT"],
-                     "--out", str(Path(env["OUT"]) / "pilot"), "--set", f"data.train_sets={env['MIX']}",
-                     "--set", f"train.batch_size={THESIS_GLOBAL_BATCH // gpus}", "--set", f"train.steps={steps}",
-                     "--set", f"data.num_workers={cost.workers(cores_per_gpu)}"] + [
-                         a for s in sets for a in ("--set", s)]
+    over = {"data.root": env["DATA"], "weights.checkpoint_dir": env["CKPT"], "data.train_sets": env["MIX"],
+            "train.steps": steps}
+    job = {"preset": preset, "variant": "baseline", "seed": 0, "out_dir": str(out), "overrides": over}
+    return [sys.executable] + [a for a in recipe.cli_args(job, gpus, str, cores_per_gpu, device) if a != "--resume"
+                               ] + [a for s in sets for a in ("--set", s)]
+
+
+def fresh_folder(pilots: Path) -> Path:
+    """A new folder under ``pilots`` ($OUT/pilot) for this pilot alone: a pilot measures afresh, never reusing an
+    earlier pilot's result, and two pilots at once do not meet."""
+    pilots.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=pilots))
+
+
+def tasks(cmd: list[str], gpus: int, cores_per_gpu: int, port: int | None = None, env=None
+          ) -> list[tuple[list[str], dict]]:
+    """How the run starts, as (argv, environment) per process the pilot starts: one GPU, the command itself; inside a
+    SLURM job, srun with one task per GPU as the recipe's sbatch lines start a run (its group meets on a port derived
+    from the job, ``training.distributed.slurm_port``); elsewhere the same tasks started here with the variables srun
+    gives each (as the rehearsal's srun-style launch, ``launches.srun_launch``), meeting on ``port`` (default: one
+    that is free) — never torchrun's 29500, which another job on a shared node may hold."""
+    env = dict(os.environ if env is None else env)
+    if gpus == 1:
+        return [(cmd, env)]
+    if env.get("SLURM_JOB_ID") and shutil.which("srun", path=env.get("PATH")):
+        return [(["srun", "--kill-on-bad-exit=1", f"--ntasks={gpus}", f"--cpus-per-task={cores_per_gpu}", *cmd], env)]
+    port = port or free_port()
+    return [(cmd, {**env, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank), "SLURM_STEP_NUM_TASKS": str(gpus),
+                   "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}) for rank in range(gpus)]
+
+
+def run_tasks(started: list[tuple[list[str], dict]]) -> int:
+    """Start every task under the lifetime watcher and wait for all; a task that fails ends the others (as srun
+    --kill-on-bad-exit=1 does). The first failing exit status, else 0."""
+    procs = [subprocess.Popen(watched(argv), env=env) for argv, env in started]
+    while any(p.poll() is None for p in procs):
+        if any(p.returncode for p in procs):
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.5)
+    return next((p.returncode for p in procs if p.returncode), 0)
 
 
 def problems(gpus: int, device: str, env=os.environ) -> list[str]:
@@ -119,10 +159,11 @@ class Utilisation(threading.Thread):
 
 
 def result_file(out: Path) -> Path:
-    found = sorted((out / "pilot").rglob("seed0.json"))
+    """The result this pilot's run wrote in its own folder ``out``."""
+    found = sorted(out.rglob("seed0.json"))
     if not found:
-        raise SystemExit(f"pilot: the run wrote no result under {out / 'pilot'}; its log above says why")
-    return max(found, key=lambda p: p.stat().st_mtime)
+        raise SystemExit(f"pilot: the run wrote no result under {out}; its log above says why")
+    return found[0]
 
 
 def storage(mix: str, reads: int, threads: int) -> ReadRate | str:
@@ -185,6 +226,8 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="thesis")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="more config overrides (e.g. a shrunk model for a miniature pilot)")
+    p.add_argument("--master-port", type=recipe.positive_int, default=None,
+                   help="outside SLURM: the port the processes meet on (default: a free one)")
     p.add_argument("--read-samples", type=int, default=READS, metavar="N",
                    help=f"samples of MIX's shards read at random, cold, before the run (default {READS:,}; 0: none)")
     args = p.parse_args(argv)
@@ -192,20 +235,22 @@ def main(argv=None) -> int:
     if found:
         p.error("; ".join(found))
     args.cores_per_gpu = cost.resolve_cores(args.cores_per_gpu, args.gpus, "pilot")
-    cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets)
+    out = fresh_folder(Path(os.environ["OUT"]) / "pilot")
+    cmd = command(args.gpus, args.steps, args.device, args.preset, args.cores_per_gpu, args.sets, out)
     threads = args.gpus * cost.workers(args.cores_per_gpu)
     rate = storage(os.environ["MIX"], args.read_samples, threads)
     print("pilot: storage: " + (rate if isinstance(rate, str) else rate.message()), file=sys.stderr, flush=True)
-    print("pilot: " + " ".join(cmd), file=sys.stderr, flush=True)
+    started = tasks(cmd, args.gpus, args.cores_per_gpu, args.master_port)
+    print(f"pilot: {len(started)} × " + " ".join(started[0][0]), file=sys.stderr, flush=True)
     gpu = Utilisation()
     gpu.start()
     start = time.perf_counter()
-    status = subprocess.run(watched(cmd)).returncode          # the run ends with the pilot, whatever ends it
+    status = run_tasks(started)                               # the run ends with the pilot, whatever ends it
     utilisation, wall = gpu.stop(), time.perf_counter() - start
     if status:
         print(f"pilot: the training run failed (exit {status})", file=sys.stderr)
         return status
-    result = json.loads(result_file(Path(os.environ["OUT"])).read_text())
+    result = json.loads(result_file(out).read_text())
     print(report(result, args.gpus, utilisation, wall, rate))
     return 0
 
