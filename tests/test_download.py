@@ -1,6 +1,7 @@
 """fetch.py, models/download.py, data/sources.py and data/download.py on tiny fixtures written here: THESIS_MIRROR
 points at a folder of them (or a local HTTP server answers), so nothing leaves the machine. The expected counts and
 the links are passed in (``Source``, ``urls``) where the tiny sets differ from the real ones."""
+import hashlib
 import http.server
 import io
 import tarfile
@@ -63,6 +64,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.send_header("x-ms-error-code", "PublicAccessNotPermitted")
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif self.path.startswith("/ranged/"):
+            self._ranged()
         elif self.path.startswith("/short/"):
             self.send_response(200)
             self.send_header("Content-Length", "1000")
@@ -71,6 +74,25 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             self.close_connection = True
         else:
             super().do_GET()
+
+
+    RANGES: list = []          # the Range header of each request to /ranged/…, in order
+    CUT = [0]                  # /ranged/…: the next answer stops after this many bytes (0: it is whole)
+
+    def _ranged(self):
+        """/ranged/NAME: the served file with byte ranges honoured (HTTP 206), as large files' hosts do."""
+        blob = (Path(self.directory) / self.path.split("/", 2)[2]).read_bytes()
+        asked = self.headers.get("Range")
+        self.RANGES.append(asked)
+        start = int(asked.split("=")[1].rstrip("-")) if asked else 0
+        self.send_response(206 if asked else 200)
+        if asked:
+            self.send_header("Content-Range", f"bytes {start}-{len(blob) - 1}/{len(blob)}")
+        self.send_header("Content-Length", str(len(blob) - start))
+        self.end_headers()
+        cut, self.CUT[0] = self.CUT[0], 0
+        self.wfile.write(blob[start:start + cut] if cut else blob[start:])
+        self.close_connection = True
 
 
 @pytest.fixture
@@ -109,11 +131,45 @@ def test_fetch_over_http_names_the_url_and_the_status(server, tmp_path, monkeypa
         fetch(f"{base}/m/gone.pt", tmp_path / "gone.pt")
     with pytest.raises(DownloadError, match=r"/denied/beit.pth: HTTP 409 PublicAccessNotPermitted"):
         fetch(f"{base}/denied/beit.pth", tmp_path / "beit.pth")
-    with pytest.raises(DownloadError, match=r"/short/big.zip: cut off after 100 of 1,000 bytes"):
-        fetch(f"{base}/short/big.zip", tmp_path / "big.zip")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "served"]       # no dest, no .part
+    with pytest.raises(DownloadError, match=r"/short/big.zip: cut off after 100 of 1,000 bytes; run again to conti"):
+        fetch(f"{base}/short/big.zip", tmp_path / "big.zip")
+    assert (tmp_path / "big.zip.part").stat().st_size == 100 and not (tmp_path / "big.zip").exists()
     monkeypatch.setenv("THESIS_MIRROR", f"{base}/m/")                       # a mirror served over HTTP
     assert fetch("https://dl.fbaipublicfiles.com/fairseq/data2vec2/dict.txt", tmp_path / "b.txt")[0] == 8
+
+
+def test_a_cut_transfer_continues_from_its_part_by_byte_range_or_starts_afresh(server, tmp_path):
+    """A large file cut off is not fetched from zero again: its .part is continued (``Range: bytes=N-``, HTTP 206);
+    a server that ignores the range sends the whole file, which replaces the part; a part from another source is
+    not continued."""
+    root, base = server
+    blob = bytes(range(256)) * 4000
+    (root / "train2014.zip").write_bytes(blob)
+    dest = tmp_path / "train2014.zip"
+    _Handler.RANGES.clear()
+    _Handler.CUT[0] = 300_000
+    with pytest.raises(DownloadError, match="cut off after 300,000 of 1,024,000 bytes"):
+        fetch(f"{base}/ranged/train2014.zip", dest)
+    assert (tmp_path / "train2014.zip.part").stat().st_size == 300_000
+    assert fetch(f"{base}/ranged/train2014.zip", dest) == (len(blob), hashlib.sha256(blob).hexdigest())
+    assert _Handler.RANGES == [None, "bytes=300000-"] and dest.read_bytes() == blob
+    assert not (tmp_path / "train2014.zip.part").exists() and not (tmp_path / "train2014.zip.part.from").exists()
+    for link in (f"{base}/train2014.zip", f"{base}/ranged/train2014.zip"):  # ignores Range; another source's part
+        other = tmp_path / f"{len(link)}.zip"
+        other.with_name(other.name + ".part").write_bytes(b"junk")
+        other.with_name(other.name + ".part.from").write_text(f"{base}/train2014.zip")
+        assert fetch(link, other)[1] == hashlib.sha256(blob).hexdigest() and other.read_bytes() == blob
+
+
+def test_a_hugging_face_token_goes_to_the_hub_alone():
+    from thesis_lib.fetch import request
+    hub = "https://huggingface.co/datasets/pixparse/cc3m-wds/resolve/main/cc3m-train-0000.tar"
+    assert request(hub, env={"HF_TOKEN": "hf_x"}).unredirected_hdrs == {"Authorization": "Bearer hf_x"}
+    assert "Authorization" not in request(hub, env={}).unredirected_hdrs
+    assert not request("https://images.cocodataset.org/zips/train2014.zip", env={"HF_TOKEN": "hf_x"}
+                       ).unredirected_hdrs
+    assert request(hub, 5, env={}).get_header("Range") == "bytes=5-"
 
 
 # ------------------------------------------------------------------------------------------------ checkpoints
@@ -151,9 +207,17 @@ def test_a_wrong_file_stops_the_download_with_its_reason(mirror, tmp_path, capsy
     err = capsys.readouterr().err
     assert "nlp_base.pt" in err and "is the data2vec 1.0 text model" in err
     assert not (tmp_path / "a" / BEIT).exists() and read_lock(tmp_path / "a") is None    # stopped there
+    assert not (tmp_path / "a" / "nlp_base.pt").exists()                  # never under the name a run loads
+    assert (tmp_path / "a" / "nlp_base.pt.refused").is_file() and "refused: moved to " in err
     checkpoint_folder(mirror)
-    with pytest.raises(CheckpointError, match=r"vocab.bpe: SHA-256 .* is not the published 000000000000"):
+    with pytest.raises(CheckpointError, match=r"vocab.bpe: SHA-256 .* is not the published 0000000000.*\.refused"):
         md.download_checkpoints(tmp_path / "b", require={"vocab.bpe": "0" * 64}, overrides=SHRINK)
+    assert not (tmp_path / "b" / "vocab.bpe").exists() and (tmp_path / "b" / "vocab.bpe.refused").is_file()
+    rows = md.download_checkpoints(tmp_path / "d", require={}, overrides={**SHRINK, "teacher.depth": 3})  # loaders: no
+    refused = [r.problem for r in rows if r.problem]
+    assert refused and "moved to" in refused[0] and read_lock(tmp_path / "d") is None
+    assert not (tmp_path / "d" / BEIT).exists() and (tmp_path / "d" / f"{BEIT}.refused").exists()
+    assert (tmp_path / "d" / "base_imagenet.pt").exists()                 # the files the loaders took stay
     with pytest.raises(DownloadError, match=r"no link answered: .*withdrawn.pth.* \| .*signed-gone.pth"):
         md.download_checkpoints(tmp_path / "c", {BEIT: ("https://h/withdrawn.pth", "https://h/signed-gone.pth")})
 
@@ -251,6 +315,13 @@ def test_imagenet_is_sorted_by_the_parsed_valprep_script_never_run(mirror, tmp_p
     assert sorted(p.name for p in (val / "n01440764").iterdir()) == \
         ["ILSVRC2012_val_00000001.JPEG", "ILSVRC2012_val_00000004.JPEG", "ILSVRC2012_val_00000005.JPEG"]
     assert not list(tmp_path.rglob("pwned"))                              # parsed, not executed
+    flat = tmp_path / "val"                                              # the tar extracted already: a folder
+    with tarfile.open(archive) as tar:
+        tar.extractall(flat, filter="data")
+    assert dd.imagenet(tmp_path / "data2", flat, tiny) == {"classes": 2, "images": 6}
+    assert dd.imagenet(tmp_path / "data3", val, tiny) == {"classes": 2, "images": 6}   # or sorted into classes
+    assert sorted(p.name for p in (tmp_path / "data2" / "imagenet" / "val" / "n01440764").iterdir()) == \
+        sorted(p.name for p in (val / "n01440764").iterdir())
     with pytest.raises(DataError, match=r"2 class folders \(expected 2\), 2 of them without 4 images"):
         dd.imagenet(data, archive, replace(tiny, expected={"classes": 2, "per_class": 4}))
     with pytest.raises(DataError, match="folders it never makes: \\['n09999999'\\]"):

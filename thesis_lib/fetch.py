@@ -3,7 +3,9 @@
     size, sha256 = fetch("https://dl.fbaipublicfiles.com/fairseq/data2vec2/dict.txt", ckpt / "dict.txt")
 
 A ``dest`` that exists is complete (only a finished transfer is renamed to it) and is not downloaded again. A failed
-or cut-off transfer leaves no ``dest`` and no ``.part``. Progress goes to stderr (MB done, MB/s) at most every few
+or cut-off transfer leaves no ``dest``; the bytes it got stay in ``<dest>.part``, and the next fetch asks the server
+for the rest only (HTTP ``Range``; a server that ignores it sends the whole file, fetched afresh). ``HF_TOKEN``, where
+set, is sent to the Hugging Face hub. Progress goes to stderr (MB done, MB/s) at most every few
 seconds, unless ``THESIS_PROGRESS=0``.
 
 ``THESIS_MIRROR`` (a local folder, or an ``http(s)://`` / ``file://`` URL base): when set, every URL is fetched from
@@ -66,8 +68,26 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _open(url: str, src: str, timeout: float):
-    """The stream to read and its length in bytes (None when the server does not say)."""
+HF_HOSTS = ("huggingface.co", "hf.co")
+TOKEN = "HF_TOKEN"     # a Hugging Face token, sent to the hub (gated or rate-limited files) where one is set
+
+
+def request(src: str, offset: int = 0, env=None) -> urllib.request.Request:
+    """The HTTP request for ``src``: from byte ``offset`` on (``Range: bytes=N-``) when a ``.part`` holds the bytes
+    before it; with ``Authorization: Bearer $HF_TOKEN`` when ``src`` is on the Hugging Face hub and the token is set
+    (not passed on to where the hub redirects: its CDN's links are signed)."""
+    ranged = {"Range": f"bytes={offset}-"} if offset else {}
+    req = urllib.request.Request(src, headers={"User-Agent": AGENT, **ranged})
+    host, token = (urlsplit(src).hostname or "").lower(), (os.environ if env is None else env).get(TOKEN, "").strip()
+    if token and any(host == h or host.endswith("." + h) for h in HF_HOSTS):
+        req.add_unredirected_header("Authorization", f"Bearer {token}")
+    return req
+
+
+def _open(url: str, src: str, timeout: float, offset: int = 0):
+    """The stream to read, the file's whole length in bytes (None when the server does not say) and the byte the
+    stream starts at: ``offset`` where the source continues there (a local file, an HTTP 206), else 0 (a server that
+    ignores the range, or answers 416, sends the whole file)."""
     where = url if src == url else f"{url} (from the mirror: {src})"
     if "://" not in src:                                              # a local mirror folder, or a local file
         path = Path(src).expanduser()
@@ -76,17 +96,26 @@ def _open(url: str, src: str, timeout: float):
         if not path.is_file():
             raise DownloadError(f"{where}: not found (404): the mirror {os.environ.get(MIRROR)} has no "
                                 f"{path.name}; put the file there or unset {MIRROR}")
-        return open(path, "rb"), path.stat().st_size
+        size = path.stat().st_size
+        stream = open(path, "rb")
+        stream.seek(offset if offset < size else 0)
+        return stream, size, stream.tell()
     try:
-        resp = urllib.request.urlopen(urllib.request.Request(src, headers={"User-Agent": AGENT}), timeout=timeout)
+        resp = urllib.request.urlopen(request(src, offset), timeout=timeout)
     except urllib.error.HTTPError as err:
+        if err.code == 416 and offset:                                # the part is not a prefix it can continue
+            return _open(url, src, timeout, 0)
         code = err.headers.get("x-ms-error-code") if err.headers else None
         raise DownloadError(f"{where}: HTTP {err.code} {code or err.reason}") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
         reason = getattr(err, "reason", err)
         raise DownloadError(f"{where}: cannot be read ({reason}); check the address and the network") from None
     length = resp.headers.get("Content-Length") if resp.headers else None
-    return resp, int(length) if length and length.isdigit() else None
+    length = int(length) if length and length.isdigit() else None
+    whole = (resp.headers.get("Content-Range") or "").rpartition("/")[2] if resp.status == 206 else ""
+    if resp.status == 206 and offset:
+        return resp, int(whole) if whole.isdigit() else (offset + length if length is not None else None), offset
+    return resp, length, 0
 
 
 def _progress(name: str, done: int, total: int | None, seconds: float) -> str:
@@ -97,19 +126,28 @@ def _progress(name: str, done: int, total: int | None, seconds: float) -> str:
 def fetch(url: str, dest: str | os.PathLike, every: float = EVERY_S, timeout: float = TIMEOUT_S,
           mirror: bool = True) -> tuple[int, str]:
     """Download ``url`` to ``dest`` (see the module's docstring); returns the file's size and SHA-256. ``mirror``:
-    ``THESIS_MIRROR`` applies (else ``url`` itself is read: a URL, or a local file's path)."""
+    ``THESIS_MIRROR`` applies (else ``url`` itself is read: a URL, or a local file's path). A transfer cut off
+    leaves ``<dest>.part`` (and ``<dest>.part.from``, its source); the next fetch of ``dest`` from the same source
+    asks only for the rest (``Range: bytes=N-``), and starts afresh where the server sends the whole file."""
     dest = Path(dest)
     if dest.is_file():
         return dest.stat().st_size, file_sha256(dest)
     src = source(url) if mirror else url
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    h, done = hashlib.sha256(), 0
+    part, origin = dest.with_name(dest.name + ".part"), dest.with_name(dest.name + ".part.from")
+    h, done, start = hashlib.sha256(), 0, time.monotonic()
     try:
-        stream, total = _open(url, src, timeout)
-        say(f"fetch {url}" + (f" (from {src})" if src != url else "") + f" -> {dest}")
-        start = last = time.monotonic()
-        with stream, open(part, "wb") as out:
+        ours = part.is_file() and origin.is_file() and origin.read_text() == src    # not another link's part
+        stream, total, done = _open(url, src, timeout, part.stat().st_size if ours else 0)
+        origin.write_text(src)
+        say(f"fetch {url}" + (f" (from {src})" if src != url else "") + f" -> {dest}"
+            + (f", continuing at byte {done:,}" if done else ""))
+        if done:
+            with open(part, "rb") as kept:
+                while block := kept.read(CHUNK):
+                    h.update(block)
+        last = time.monotonic()
+        with stream, open(part, "ab" if done else "wb") as out:
             while block := stream.read(CHUNK):
                 out.write(block)
                 h.update(block)
@@ -118,12 +156,14 @@ def fetch(url: str, dest: str | os.PathLike, every: float = EVERY_S, timeout: fl
                     last = time.monotonic()
                     say(_progress(dest.name, done, total, last - start))
         if total is not None and done != total:
-            raise DownloadError(f"{url}: cut off after {done:,} of {total:,} bytes; run again to fetch it anew")
+            raise DownloadError(f"{url}: cut off after {done:,} of {total:,} bytes; run again to continue it")
         os.replace(part, dest)
     except (OSError, http.client.HTTPException) as err:      # the connection dropped mid-transfer, a full disk
-        raise DownloadError(f"{url}: the transfer failed after {done:,} bytes ({err}); run again to fetch it "
-                            "anew") from None
+        raise DownloadError(f"{url}: the transfer failed after {done:,} bytes ({err}); run again to continue "
+                            "it") from None
     finally:
-        part.unlink(missing_ok=True)
+        if not (part.is_file() and part.stat().st_size):      # kept to be continued: a part that holds bytes
+            part.unlink(missing_ok=True)
+            origin.unlink(missing_ok=True)
     say(_progress(dest.name, done, total, time.monotonic() - start) + " (done)")
     return done, h.hexdigest()

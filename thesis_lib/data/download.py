@@ -1,7 +1,7 @@
 """Download the real data sets into one data root, in the layout ``data/roots.py`` reads, and count what landed.
 
     python -m thesis_lib.data.download coco DATA                  # Karpathy's splits, then the COCO 2014 images
-    python -m thesis_lib.data.download flickr30k DATA --archive flickr30k-images.tar.gz
+    python -m thesis_lib.data.download flickr30k DATA             # the hub's copy (the request form's links are dead)
     python -m thesis_lib.data.download imagenet DATA --archive ILSVRC2012_img_val.tar
     python -m thesis_lib.data.download cc3m DATA --pairs 2000000  # webdataset shards until N usable pairs
     python -m thesis_lib.data.download cc12m DATA --pairs 8000000
@@ -22,7 +22,8 @@ once: its files and their links (tried in order), its folder under DATA, the cou
   2025-11: iSEE-Laboratory/LLMDet issue 70), or without ``--archive`` the copy on the Hugging Face hub
   (``nlphuji/flickr30k``'s ``flickr30k-images.zip``, a candidate, not fetched here) → ``flickr30k/flickr30k-images/``
   (31,783 JPEGs, each one named by ``dataset_flickr30k.json``).
-* ``imagenet --archive``: ``ILSVRC2012_img_val.tar`` (image-net.org, after login) → ``imagenet/val/<wnid>/*.JPEG``,
+* ``imagenet --archive``: ``ILSVRC2012_img_val.tar`` (image-net.org, after login), or the ``val/`` folder it was
+  extracted to → ``imagenet/val/<wnid>/*.JPEG``,
   sorted by the mapping of soumith/imagenetloader.torch's ``valprep.sh``, which is parsed here (its ``mkdir -p
   <wnid>`` and ``mv <file> <wnid>/`` lines), never executed; 1,000 folders of 50 images.
 * ``cc3m`` / ``cc12m --pairs N``: the webdataset shards pixparse made with img2dataset on the Hugging Face hub,
@@ -158,7 +159,7 @@ def flickr30k(root: Path, archive: Path | None = None, source: Source = SOURCES[
     """Flickr30K's images from ``archive`` (the request form's), else from ``flickr30k-images.zip`` (``--source``,
     placed in ``DATA/downloads/``, or its link: the copy on the hub), after Karpathy's Flickr30K split file."""
     folder = root / source.folder / "flickr30k-images"
-    if archive is not None and not Path(archive).is_file():
+    if archive is not None and not Path(archive).exists():
         raise DataError(f"archive not found: {archive}; {source.note}")
     karpathy(root, source, given, wanted=("dataset_flickr30k.json",))
     archive = Path(archive) if archive is not None else obtain(root, "flickr30k-images.zip", source, given)
@@ -195,7 +196,9 @@ def parse_valprep(text: str) -> dict[str, str]:
 
 def imagenet(root: Path, archive: Path, source: Source = SOURCES["imagenet"], given: dict | None = None
              ) -> dict[str, int]:
-    if not Path(archive).is_file():
+    """ImageNet's validation images from ``archive`` (``ILSVRC2012_img_val.tar``, or the folder it was extracted to,
+    flat or already in class folders) sorted by valprep.sh's mapping into ``imagenet/val/<wnid>/``, then counted."""
+    if not Path(archive).exists():
         raise DataError(f"archive not found: {archive}; {source.note}")
     script = obtain(root, "valprep.sh", source, given, lambda p: parse_valprep(p.read_text(errors="replace")))
     mapping = parse_valprep(script.read_text())
@@ -284,8 +287,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.data.download", description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=list(SOURCES), help="the data set")
     p.add_argument("data", type=Path, help="the data root (later passed as data_root)")
-    p.add_argument("--archive", type=Path, help="imagenet: the archive you downloaded; flickr30k: the request form's "
-                                                "archive (left out: the copy on the Hugging Face hub)")
+    p.add_argument("--archive", type=Path, help="imagenet: the archive you downloaded, or the folder it was extracted "
+                                                "to (val/); flickr30k: the request form's archive (left out: the copy "
+                                                "on the Hugging Face hub)")
     p.add_argument("--pairs", type=int, help="cc3m, cc12m: stop once this many usable pairs landed")
     p.add_argument("--source", dest="sources", action="append", default=[], metavar="NAME=PATH_OR_URL",
                    help="read the file NAME (e.g. caption_datasets.zip, dataset_coco.json, train2014.zip, a shard's "

@@ -88,7 +88,13 @@ def is_jpeg(member: str) -> bool:
 
 
 def _members(archive: Path):
-    """Each regular file of a zip or tar (.gz, .bz2, .xz) archive as (name, size, stream), in archive order."""
+    """Each regular file of a zip or tar (.gz, .bz2, .xz) archive as (name, size, stream), in archive order; of a
+    folder (an archive extracted already, e.g. ImageNet's ``val/``), each file under it, by its path in it."""
+    if archive.is_dir():
+        for path in sorted(p for p in archive.rglob("*") if p.is_file()):
+            with open(path, "rb") as stream:
+                yield str(path.relative_to(archive)), path.stat().st_size, stream
+        return
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             for info in zf.infolist():
@@ -108,8 +114,9 @@ def _members(archive: Path):
 
 def extract(archive: Path, place) -> dict[str, int]:
     """Write each member of ``archive`` that ``place(member name)`` maps to a path (None: left out); a file already
-    there with the member's size is kept. Returns how many were written, kept and left out."""
-    if not archive.is_file():
+    there with the member's size is kept (a folder given as the archive: its files). Returns how many were written,
+    kept and left out."""
+    if not archive.exists():
         raise DataError(f"archive not found: {archive}")
     done, last = {"written": 0, "kept": 0, "left out": 0}, time.monotonic()
     try:

@@ -5,9 +5,11 @@ folder as a run would and write its lock file.
 
 Files already in CKPT are not downloaded again. Each file that lands is checked with ``models.check``
 (``check_file``: which release a model file is, the published SHA-256 of OpenAI's GPT-2 BPE files); a wrong file
-stops the download with the reason (it is kept, for a look; delete it to fetch it again). When every file is there,
-the full ``check_folder`` runs and ``CKPT/checkpoints.lock.json`` is written (``models/lock.py``), with the URL each
-file came from. ``THESIS_MIRROR`` reads every file from a mirror folder instead (``thesis_lib/fetch.py``).
+stops the download with the reason, and is moved aside to ``<name>.refused`` (kept for a look, never under the name a
+run loads; the next run fetches it again). When every file is there, the full ``check_folder`` runs (a file the
+thesis preset's loaders refuse, fetched now, is moved aside likewise) and ``CKPT/checkpoints.lock.json`` is written
+(``models/lock.py``), with the URL each file came from. ``THESIS_MIRROR`` reads every file from a mirror folder
+instead (``thesis_lib/fetch.py``).
 
 Where the files come from (``URLS``, the one place they are declared; each file's links are tried in order):
 
@@ -23,6 +25,7 @@ Where the files come from (``URLS``, the one place they are declared; each file'
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -58,6 +61,18 @@ def fetch_first(links: tuple[str, ...], dest: Path) -> tuple[str, str]:
     raise DownloadError(f"{dest.name}: no link answered: " + " | ".join(failures))
 
 
+LOADED_BY = {"(thesis loader: encoders)": (THESIS_FILES["image"], THESIS_FILES["text"]),   # check_folder's rows
+             "(thesis loader: teacher)": (THESIS_FILES["teacher"],), "(thesis loader: tokenizer)": TOKENIZER_FILES}
+
+
+def refuse(path: Path) -> Path:
+    """A file downloaded now that failed its check, moved beside it as ``<name>.refused``: kept for a look, never
+    under the name a run loads; where it went."""
+    aside = path.with_name(path.name + ".refused")
+    os.replace(path, aside)
+    return aside
+
+
 def download_checkpoints(folder: Path, urls: dict = URLS, require: dict = KNOWN_SHA256,
                          overrides: dict | None = None) -> list:
     """Fetch every file of ``urls`` missing from ``folder``, check each as it lands (``require``: the SHA-256 a file
@@ -74,11 +89,15 @@ def download_checkpoints(folder: Path, urls: dict = URLS, require: dict = KNOWN_
             came_from[name], sha = fetch_first(links, path)
         row = checked[name] = check_file(name, path, require, sha)
         if row.problem:
+            kept = f"refused: moved to {refuse(path)}" if name in came_from else "delete the file to fetch it again"
             raise CheckpointError(f"{path}: {row.problem} (came from {came_from.get(name, 'an earlier download')}; "
-                                  "delete the file to fetch it again)")
+                                  f"{kept})")
         say(f"{name}: {row.size / 2 ** 20:,.1f} MiB, {row.release or 'present'}")
     had_lock = read_lock(folder) is not None
     rows = check_folder(folder, overrides, checked=checked)
+    for row in (r for r in rows if r.problem):
+        aside = [str(refuse(folder / n)) for n in LOADED_BY.get(row.name, (row.name,)) if n in came_from]
+        row.problem += f" (refused, downloaded now: moved to {', '.join(aside)})" if aside else ""
     if not had_lock and not any(r.problem for r in rows):
         write_lock(folder, rows, came_from)
     return rows
