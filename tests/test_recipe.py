@@ -312,7 +312,7 @@ def test_the_quick_start_runs_in_order_on_local_fixtures(tmp_path, monkeypatch, 
     counts = download_mirror(tmp_path / "mirror", work)
     monkeypatch.setenv("THESIS_MIRROR", str(tmp_path / "mirror"))
     monkeypatch.setenv("THESIS_DATA", str(shared / "cache"))
-    monkeypatch.chdir(work)                                   # the two archives a user brings lie here
+    monkeypatch.chdir(work)                                   # the archive a user brings lies here
     tiny = {"coco": {"train2014": counts["train2014"], "val2014": counts["val2014"]},
             "flickr30k": {"flickr30k-images": counts["flickr30k-images"]},
             "imagenet": {"classes": counts["classes"], "per_class": counts["per_class"]},
@@ -617,6 +617,34 @@ def test_the_slurm_script_names_each_run_once_requeues_appends_and_goes_on_past_
     assert "submit: sbatch refused tte-baseline-1 (exit 1)" in done.stderr and "QOSMaxSubmit" in done.stderr
     assert f"submit: 1 of {len(names)} jobs refused" in done.stderr
     assert all(r.startswith("1 0 ") for r in rec)             # the jobs' logs: unbuffered, no progress bars
+
+
+STAGE_FAKES = {"python": 'case "$*" in *"recipe mix"*) echo "coco,wds:$4/cc3m/shards.txt@5";; esac',
+               "rsync": 'echo "rsync $*" >> "$REC"', "sbatch": 'printf "%s\\0" "$@" >> "$REC.args"'}
+
+
+@pytest.mark.parametrize("layout", ["slurm", "8gpu"])
+def test_with_stage_set_each_job_copies_data_to_the_node_and_trains_from_the_copy(layout, tmp_path):
+    """$STAGE, given once: the SLURM jobs (each --wrap) or the node's script first rsync DATA's sets (not downloads/)
+    to $STAGE/data, then train with DATA and MIX there; MIX names the same sets and @N, so the runs are the same."""
+    jobs = [job for _, job in recipe.planned_jobs()][:2]
+    with mock.patch.dict(FAKES, STAGE_FAKES):
+        done, rec = run_script("export STAGE=/local/me\n" + recipe.commands(layout, jobs=jobs), tmp_path, "none")
+    assert done.returncode == 0, done.stderr
+    if layout == "8gpu":
+        assert rec[0] == "rsync -a --exclude downloads/ /data/ /local/me/data/" and len(rec) == 3
+        assert all("--data-root /local/me/data " in r and "data.train_sets=coco,wds:/local/me/data/cc3m/" in r
+                   for r in rec[1:])
+        return
+    args = (tmp_path / "rec.args").read_text().split("\0")[:-1]
+    wraps = [shlex.split(args[i + 1]) for i, a in enumerate(args) if a == "--wrap"]
+    assert len(wraps) == 2
+    for wrap in wraps:
+        srun = wrap.index("srun")
+        assert wrap[:srun] == ["rsync", "-a", "--exclude", "downloads/", "/data/", "/local/me/data/", "&&", "python",
+                               "-m", "thesis_lib.data.shard_index", "coco,wds:/local/me/data/cc3m/shards.txt@5", "&&"]
+        assert wrap[wrap.index("--data-root") + 1] == "/local/me/data"
+        assert "data.train_sets=coco,wds:/local/me/data/cc3m/shards.txt@5" in wrap
 
 
 def test_a_lane_goes_on_past_a_failed_run_and_the_script_fails_naming_it(tmp_path):

@@ -130,6 +130,36 @@ def decode_rates() -> dict:
 
 
 SHARDS_GB = 260    # the hub's shards of the mixture's CC3M + CC12M pairs: ≈ 140 + ≈ 120 GB (docs/full_scale.md, Disk)
+SHARD_SETS = {"cc3m": (576, 2_905_954), "cc12m": (2_176, 10_968_539)}   # the hub's shards, samples (data/sources.py)
+FLICKR30K_GB, INDEX_GB = 4, 0.4     # Flickr30K's images extracted; THESIS_DATA/shard-index (≈ 150 B × 2.7 M samples)
+FILES_PER_RUN = 6    # inodes a run leaves: result JSON, its lock, its folder, checkpoint.pt, metrics.jsonl, its log
+
+
+def shards(name: str) -> int:
+    """Shards of the hub's set ``name`` the mixture's subset takes (at the set's mean samples per shard)."""
+    count, samples = SHARD_SETS[name]
+    return math.ceil(next(n for s, n, _, _ in MIXTURE if s == name) / (samples / count))
+
+
+def checkpoint_writes(variant: str) -> tuple[int, float]:
+    """How often a run of ``variant`` writes its checkpoint (every ``train.ckpt_every`` steps) and the GB written."""
+    train = get_config("thesis", variant).train
+    writes = train.steps // train.ckpt_every
+    return writes, writes * checkpoint_gb(variant)
+
+
+def totals(variants: list[str]) -> dict:
+    """What the recipe's runs (one a variant of ``variants``) take on the shared storage: GB on disk (the data sets
+    extracted, the shards and their index, every run's checkpoint), GB of archives kept until the counts pass, inodes
+    (every image file, shard, index file, run file) and TB of checkpoints written over the runs."""
+    from thesis_lib.data.sources import SOURCES
+    coco, imagenet = SOURCES["coco"], SOURCES["imagenet"]
+    images = sum(coco.sizes.values()) / 1e9 + sum(imagenet.sizes.values()) / 1e9 + FLICKR30K_GB
+    files = (coco.expected["train2014"] + coco.expected["val2014"] + SOURCES["flickr30k"].expected["flickr30k-images"]
+             + imagenet.expected["classes"] * (imagenet.expected["per_class"] + 1) + 2 * sum(map(shards, SHARD_SETS))
+             + FILES_PER_RUN * len(variants))
+    return {"disk_gb": images + SHARDS_GB + INDEX_GB + sum(map(checkpoint_gb, variants)), "archives_gb": images,
+            "inodes": files, "writes_tb": sum(checkpoint_writes(v)[1] for v in variants) / 1e3}
 
 
 @functools.cache

@@ -341,9 +341,10 @@ SHRINK = {  # the thesis preset at the fixtures' width; everything else (loaders
 
 def download_mirror(mirror: Path, work: Path, shards: int = 3, per_shard: int = 4) -> dict:
     """A mirror folder of what the downloads fetch (``THESIS_MIRROR``: every link read by its file name), in
-    miniature: the six checkpoint files, COCO's two zips and Karpathy's ``caption_datasets.zip``, ``valprep.sh`` for 2
-    classes, and ``shards`` pixparse-named shards of CC3M and of CC12M; the two archives a user brings
-    (Flickr30K's, ImageNet's validation tar) are written to ``work``. Returns the counts each set must reach."""
+    miniature: the six checkpoint files, COCO's two zips and Karpathy's ``caption_datasets.zip``, the hub's
+    ``flickr30k-images.zip``, ``valprep.sh`` for 2 classes, and ``shards`` pixparse-named shards of CC3M and of CC12M;
+    the archive a user brings (ImageNet's validation tar) is written to ``work``. Returns the counts each set must
+    reach."""
     import zipfile
     mirror.mkdir(parents=True, exist_ok=True)
     checkpoint_folder(mirror)
@@ -360,9 +361,9 @@ def download_mirror(mirror: Path, work: Path, shards: int = 3, per_shard: int = 
         z.writestr("dataset_flickr30k.json", (flickr / "dataset_flickr30k.json").read_bytes())
     images = sorted((flickr / "flickr30k-images").iterdir())
     counts["flickr30k-images"] = len(images)
-    with tarfile.open(work / "flickr30k-images.tar.gz", "w:gz") as tar:
+    with zipfile.ZipFile(mirror / "flickr30k-images.zip", "w") as z:          # the hub's copy
         for f in images:
-            tar.add(f, arcname=f"flickr30k-images/{f.name}")
+            z.writestr(f"flickr30k-images/{f.name}", f.read_bytes())
     wnids = ("n01440764", "n01443537")
     (mirror / "valprep.sh").write_text("".join(f"mkdir -p {w}\n" for w in wnids) + "".join(
         f"mv ILSVRC2012_val_{k:08d}.JPEG {wnids[k % 2]}/\n" for k in range(1, 5)))

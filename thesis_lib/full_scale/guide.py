@@ -36,6 +36,12 @@ def _largest_checkpoint() -> tuple[float, str]:
     return max((cost.checkpoint_gb(job["variant"]), job["variant"]) for _, job in recipe.planned_jobs())
 
 
+def _totals(most: bool = False) -> dict:
+    """``cost.totals`` of the recipe's runs: without notebook 02's later looks, or with all of them (``most``)."""
+    seeds = recipe.sequential.TABLE1_PRIMARY.looks[-1] if most else None
+    return cost.totals([job["variant"] for _, job in recipe.planned_jobs(seeds)])
+
+
 FIGURES = {   # key → the text the documents quote, computed when asked
     "run_table": recipe.table,
     "days_table": lambda: f"```\n{recipe.days_table()}\n```",    # as the command prints it
@@ -50,6 +56,15 @@ FIGURES = {   # key → the text the documents quote, computed when asked
     "checkpoint.gb_largest": lambda: f"{_largest_checkpoint()[0]:.2f}",
     "checkpoint.largest": lambda: f"`{_largest_checkpoint()[1]}`",
     "shards_gb": lambda: f"{cost.SHARDS_GB}",
+    "runs": lambda: f"{len(recipe.planned_jobs())}",
+    "checkpoint.writes": lambda: f"{cost.checkpoint_writes('baseline')[0]}",
+    "checkpoint.writes_gb": lambda: f"{cost.checkpoint_writes('baseline')[1]:.0f}",
+    "totals.disk_gb": lambda: f"{_totals()['disk_gb']:,.0f}",
+    "totals.disk_gb_most": lambda: f"{_totals(most=True)['disk_gb']:,.0f}",
+    "totals.archives_gb": lambda: f"{_totals()['archives_gb']:,.0f}",
+    "totals.inodes": lambda: f"{_totals()['inodes'] / 1e3:,.0f}k",
+    "totals.writes_tb": lambda: f"{_totals()['writes_tb']:,.1f}",
+    "totals.writes_tb_most": lambda: f"{_totals(most=True)['writes_tb']:,.1f}",
 }
 
 

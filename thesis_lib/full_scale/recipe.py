@@ -167,6 +167,23 @@ SLURM_HOURS = 12        # --time: 2.5 h per run at the GPU's goal; the data path
 SLURM_GPUS = 2          # GPUs (and tasks) of one run's SLURM job, on one node
 SIGNAL_S = 600          # --signal=USR1@600: warned 10 min before --time, a run checkpoints and requeues itself
 BATCH_ENV = "export PYTHONUNBUFFERED=1 THESIS_PROGRESS=0"     # batch logs: unbuffered, no progress bars
+STAGED = "$STAGE/data"  # where $STAGE (a node-local folder, given once) is set: the copy of DATA the runs read
+
+
+def staging(layout: str) -> str:
+    """The script's line that stages the data where ``$STAGE`` is set, and does nothing where it is not: DATA's sets
+    (COCO's pictures, the shards, the evaluation sets; not downloads/) copied by rsync to ``STAGED`` on the node that
+    trains (a file already there with the source's size and time is skipped), the copies' shard index, then DATA and
+    MIX pointed at the copy (``mix``: the same sets and @N, so the same runs as from DATA: ``results.mixture_entry``).
+    1gpu and 8gpu scripts run on the node and stage at once; the SLURM script runs on the login node, so there each
+    job's --wrap starts with the copy (``$stage``)."""
+    mix_there = f'MIX=$(python -m thesis_lib.full_scale.recipe mix "{STAGED}")'
+    if layout != "slurm":
+        return (f'if [ -n "${{STAGE:-}}" ]; then rsync -a --exclude downloads/ "$DATA/" "{STAGED}/"; {mix_there}; '
+                f'DATA="{STAGED}"; python -m thesis_lib.data.shard_index "$MIX"; fi   # $STAGE: a node-local copy')
+    copy = f"rsync -a --exclude downloads/ '$DATA/' '{STAGED}/' && python -m thesis_lib.data.shard_index '$MIX' && "
+    return (f'stage=""; if [ -n "${{STAGE:-}}" ]; then {mix_there}; stage="{copy}"; DATA="{STAGED}"; fi'
+            '   # $STAGE: each job copies DATA to its node first')
 
 
 def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
@@ -182,18 +199,18 @@ def sbatch(job: dict, cores_per_gpu: int, device: str = "cuda") -> str:
             f"--partition=\"$PARTITION\" --account=\"$ACCOUNT\" "
             f"--nodes=1 --ntasks={SLURM_GPUS} --gpus-per-node={SLURM_GPUS} --cpus-per-task={cores_per_gpu} "
             f"--mem={SLURM_GPUS * MEM_PER_GPU_GB}G --time={SLURM_HOURS}:00:00 --output=\"$OUT/slurm/%x.out\" "
-            f"--open-mode=append --wrap \"srun --kill-on-bad-exit=1 --cpus-per-task={cores_per_gpu} python "
+            f"--open-mode=append --wrap \"${{stage}}srun --kill-on-bad-exit=1 --cpus-per-task={cores_per_gpu} python "
             + " ".join(cli_args(job, SLURM_GPUS, lambda v: f"'{v}'", cores_per_gpu, device))
             + '"')
 
 
 def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_GPU,
              jobs: list[dict] | None = None, device: str = "cuda", which: str = "") -> str:
-    """A bash script training every run of the recipe once on ``layout`` (``LAYOUTS``); DATA, CKPT, OUT and MIX
-    (and for SLURM PARTITION and ACCOUNT) come from the environment. ``jobs`` and ``device``: other runs than the
-    recipe's, elsewhere (the rehearsal's, in miniature); ``which``: what the header says of them. The 8-GPU and SLURM
-    scripts export ``BATCH_ENV`` (sbatch passes the environment on); a refused sbatch, or a failed run of a lane, is
-    named on stderr, the others go on, and the script exits 1 at its end."""
+    """A bash script training every run of the recipe once on ``layout`` (``LAYOUTS``); DATA, CKPT, OUT and MIX (and for
+    SLURM PARTITION and ACCOUNT; STAGE where set: ``staging``) come from the environment. ``jobs`` and ``device``: other
+    runs than the recipe's, elsewhere (the rehearsal's, in miniature); ``which``: what the header says of them. The
+    8-GPU and SLURM scripts export ``BATCH_ENV`` (sbatch passes the environment on); a refused sbatch, or a failed run
+    of a lane, is named on stderr, the others go on, and the script exits 1 at its end."""
     if cores_per_gpu < 1:
         raise ValueError(f"cores_per_gpu must be at least 1, got {cores_per_gpu}")
     jobs = jobs if jobs is not None else [job for _, job in planned_jobs(table1_seeds)]
@@ -204,6 +221,7 @@ def commands(layout: str, table1_seeds: int | None = None, cores_per_gpu: int = 
             + f": {len(jobs)} runs{which}",
             f"set -eu; : {need}" + ("" if layout == "1gpu" else f"; {BATCH_ENV}") + "   # docs/full_scale.md",
             'python -m thesis_lib.data.shard_index "$MIX"   # the shard index, once, before any run reads it']
+    head.append(staging(layout))
     if layout == "1gpu":
         return "\n".join(head + ["python " + " ".join(cli_args(j, 1, cores_per_gpu=cores_per_gpu, device=device))
                                  for j in jobs]) + "\n"
