@@ -41,6 +41,15 @@ class ResultConflictError(ThesisError):
     """A result or run directory that belongs to another config, or is locked by another process."""
 
 
+class MissingRunsError(ThesisError):
+    """Runs a notebook reads with train=False (collect only) that have no result; ``jobs``: their ``run_experiment``
+    arguments."""
+
+    def __init__(self, message: str, jobs: list[dict] = ()):
+        super().__init__(message)
+        self.jobs = list(jobs)
+
+
 class NonFiniteLossError(ThesisError):
     """Training produced a NaN/Inf loss; the last good checkpoint is kept."""
 

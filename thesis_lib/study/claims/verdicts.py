@@ -155,17 +155,28 @@ def run_sequential(params) -> dict:
     """Train the claim's arms block by block, seeds 0 … n − 1 for each look n of Table 1's sequential design at this
     scale (``design.looks_for``), and stop at the first look whose verdict is not undecided (or at the cap); finished
     runs are reused. Prints one line per look to the terminal, not into the notebook (``runs.Log.terminal``); returns
-    the last look's seeds and verdict."""
+    the last look's seeds and verdict. With ``params.train`` False a later look whose runs are missing is not taken:
+    the next block's runs and the command that trains them are printed, and the verdict so far is returned."""
+    from thesis_lib.errors import MissingRunsError
+    from ..runs import missing_runs
     design = sequential.TABLE1_PRIMARY
     claim = sequential_claim(design)
     for k, n in enumerate(design.looks_for(params.preset)):
-        run_grid(dataclasses.replace(params, seeds=tuple(range(n))), claim.arms_variants)
+        try:
+            run_grid(dataclasses.replace(params, seeds=tuple(range(n))), claim.arms_variants)
+        except MissingRunsError as missing:
+            if k == 0:                            # no verdict yet: the notebook stops, as at any missing run
+                raise
+            print(f"{claim.text}: look {k + 1} ({n} seeds) is not taken, its runs are not trained; the design stops "
+                  f"at look {k}.\n{missing_runs(params, missing.jobs, table1_seeds=n)}")
+            break
         df = results_frame(params, grids.CLAIMED, seeds={*range(n), *params.seeds})
         row = next(r for r in primary_rows(df) if r["claim"] == claim)
         Log.terminal(f"{claim.text}: look {k + 1} of {len(design.looks)} ({n} seeds): {row['words']}")
+        look = {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
         if row["verdict"] != "undecided":
             break
-    return {"seeds": n, "verdict": row["verdict"], "looks": k + 1}
+    return look
 
 
 def _gamma_row(sub: pd.DataFrame) -> dict:

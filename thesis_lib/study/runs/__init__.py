@@ -21,7 +21,7 @@ from thesis_lib.config import PRESET_SPECS, PRESETS, get_config
 from thesis_lib.config_checks import location_overrides
 from thesis_lib.data.lifetime import die_with_parent
 from thesis_lib.data.throughput import usable_cores
-from thesis_lib.errors import ConfigError
+from thesis_lib.errors import ConfigError, MissingRunsError
 from thesis_lib.paths import figures_dir, results_dir, show_progress
 from thesis_lib.training.results import RunPaths, existing_result
 from thesis_lib.training.run import resolve_device, run_config, run_experiment
@@ -38,6 +38,7 @@ class StudyParams:
     checkpoints: str | None
     reuse: bool
     extra: tuple = ()        # further config overrides as (dotted field, value) pairs
+    train: bool = True       # False: collect stored runs only (a batch job); a missing run stops (``collected``)
 
     @property
     def results_root(self) -> Path:
@@ -69,6 +70,8 @@ class Parameters(NamedTuple):
     output_dir: str | None = None   # None: the repository's results/ and figures/
     reuse: bool = True              # reuse finished runs of the same config (False: retrain and replace them)
     overrides: dict | None = None   # config fields to change, e.g. {"train.steps": 600} (thesis_lib/config.py)
+    train: bool = True              # False (a batch job collecting the recipe's runs): a missing run stops the
+                                    # notebook before anything trains, naming the runs and the command that trains them
 
 
 def seeds_of(notebook: str) -> tuple:
@@ -82,7 +85,7 @@ def defaults(notebook: str) -> Parameters:
 
 
 def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_root=None, checkpoints=None,
-                 reuse=True, need_data: bool = True, overrides: dict | None = None) -> StudyParams:
+                 reuse=True, need_data: bool = True, overrides: dict | None = None, train=True) -> StudyParams:
     """Validate the notebook parameters (papermill passes ``-p`` values as YAML: wrong types arrive as strings).
     ``need_data=False``: a notebook that trains nothing (00) runs at the thesis scale without data or weights."""
     if preset not in PRESETS:
@@ -99,8 +102,11 @@ def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_
     if not isinstance(seeds, (list, tuple)) or not seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         raise ConfigError(f"parameter seeds must be a non-empty list of non-negative integers, got {seeds!r}")
-    if not isinstance(reuse, bool):
-        raise ConfigError(f"parameter reuse must be True or False, got {reuse!r}")
+    for name, value in (("reuse", reuse), ("train", train)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"parameter {name} must be True or False, got {value!r}")
+    if not (train or reuse):
+        raise ConfigError("parameters train=False and reuse=False contradict: retraining is training")
     resolve_device(device)                                   # DeviceError when the device does not exist
     if need_data and PRESET_SPECS[preset].real_data and not (data_root and checkpoints):
         raise ConfigError(f"preset {preset!r} needs data_root (coco/, flickr30k/, imagenet/val/) and checkpoints "
@@ -110,14 +116,14 @@ def study_params(preset="demo", seeds=None, device="cpu", output_dir=None, data_
                           f"got {overrides!r}")
     get_config(preset, overrides=overrides or {})           # unknown fields and wrong types fail here, early
     return StudyParams(preset, tuple(seeds), device, output_dir, data_root, checkpoints, reuse,
-                       tuple(sorted((overrides or {}).items())))
+                       tuple(sorted((overrides or {}).items())), train)
 
 
 def start(preset="demo", seeds=None, device="cpu", output_dir=None, data_root=None, checkpoints=None, reuse=True,
-          overrides: dict | None = None, need_data: bool = True) -> StudyParams:
+          overrides: dict | None = None, need_data: bool = True, train: bool = True) -> StudyParams:
     """A notebook's first step: its parameters cell checked (``study_params``) and torch's generator seeded with the
     first seed (for what the notebook itself draws; every run seeds its own)."""
-    params = study_params(preset, seeds, device, output_dir, data_root, checkpoints, reuse, need_data, overrides)
+    params = study_params(preset, seeds, device, output_dir, data_root, checkpoints, reuse, need_data, overrides, train)
     torch.manual_seed(params.seeds[0])
     return params
 
@@ -131,8 +137,47 @@ def expects_learning(result: dict) -> bool:
 
 
 def run_grid(params: StudyParams, variants) -> list[dict]:
-    """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest."""
-    return run_many(grid_jobs(params, variants))
+    """Every (variant, seed): reuse a finished result of the same config, resume an unfinished one, train the rest
+    (``params.train`` False: ``collected``)."""
+    return run_or_collect(params, grid_jobs(params, variants))
+
+
+def run_or_collect(params: StudyParams, jobs: list[dict]) -> list[dict]:
+    """``run_many(jobs)``, or with ``params.train`` False their stored results (``collected``)."""
+    return run_many(jobs) if params.train else collected(params, jobs)
+
+
+def collected(params: StudyParams, jobs: list[dict]) -> list[dict]:
+    """The stored result of every job, as ``run_many`` would reuse it; a job without one raises ``MissingRunsError``
+    before anything is prepared, trained or written: a batch job that collects what the recipe trained (a GPU held
+    for hours, docs/full_scale.md) must not start training in a notebook, one run after another."""
+    results = [finished_result(job) for job in jobs]
+    missing = [job for job, r in zip(jobs, results) if r is None]
+    if missing:
+        raise MissingRunsError(missing_runs(params, missing), missing)
+    return results
+
+
+def missing_runs(params: StudyParams, jobs: list[dict], table1_seeds: int | None = None) -> str:
+    """What a notebook with train=False says of the runs it does not find: each one's variant, seed and result file,
+    and how to train them (``how_to_train``)."""
+    where = [RunPaths(results_dir(j["out_dir"]), j["preset"], j["variant"], j["seed"]).result for j in jobs]
+    runs = "".join(f"\n  {j['variant']} seed {j['seed']}: {path}" for j, path in zip(jobs, where))
+    return (f"train=False: {len(jobs)} run(s) this notebook reads have no result; nothing was trained:{runs}\n"
+            + how_to_train(params, table1_seeds))
+
+
+def how_to_train(params: StudyParams, table1_seeds: int | None = None) -> str:
+    """The command that trains the missing runs: on the real data, the recipe's script of the runs it finds missing
+    (docs/full_scale.md; ``table1_seeds``: notebook 02's sequential looks up to that many seeds); else the notebook
+    with train=True, which trains only what it does not find, or, into the repository's results, the make target."""
+    if not PRESET_SPECS[params.preset].real_data:
+        make = "" if params.output_dir else f", or every notebook with `make reproduce PRESET={params.preset}`"
+        return f"Train them by running the notebook with train=True (it trains only the missing runs){make}."
+    seeds = f" --table1-seeds {table1_seeds}" if table1_seeds else ""
+    return (f"Train them: `python -m thesis_lib.full_scale.recipe commands --layout <1gpu|8gpu|slurm>{seeds} "
+            f"--missing-only --out {params.output_dir or '$OUT'} > train.bash`, then `bash train.bash` "
+            "(docs/full_scale.md); then run the notebook again.")
 
 
 def grid_jobs(params: StudyParams, variants) -> list[dict]:
@@ -294,7 +339,7 @@ def _minutes(seconds: float) -> str:
 def run_random_init(params: StudyParams) -> list[dict]:
     """The baseline on the same budget from randomly initialised encoders; the teacher stays the pretrained one.
     Stored apart, under ``results/_ablations/random-init/``."""
-    return run_many(ablation_jobs(params, "random-init", random_init_overrides(params)))
+    return run_or_collect(params, ablation_jobs(params, "random-init", random_init_overrides(params)))
 
 
 def random_init_overrides(params: StudyParams) -> dict:
@@ -313,7 +358,7 @@ decay on the type vectors, text positions and image CLS."""
 def run_thesis_regularisation(params: StudyParams) -> list[dict]:
     """The baseline with the thesis's regularisation (``THESIS_REGULARISATION``), paired by seed with ours: the
     measured cost of a deliberate difference. Stored under ``results/_ablations/thesis-regularisation/``."""
-    return run_many(ablation_jobs(params, "thesis-regularisation", THESIS_REGULARISATION))
+    return run_or_collect(params, ablation_jobs(params, "thesis-regularisation", THESIS_REGULARISATION))
 
 
 ABLATIONS = ("random-init", "thesis-regularisation")   # results/_ablations/<name>/results/<preset>/

@@ -8,7 +8,7 @@ import json
 
 from thesis_lib.metrics import COCO_MEAN, FLICKR_MEAN, IMAGENET_TOP1
 from thesis_lib.training.results import RunPaths
-from . import Log, grid_jobs, run_grid, run_many
+from . import Log, grid_jobs, run_grid, run_or_collect
 
 
 def store(params, design):
@@ -37,7 +37,7 @@ def run_design(params, design, block: int | None = None) -> list[dict]:
         return []
     if design.shared:                             # the study's own runs: reused where they exist (at the demo: all)
         run_grid(dataclasses.replace(params, seeds=design.seeds_for(params.preset)), design.shared)
-    return run_many(design_jobs(params, design, block))
+    return run_or_collect(params, design_jobs(params, design, block))
 
 
 def design_params(params, design, own: bool = True):
