@@ -575,7 +575,7 @@ def test_figures_cli_with_some_variants_names_the_missing_runs_and_writes_no_emp
     out, err = capsys.readouterr()
     notes = dict(line.removeprefix("skipped ").split(": ", 1) for line in err.splitlines()
                  if line.startswith("skipped"))
-    drawn = {"00_patch_grid", "00_positional_similarity", "00_pre_vs_post_ln", "01_baseline_curves",
+    drawn = {"00_patch_grid", "00_positional_similarity", "00_world_strip", "00_pre_vs_post_ln", "01_baseline_curves",
              "02_table1_forest", "02_table1_bars", "03_table2_forest", "headline"}
     assert set(notes) == set(figures.FIGURES) - drawn, err
     assert notes["04_dose_forest"] == (
