@@ -75,8 +75,8 @@ def test_a_mixture_is_the_same_run_wherever_its_shards_lie_and_another_with_anot
     """A staged or respelled MIX resumes a checkpoint and reuses a result; another set or another @N does not."""
     from thesis_lib.training.results import resume_differences
     assert fields_with(role="mixture") == ("data.train_sets",)
-    shared = "coco,wds:/shared/data/cc3m/shards.txt@1516133,wds:/shared/data/cc12m/shards.txt@1181988"
-    staged = "coco,wds:/tmp/job-17/cc3m/shards.txt@1516133,wds:/local/scratch/./cc12m/{00000..00234}.tar@1181988"
+    shared = "coco,wds:shared/data/cc3m/shards.txt@1516133,wds:shared/data/cc12m/shards.txt@1181988"
+    staged = "coco,wds:stage/job-17/cc3m/shards.txt@1516133,wds:scratch/./cc12m/{00000..00234}.tar@1181988"
     cfg = get_config("smoke")
 
     def runs(a: str, b: str) -> list[str]:

@@ -32,9 +32,8 @@ def knob(default, *, rule: Rule | None = None, role: str = "science", pretrainin
 
     * ``rule``: the range its value must lie in (``config_checks``), checked on every resolved config;
     * ``role``: "science" (part of what a run computes), "operational" (how a run is executed or logged: a result
-      computed with another value is the same result), "path" (where files lie on this machine: left out of a
-      result's identity), "source" (a part's weights: compared by file name, not by folder) or "mixture" (training
-      sets: compared by what they hold, each set's name and ``@N``, not by the folder their files lie in);
+      computed with another value is the same result), "path" (where files lie: not part of a result's identity),
+      "source" (weights: compared by file name) or "mixture" (training sets: by each set's name and ``@N``);
     * ``pretraining``: whether the demo's pretrained stand-ins depend on it (their folder is named by the fields
       that say so: ``models.sources.demo_key``); every scalar field of ``ModelConfig`` and ``DataConfig`` says;
     * ``absent``: for a field added after results were stored, how a stored config without it is read: the value
