@@ -2,10 +2,12 @@
 family, margin, the long schedule's length, where their runs go; and a smoke run of each
 through the study's functions."""
 import dataclasses
+import json
 
 import pytest
 
 from thesis_lib import get_config
+from thesis_lib.paths import ROOT
 from thesis_lib.training.results import RunPaths
 from thesis_lib.study.claims import designs
 from thesis_lib.study import reference, runs
@@ -219,3 +221,31 @@ def test_the_width_ladders_width_96_is_the_demos_config_and_wider_models_keep_th
     pilots = {d.name: d for d in designs.WIDTH_PILOTS.values()}
     assert set(pilots) <= set(designs.DESIGNS) and pilots["width-96-pilot"].seeds == (4,)
     assert all(designs.has_curves(d) and d.variants == designs.BUDGET for d in pilots.values())
+
+
+def test_the_width_ladder_is_declared_on_fresh_seeds_with_each_widths_margin_from_its_pilot():
+    """Widths 192 and 384, n 16 on seeds no design used before, blocks of four; one Holm family over the two widths'
+    primary claims; each width's margin is the thesis's relative effect times its own pilot's baseline, and a width
+    whose pilot is not recorded refuses to start."""
+    from thesis_lib.errors import ThesisError
+    from thesis_lib.metrics import PRIMARY
+    from thesis_lib.study import reference
+    from thesis_lib.study.claims import sequential
+    ladder = designs.WIDTH_LADDER
+    assert set(ladder) == set(designs.LADDER_WIDTHS) == {192, 384}
+    used = set(range(max(d.looks[-1] for d in sequential.DESIGNS.values())))
+    for d in designs.DESIGNS.values():
+        if d not in ladder.values():
+            used |= set(d.seeds) | set(d.smoke_seeds)
+    for width, d in ladder.items():
+        assert len(d.seeds) == 16 and not set(d.seeds) & used
+        assert sum(d.blocks, ()) == d.seeds and all(len(b) == 4 for b in d.blocks)
+        assert d.variants == designs.BUDGET and dict(d.overrides) == dict(designs.width_overrides(width))
+        assert [c.family for c in d.claims] == [designs.LADDER_FAMILY]
+    assert designs.margin(ladder[192]) == pytest.approx(
+        reference.sesoi(reference.AFTER, PRIMARY, designs.WIDTH_PILOT_BASELINE_COCO[192]))
+    pilot = json.loads((ROOT / "results/_designs/width-192-pilot/results/demo/baseline/seed0.json").read_text())
+    assert designs.WIDTH_PILOT_BASELINE_COCO[192] == pilot["metrics"][PRIMARY]
+    if 384 not in designs.WIDTH_PILOT_BASELINE_COCO:
+        with pytest.raises(ThesisError, match="width-384-pilot"):
+            designs.margin(ladder[384])

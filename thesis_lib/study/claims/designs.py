@@ -198,14 +198,57 @@ def width_pilot(width: int) -> FixedDesign:
 
 
 WIDTH_PILOTS = {w: width_pilot(w) for w in (96,) + LADDER_WIDTHS}
+
+WIDTH_PILOT_BASELINE_COCO = {192: 24.413942337036133}
+"""Each ladder width's pilot baseline, COCO retrieval (seed 0, 600 steps), as its result file holds it: the basis of
+that width's margin. A width enters here from its committed pilot before its ladder's first run; until it does,
+``margin`` refuses and its block does not start (384: its pilot waits for its stand-ins)."""
+LADDER_FAMILY = "Table 2 across widths, given the thesis's learning-rate budget for the TTE (seeds 41-56)"
+LADDER_SEEDS = tuple(range(41, 57))
+
+
+def width_ladder(width: int) -> FixedDesign:
+    """Table 2 at ``width`` (the width ladder, declared 2026-12-08 before its first run): the baseline and the TTE'
+    at the thesis's learning-rate budget for the TTE (600 steps, the budget arm: its TTE share 2.3 % at width 96),
+    paired by seed on fresh seeds 41-56 (n = 16, fixed, used by no design before), trained in blocks of four seeds.
+    Model, teacher and stand-in encoders at ``width`` (``width_overrides``); learning rates width 96's (neither
+    pilot diverged). Primary: "helps" on COCO retrieval against this width's margin (the thesis's relative effect ×
+    its pilot's baseline, ``WIDTH_PILOT_BASELINE_COCO``), TOST at 5 % each side, Holm over the two widths (192, 384)
+    for significance, as in docs/decision_rule.md. Descriptive: "is used" (removal at evaluation), Flickr and
+    ImageNet unadjusted, γ and the TTE's share, and the effect in units of the thesis's against log2 width over
+    96 (the budget confirmation, seeds 4-23, the ladder's first rung), 192 and 384 (a fit weighted by each width's
+    inverse squared standard error). Limits: 600 steps is a fixed early budget, so a trend may not carry to the long
+    schedule; each width has one set of stand-ins, so a verdict holds for those stand-ins."""
+    family = f"{LADDER_FAMILY} at width {width}"
+    return FixedDesign(
+        name=f"width-{width}", family=LADDER_FAMILY,
+        claims=(Claim(f"At width {width}, TTE after with LayerScale helps, given the thesis's learning-rate budget "
+                      "for the TTE", vs(BUDGET_VARIANT, BASELINE), +1, AFTER, LADDER_FAMILY, True,
+                      short=f"TTE after with LayerScale helps, width {width}"),),
+        descriptive=(Claim(f"At width {width}, the TTE' at the thesis's budget is used: removing it at evaluation "
+                           "costs accuracy", vs(BUDGET_VARIANT, BUDGET_VARIANT, "removed"), -1, AFTER,
+                           family + " (descriptive)", short=f"{reference.USED}, width {width}"),),
+        variants=BUDGET, shared=(), seeds=LADDER_SEEDS,
+        blocks=tuple(LADDER_SEEDS[i:i + 4] for i in range(0, len(LADDER_SEEDS), 4)), margin_rule="width pilot",
+        overrides=width_overrides(width), smoke_seeds=(41, 42),
+        pilot=f"width-{width}-pilot: seed 0, fixes the margin from its baseline's COCO retrieval; nothing else")
+
+
+WIDTH_LADDER = {w: width_ladder(w) for w in LADDER_WIDTHS}
 DESIGNS = {d.name: d for d in (BUDGET_CONFIRM, THESIS_LR_SUM, PILOT, THESIS_LR_SUM_CONFIRM, LONG_TABLE1,
-                               *WIDTH_PILOTS.values())}
+                               *WIDTH_PILOTS.values(), *WIDTH_LADDER.values())}
 REPRODUCED = (BUDGET_CONFIRM.name,)   # trained by notebook 04, so by `make reproduce`; the long schedule by `make long`
 
 
 def margin(design: FixedDesign, study_baseline_mean: float | None = None) -> float:
     """The design's margin on the primary metric (points), fixed at its declaration (module docstring)."""
     basis = PILOT_BASELINE_COCO if design.margin_rule == "pilot" else study_baseline_mean
+    if design.margin_rule == "width pilot":
+        width = dict(design.overrides)["model.dim"]
+        if width not in WIDTH_PILOT_BASELINE_COCO:
+            raise ThesisError(f"design {design.name}: its margin waits for width-{width}-pilot's baseline, recorded "
+                              "in WIDTH_PILOT_BASELINE_COCO before the design's first run")
+        basis = WIDTH_PILOT_BASELINE_COCO[width]
     if basis is None:
         raise ValueError(f"design {design.name}: its margin needs the baseline's mean over the study's seeds 0-3")
     return reference.sesoi(AFTER, PRIMARY, basis)
@@ -226,6 +269,8 @@ def main(argv=None) -> int:
     if args.block is not None and not 1 <= args.block <= len(design.blocks_for(args.preset)):
         p.error(f"--block must be 1 … {len(design.blocks_for(args.preset))} for {args.name}")
     params = study_params(args.preset, list(design.seeds_for(args.preset)), args.device, args.output_dir)
+    if design.margin_rule == "width pilot":
+        print(f"{design.name}: margin ±{margin(design):.4f}")              # refuses before the width's pilot
     if design is THESIS_LR_SUM_CONFIRM:
         print(f"{design.name}: power {confirm_power(params)}")
     results = run_design(params, design, args.block)
