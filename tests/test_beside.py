@@ -4,7 +4,9 @@ import pandas as pd
 
 from thesis_lib.study import runs
 from thesis_lib.study.claims import table as claims_table
-from thesis_lib.study.pages import front, table2
+from thesis_lib.study.claims import table2
+from thesis_lib.study.pages import front
+from thesis_lib.study.pages import table2 as table2_page
 
 
 def test_every_thesis_claim_has_its_numbers_and_ours_in_each_regime():
@@ -55,7 +57,7 @@ def test_the_long_2x2_short_of_its_seeds_reads_pending_everywhere(monkeypatch):
                                for v in design.variants if v != "baseline"], ignore_index=True)
     real = results.design_frame
     monkeypatch.setattr(results, "design_frame", lambda p, d: fake if d is design else real(p, d))
-    section = table2.long_table1(params)["rows"]
+    section = front.table_markdown(table2.long_table1(params)["rows"])
     long_rows = [line for line in section.splitlines() if "5,952 steps" in line and line.startswith("|")]
     assert len(long_rows) == 2 and all("pending (2 of 4 seeds)" in r for r in long_rows)
     assert not any(w in r for r in long_rows for w in ("undecided", "descriptive", "reproduced", "-5.0"))
@@ -71,7 +73,7 @@ def test_the_long_2x2s_tte_effect_is_descriptive_with_the_seeds_that_would_decid
     params = runs.study_params("demo", need_data=False)
     found = table2.long_table1(params)
     assert found, "the long 2 × 2's runs are committed under results/_designs/thesis-lr-sum-table1"
-    rows = found["rows"].splitlines()
+    rows = front.table_markdown(found["rows"]).splitlines()
     steps = f"{designs.long_steps(params.preset):,} steps"
     tte = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of the TTE before, {steps}"))
     ln = next(r for r in rows if r.startswith(f"| 2 × 2 main effect of skipping the input LayerNorm, {steps}"))
@@ -136,12 +138,12 @@ def test_the_confirmations_secondaries_curves_and_sentence_appear_only_at_its_n(
     params = runs.study_params("demo", need_data=False)
     short = table2.confirm_rows(params)
     if short is not None and short.verdict.str.startswith("pending").any():      # the committed runs, short of n
-        assert heading not in table2.markdown(params) and "its confirmation on" not in table2.sentence(params)
+        assert heading not in table2_page.markdown(params) and "its confirmation on" not in table2_page.sentence(params)
     design, params = _complete_confirmation(monkeypatch)
     curve = pd.DataFrame([{"variant": v, "seed": s, "step": step, PRIMARY: 30.0 + step / 1000 + (v == "baseline")}
                           for v in design.variants for s in design.seeds for step in (2976, 5952)])
     monkeypatch.setattr(results, "curves_frame", lambda p, d: curve if d is design else pd.DataFrame())  # not the real
-    page, said = table2.markdown(params), table2.sentence(params)
+    page, said = table2_page.markdown(params), table2_page.sentence(params)
     section = page[page.index(heading):]
     for claim in design.claims:
         assert f"| {claim.text}: Flickr" in section and f"| {claim.text}: ImageNet" in section
@@ -165,7 +167,7 @@ def test_one_missing_baseline_keeps_the_whole_confirmation_pending_everywhere(mo
     claims = claims_table.claims_table(params)
     confirm = claims[claims.design.eq(design.name) & claims.primary]
     assert confirm.verdict.eq("pending").all() and confirm.n.tolist() == [31, 32]
-    assert "secondary metrics for both claims" not in table2.markdown(params)
-    assert "its confirmation on" not in table2.sentence(params)
+    assert "secondary metrics for both claims" not in table2_page.markdown(params)
+    assert "its confirmation on" not in table2_page.sentence(params)
     assert not headline.frame(claims).regime.eq("summed learning rate, confirmation").any()
     assert not dose.frame(claims).regime.eq("summed learning rate, confirmation").any()

@@ -2,7 +2,8 @@
 import pytest
 
 from thesis_lib.study import grids, runs
-from thesis_lib.study.pages import conclusion, table2
+from thesis_lib.study.claims import table2
+from thesis_lib.study.pages import conclusion
 from thesis_lib.study.claims import paired
 from thesis_lib.study import results
 

@@ -332,3 +332,28 @@ def test_a_notebook_collected_alone_runs_at_the_smoke_scale():
     env = dict(os.environ) | {"THESIS_PRESET": "demo"}
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert "ENV smoke" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+PAGES_MAY_IMPORT = ("study.claims.read", "study.grids", "study.reference", "study.pages", "metrics", "variants",
+                    "paths", "cache", "errors", "config")
+"""What a page may import from thesis_lib: the claims table's reader (``claims/read.py``: the claims table and the
+claims stage's other data), the chapter's and the library's declarations, the other pages; plotting libraries and
+jinja2 are not thesis_lib's. No page computes a statistic, a verdict or a table of its own."""
+PAGES_STILL_COMPUTING = {   # the debt: pages that still call the results or claims stages themselves, and what
+    "study.pages.figures": {"study.results", "study.runs", "study.claims.designs", "study.claims.mechanisms",
+                            "study.claims.paired", "study.claims.sequential", "study.claims.table", "api",
+                            "models.representations", "notation", "training.results"},
+    "study.pages.conclusion": {"study.claims.paired", "study.claims.stats", "study.claims.tables"},
+    "study.pages.plotting": {"study.claims.stats", "study.results"},
+}
+
+
+def test_the_pages_read_the_claims_table_and_compute_nothing():
+    """Every page formats what the claims stage gives it (``claims/read.py``); the modules of
+    ``PAGES_STILL_COMPUTING`` are the remaining exceptions, each with exactly the imports it still has (a module
+    converted, or an import dropped, shrinks the list)."""
+    g = graph()
+    pages = {m: deps for m, deps in g.items() if m.startswith("study.pages")}
+    allowed = lambda d: any(d == a or d.startswith(a + ".") for a in PAGES_MAY_IMPORT)  # noqa: E731
+    beyond = {m: {d for d in deps if not allowed(d)} for m, deps in pages.items()}
+    assert {m: d for m, d in beyond.items() if d} == PAGES_STILL_COMPUTING

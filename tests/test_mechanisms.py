@@ -1,7 +1,7 @@
 import pandas as pd
 
 from thesis_lib import study
-from thesis_lib.study.pages import mechanisms
+from thesis_lib.study.claims import mechanisms
 
 
 def test_comparisons_and_summary_tables():

@@ -331,7 +331,8 @@ def test_the_readme_results_block_is_what_the_committed_results_give(monkeypatch
 def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
     """The README's first table: a variant whose means match the baseline's on every metric is explained right
     there (how close, and how many per-seed values differ); one that differs by more gets no note."""
-    from thesis_lib.study.pages.report import ALIKE, alike_note
+    from thesis_lib.study.claims.sections import ALIKE, alike
+    from thesis_lib.study.pages.report import alike_note
     from thesis_lib.metrics import TABLE as TABLE_METRICS
     rows = []
     for s in range(4):
@@ -339,14 +340,14 @@ def test_a_row_that_looks_copied_gets_a_note_beside_the_table():
         rows += [{"variant": "baseline", "seed": s, **base},
                  {"variant": "tte_after_ls", "seed": s, **{m: x + (0.01 if s == 1 else 0.0) for m, x in base.items()}},
                  {"variant": "tte_before", "seed": s, **{m: x + 2 * ALIKE for m, x in base.items()}}]
-    note = alike_note(pd.DataFrame(rows), ["baseline", "tte_after_ls", "tte_before"])
+    note = alike_note(alike(pd.DataFrame(rows), ["baseline", "tte_after_ls", "tte_before"]))
     assert "EMKUM_TTE' (after encoders + LayerScale) matches the baseline to within 0.0025 points" in note   # ≥ gap
     assert f"{len(TABLE_METRICS)} of its {4 * len(TABLE_METRICS)} per-seed values differ" in note
     assert "EMKUM_TTE (before" not in note
-    assert alike_note(pd.DataFrame(rows), ["baseline", "tte_before"]) == ""
+    assert alike_note(alike(pd.DataFrame(rows), ["baseline", "tte_before"])) == ""
     same = pd.DataFrame([{**r, "variant": "tte_after"} for r in rows if r["variant"] == "baseline"] + rows)
     assert (f"within 0 points on every metric, and all {4 * len(TABLE_METRICS)} of its per-seed values equal"
-            in alike_note(same, ["baseline", "tte_after"]))
+            in alike_note(alike(same, ["baseline", "tte_after"])))
 
 
 def test_the_results_table_has_a_metric_and_a_source_level():
@@ -354,7 +355,7 @@ def test_the_results_table_has_a_metric_and_a_source_level():
     "thesis final"), the thesis's values beside ours; the final text reports no ImageNet top-5."""
     from thesis_lib.study.reference import thesis_value
     from thesis_lib.metrics import TABLE as TABLE_METRICS
-    from thesis_lib.study.pages.tables import results_table
+    from thesis_lib.study.claims.tables import results_table
     df = pd.DataFrame([{"variant": v, "seed": s, **{m: 10.0 + s for m in TABLE_METRICS}}
                        for v in ("baseline", "tte_after_ls") for s in range(3)])
     table = results_table(df, ["baseline", "tte_after_ls"])
@@ -369,6 +370,7 @@ def test_the_results_table_has_a_metric_and_a_source_level():
 def test_a_metric_no_stored_result_holds_shows_a_dash(tmp_path):
     """A result stored before a metric existed (here: its imagenet_top5 removed) gives "–" in that metric's cells of
     every table, never a KeyError; the other metrics are untouched."""
+    from thesis_lib.study.claims.sections import alike
     from thesis_lib.study.pages.report import alike_note
     shown = ("baseline", "tte_after_ls")
     for v in shown:
@@ -385,4 +387,4 @@ def test_a_metric_no_stored_result_holds_shows_a_dash(tmp_path):
     assert table[("ImageNet top-1", "ours")].str.contains(" ± ").all()
     assert (study.difference_table(df, shown)["Δ ImageNet top-5"] == "–").all()
     assert (study.summary(df, shown)["ImageNet top-5"] == "–").all()
-    assert "within" in alike_note(df, shown) or alike_note(df, shown) == ""
+    assert "within" in alike_note(alike(df, shown)) or alike_note(alike(df, shown)) == ""

@@ -47,7 +47,7 @@ def test_sensitivity_shows_a_verdict_that_rests_on_the_convention():
     table = verdicts.sensitivity(df)
     row = table.loc[reference.CLAIMS[0].text]
     assert row["declared"].endswith(": undecided") and row["other version"].endswith(": equivalent")
-    assert "change under some other convention" in sentences.sensitivity_note(table)
+    assert "change under some other convention" in sentences.sensitivity_note(verdicts.sensitivity_changed(table))
 
 
 def test_thesis_noise_is_binomial_arithmetic():
@@ -63,7 +63,7 @@ def test_thesis_noise_is_binomial_arithmetic():
     assert top1._z_best == pytest.approx(0.5 / (math.sqrt(2 * 0.261 * 0.739 / 50000) * 100))
     assert row._z_conservative == pytest.approx(0.3 / high)       # the larger SE: the conservative z
     assert row["seed SD (carried)"] == "–" and row["φ"] == "–"      # no demo runs, no agreement measured
-    note = sentences.thesis_noise_note(table)
+    note = study.thesis_noise_note(table)
     assert f"{int((table._z_conservative >= 1.96).sum())} exceed 1.96 test-set standard errors at the larger SE" in note
     assert f"and {int((table._z_best >= 1.96).sum())} at the smaller" in note
 
@@ -94,13 +94,13 @@ def test_thesis_noise_at_full_agreement_calls_a_difference_infinitely_many_paire
     assert (coco._z_paired[d != 0] == math.inf).all() and coco._z_paired[d == 0].isna().all()
     shown = coco["z, paired (larger SE)"]
     assert set(shown[d > 0]) <= {"+inf"} and set(shown[d < 0]) <= {"-inf"}
-    assert "exceed" in sentences.thesis_noise_note(table)
+    assert "exceed" in study.thesis_noise_note(table)
 
 
 def test_conclusions_are_the_claims_table_rows():
     df = frame(-0.5, (0.0, 0.1, -0.1, 0.05, -0.05))
     claims = study.claim_table(df)
-    lines = sentences.conclusions(df, reference.TABLE1)
+    lines = study.conclusions(df, reference.TABLE1)
     primary = claims[claims.role.eq("primary") & claims.family.eq(reference.TABLE1)]
     assert len(lines) == len(primary)
     for line, row in zip(lines, primary.itertuples()):

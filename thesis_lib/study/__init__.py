@@ -11,7 +11,18 @@ from .runs import (SEEDS, expects_learning, run_grid, run_many, run_random_init,
                    study_params)
 from .results import results_frame
 from .claims.paired import claim_table, claims_frame, family_claims, paired_comparison
-from .claims.verdicts import gamma_table, run_sequential, sensitivity, shown, thesis_noise
-from .pages.sentences import conclusions, thesis_noise_note
-from .pages.tables import (ablation_table, declared_claims, declared_variants, difference_table, factorial_means,
+from .claims.verdicts import (conclusion_rows, gamma_table, run_sequential, sensitivity, shown, thesis_noise,
+                              thesis_noise_counts)
+from .pages import sentences
+from .claims.tables import (ablation_table, declared_claims, declared_variants, difference_table, factorial_means,
                            precision_table, preconditions, results_table, summary)
+
+
+def conclusions(df, family: str) -> list[str]:
+    """One line per claim of ``family`` on the results frame ``df``: claim, verdict, difference, seeds."""
+    return sentences.conclusions(conclusion_rows(df, family))
+
+
+def thesis_noise_note(table) -> str:
+    """What one run per variant could show, from ``thesis_noise``'s table."""
+    return sentences.thesis_noise_note(thesis_noise_counts(table) if len(table) else None)

@@ -12,7 +12,7 @@ from .. import grids, reference
 from ..claims import paired
 from ..claims.stats import fmt
 from . import front
-from .tables import tte_share
+from ..claims.tables import tte_share
 
 
 def _say(macro: str, *args) -> str:

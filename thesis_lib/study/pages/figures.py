@@ -29,10 +29,10 @@ from thesis_lib.api import examples
 from thesis_lib.models.representations import sincos_2d
 from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
-from . import dose, front, forest, gamma, headline, mechanisms, plotting
+from . import dose, front, forest, gamma, headline, plotting
 from .plotting import seeds_text as _seeds
 from .. import grids, reference, results, runs
-from ..claims import designs, paired, sequential
+from ..claims import designs, mechanisms, paired, sequential
 from ..claims import table as claims_table
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles

@@ -109,3 +109,15 @@ def conclusion(table: pd.DataFrame, family: str, regime: str, template: str = "c
 
 def markdown(table: pd.DataFrame, scale_facts: dict) -> str:
     return render(table, scale_facts)
+
+
+def table_markdown(df: pd.DataFrame) -> str:
+    """A table as GitHub markdown, its index the first column (docs/results.md, the README's block)."""
+    cols = list(df.columns)
+    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
+    sep = "|" + "---|" * (len(cols) + 1)
+    def cell(v):
+        return str(v).replace("|", "\\|")
+    rows = ["| " + " | ".join([cell(i)] + [cell(v) for v in r]) + " |"
+            for i, r in zip(df.index, df.itertuples(index=False))]
+    return "\n".join([head, sep, *rows])

@@ -12,8 +12,8 @@ from thesis_lib.models.fusion import INPUTS, MODES
 from thesis_lib.training.results import load_results
 from thesis_lib.variants import VARIANT_LABELS
 from ..grids import SWITCHES
-from ..claims.stats import PairedTest, compare, fmt, fmt_p, holm
 from ..results import contrast_values, items_of, runs_of
+from .stats import PairedTest, compare, fmt, fmt_p, holm
 
 
 def _with_holm(rows: list[dict], tests: list[PairedTest]) -> pd.DataFrame:

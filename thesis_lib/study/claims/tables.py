@@ -13,10 +13,10 @@ from thesis_lib.metrics import (CLAIMED, COCO_MEAN, FLICKR_MEAN, HEADLINE, IMAGE
                                 PRECISION, PRIMARY, TABLE, TTE_SHARE_IMAGE, label)
 from thesis_lib.variants import VARIANT_LABELS, VARIANT_SPECS, VariantSpec
 from .. import grids, reference, runs
-from ..claims.paired import paired_test
-from ..claims.stats import fmt, mean_ci, paired_difference
 from ..grids import BASELINE
 from ..results import arm_values, column, results_frame, runs_of
+from .paired import paired_test
+from .stats import fmt, mean_ci, paired_difference
 
 TEACHER_AUC_MIN = 0.9      # preconditions (notebook 01): the teacher recognises colour and shape
 TOP1_MIN = 40.0            # the baseline learns the world: ImageNet stand-in top-1 (percent)
@@ -159,15 +159,3 @@ def preconditions(teacher: dict, pretrained: pd.DataFrame, random_init: pd.DataF
                      f"≥ {OFF_THE_FLOOR:g} × chance ({OFF_THE_FLOOR * chance[m]:.2f})",
                      bool(value >= OFF_THE_FLOOR * chance[m])))
     return pd.DataFrame(rows, columns=["check", "measured", "threshold", "pass"])
-
-
-def markdown(df: pd.DataFrame) -> str:
-    """A table as GitHub markdown, its index the first column (docs/results.md, the README's block)."""
-    cols = list(df.columns)
-    head = "| " + " | ".join([df.index.name or ""] + cols) + " |"
-    sep = "|" + "---|" * (len(cols) + 1)
-    def cell(v):
-        return str(v).replace("|", "\\|")
-    rows = ["| " + " | ".join([cell(i)] + [cell(v) for v in r]) + " |"
-            for i, r in zip(df.index, df.itertuples(index=False))]
-    return "\n".join([head, sep, *rows])
