@@ -6,6 +6,10 @@ img2dataset writes them (``<key>.jpg`` / ``.txt`` / ``.json`` in ``00000.tar`` �
 and drawing both views (the student's, the teacher's augmented one), the batches pinned and copied to the device.
 
     python benchmarks/data_loader.py [--preset thesis] [--images 256] [--batch 256] [--workers 8] [--device cuda]
+                                     [--prepared]
+
+``--prepared``: the shards are first written anew by ``thesis_lib.data.prepare_pictures`` (pictures at the shorter
+side the crops need, 249 px: 256 × 256 becomes 249 × 249, 683 × 512 becomes 332 × 249) and the loader reads those.
 
 The rate is pairs per second after the first batch (the workers' start is not counted), for ``workers`` =
 min(8, the CPU cores this process may use); ``benchmarks/gpu.py`` prints it beside the training step's pairs/s.
@@ -28,6 +32,7 @@ import torch
 from PIL import Image
 
 from thesis_lib import get_config
+from thesis_lib.data.prepare_pictures import prepare, prepared_side
 from thesis_lib.data.throughput import usable_cores
 from thesis_lib.data.tokenizer import CaptionTokenizer
 from thesis_lib.data.train_pairs import TrainPairs
@@ -91,14 +96,16 @@ def loader_config(preset: str, pattern: str, batch: int, workers: int):
 
 
 def loader_rate(folder: Path, preset: str, batch: int, workers: int, batches: int, device: torch.device,
-                images: int) -> dict:
-    """Pairs/s of ``TrainPairs.batches`` over ``images`` pairs of fresh shards in ``folder``, ``batches`` batches
-    (the first not timed), each copied to ``device``."""
+                images: int, prepared: bool = False) -> dict:
+    """Pairs/s of ``TrainPairs.batches`` over ``images`` pairs of fresh shards in ``folder`` (``prepared``: as
+    ``prepare_pictures`` writes them), ``batches`` batches (the first not timed), each copied to ``device``."""
     t = time.perf_counter()
     pattern = write_shards(folder / "shards", images)
     written = time.perf_counter() - t
-    cfg = loader_config(preset, pattern, batch, workers)
     with data_folder(folder):
+        if prepared:
+            pattern = prepare(pattern, folder / "prepared", jobs=usable_cores(), say=lambda line: None)
+        cfg = loader_config(preset, pattern, batch, workers)
         pairs = TrainPairs.of(cfg, stand_in_tokenizer(cfg), folder)
     stream = pairs.batches(0, batches)
     t = time.perf_counter()
@@ -112,6 +119,7 @@ def loader_rate(folder: Path, preset: str, batch: int, workers: int, batches: in
     return {"pairs_per_s": (batches - 1) * batch / seconds, "workers": workers, "batch": batch, "batches": batches,
             "images": images, "sizes_px": [list(s) for s in SIZES], "view_px": cfg.model.image.img_size,
             "decoder": cfg.data.decoder, "teacher_view": cfg.data.teacher_view, "first_batch_s": first,
+            "prepared_side": prepared_side() if prepared else None,
             "shards_written_s": written, "replaced_samples": pairs.replaced_samples}
 
 
@@ -131,14 +139,16 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=default_workers())
     p.add_argument("--batches", type=int, default=None, help="default: 4 per worker + 1")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--prepared", action="store_true", help="read the shards as prepare_pictures writes them")
     args = p.parse_args(argv)
     batches = args.batches or 4 * max(args.workers, 1) + 1
     with tempfile.TemporaryDirectory() as tmp:
         r = loader_rate(Path(tmp), args.preset, args.batch, args.workers, batches, torch.device(args.device),
-                        args.images)
+                        args.images, args.prepared)
     print(f"{r['pairs_per_s']:.0f} pairs/s: {r['workers']} workers, batch {r['batch']} × {r['batches'] - 1} timed, "
           f"{r['decoder']} decoder, {r['view_px']} px views (teacher {r['teacher_view']}), JPEGs of "
-          f"{' and '.join(f'{w} × {h}' for w, h in SIZES)} px")
+          f"{' and '.join(f'{w} × {h}' for w, h in SIZES)} px"
+          f"{f', prepared to a shorter side of {prepared_side()} px' if args.prepared else ''}")
     return 0
 
 

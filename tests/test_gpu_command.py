@@ -258,7 +258,8 @@ def test_the_decoders_give_the_same_picture():
 def test_the_data_pipeline_benchmark_prints_its_table(capsys):
     _module("data_pipeline").main(["--images", "3"])
     out = capsys.readouterr().out
-    assert all(f"| {d} |" in out for d in DECODERS) and "goal 160 / core" in out
+    assert all(f"| {d} |" in out for d in DECODERS) and "÷ step at 16 cores" in out
+    assert "| coco | prepared | 332 × 249 |" in out and "| prepared | pil |" in out and "collation:" in out
 
 
 def test_the_default_call_fits_in_one_10_minute_call(gpu):
