@@ -1,4 +1,4 @@
-"""The recipe's generated launches, run as a lab would run them, in miniature (the rehearsal's stages 4-6):
+"""The recipe's generated launches, run as a lab would run them, in miniature (the rehearsal's stage 5):
 
 * a lane of ``recipe commands --layout 8gpu``: the script the recipe writes, with the rehearsal's run in place of the
   recipe's, run by bash — its shard-index line, then ``torchrun`` on 2 processes;

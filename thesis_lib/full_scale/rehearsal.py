@@ -13,13 +13,20 @@ and runs, in order:
 2. a ``torchrun`` training of 2 processes on the COCO + two webdataset shard sets mixture, ``TRAIN_STEPS`` steps
    with a checkpoint after each, the recipe's augmented teacher view and one training image that only fails when a
    batch decodes it (its pair is replaced and counted: docs/bad_inputs.md);
-3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``, then
-   continued with ``--resume``: its result, training curve and final checkpoint must equal the uninterrupted run's;
-4. the recipe's generated launches (full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash
+3. the same run again, killed (SIGKILL to its whole process group) once its log passes step ``KILL_AFTER``; its
+   mixture's shards then staged to ``<out>/staged`` (``data.stage``, as a job stages them to node-local disk) and the
+   run continued with ``--resume`` reading the copies (another path, the same sets and @N): its result, training curve
+   and final checkpoint must equal the uninterrupted run's. Then the finished uninterrupted run is started again by
+   torchrun with the staged mixture: it must be reused (its files untouched), and with one ``@N`` less it must be
+   refused as another run (full_scale/kill_resume.py);
+4. ``recipe status`` and ``recipe commands --layout slurm --missing-only`` against the runs folder, half finished
+   (one of the recipe's runs done, the torchrun run): that run done, the others missing, the missing-only script
+   submitting all but it (full_scale/half_finished.py);
+5. the recipe's generated launches (full_scale/launches.py): lane 0 of ``recipe commands --layout 8gpu`` run by bash
    (its shard-index line, then torchrun), the training command of a ``--layout slurm`` sbatch line started as srun
    starts its 2 tasks (SLURM's variables, no torchrun; with the fixed teacher view, so that its target cache is built by
    both tasks in parts), and the pilot;
-5. notebooks at that scale (default: all six; 03 must reuse the torchrun run instead of retraining it), one seed,
+6. notebooks at that scale (default: all six; 03 must reuse the torchrun run instead of retraining it), one seed,
    then the figures and the README-style report of that scale.
 
 2 processes always: gloo on the CPU, or NCCL where the host has 2 GPUs; on a one-GPU host (NCCL needs one GPU per
@@ -46,7 +53,8 @@ from thesis_lib.training.results import RunPaths
 
 from ..study.runs import REHEARSAL_SEEDS
 from . import fixtures
-from .kill_resume import Torchrun, compare_runs, killed_and_resumed
+from .half_finished import half_finished
+from .kill_resume import Torchrun, compare_runs, killed_and_resumed, read_staged, staged_reuse
 
 NOTEBOOKS = ("00_notation", "01_baseline", "02_tte_before_encoders", "03_tte_layerscale", "04_layerscale_weights",
              "05_modality_mechanisms")
@@ -180,8 +188,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.rehearsal", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "build" / "rehearsal")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--skip-notebooks", action="store_true", help="files, check and the torchrun stages only")
-    p.add_argument("--skip-launches", action="store_true", help="not the recipe's generated launches (stage 4)")
+    p.add_argument("--skip-notebooks", action="store_true",
+                   help="files, check, the torchrun stages and the recipe's status only")
+    p.add_argument("--skip-launches", action="store_true", help="not the recipe's generated launches (stage 5)")
     p.add_argument("--keep", action="store_true", help="keep the finished runs of an earlier rehearsal in --out")
     p.add_argument("--notebooks", default=",".join(DEFAULT_NOTEBOOKS),
                    help="comma-separated notebooks to run, or 'all' (then also the figures and the report); "
@@ -230,11 +239,14 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
     log = logs / "torchrun.log"
     result = stage("torchrun", lambda: job.run(runs, log))
     summary += torchrun_lines(result, where, log)
-    killed_at, resumed = stage("torchrun killed + resumed",
-                               lambda: killed_and_resumed(job, args.out / "killed", KILL_AFTER, logs))
+    killed_at, resumed, staged_job = stage("torchrun killed + resumed", lambda: killed_and_resumed(
+        job, args.out / "killed", KILL_AFTER, logs, staged=args.out / "staged"))
     summary.append(f"killed (SIGKILL to torchrun, its 2 processes and their loader workers) after step {killed_at}, "
-                   f"resumed from step "
-                   f"{resumed['train']['resumed_from']}: " + compare_runs(job, runs, args.out / "killed"))
+                   f"the mixture staged (data.stage, each copy checked: {logs / 'stage.log'}), resumed from step "
+                   f"{resumed['train']['resumed_from']} reading " + read_staged(resumed, args.out / "staged") + ": "
+                   + compare_runs(job, runs, args.out / "killed"))
+    summary += stage("finished run started again, staged", staged_reuse, staged_job, runs, logs)
+    summary += stage("recipe status, half finished", half_finished, runs, logs, variant, seed)
     if not args.skip_launches:
         summary += stage("recipe launches", recipe_launches, device, data, ckpt, mix, args.out, logs)
     if not args.skip_notebooks and names:
@@ -261,7 +273,7 @@ def _rehearse(args, names, seeds, logs: Path) -> int:
 
 
 def recipe_launches(device: str, data: Path, ckpt: Path, mix: str, out: Path, logs: Path) -> list[str]:
-    """Stage 4: a generated 8-GPU lane, an srun-style launch of a generated sbatch line, the pilot."""
+    """Stage 5: a generated 8-GPU lane, an srun-style launch of a generated sbatch line, the pilot."""
     from . import launches
     from .kill_resume import free_port
     spec = launches.job("baseline", 0, out / "lane", data, ckpt, overrides(mix))
