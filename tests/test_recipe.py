@@ -400,55 +400,113 @@ def test_imagenet_is_prepared_without_the_network_from_a_placed_valprep(tmp_path
 
 
 def test_the_days_say_what_they_leave_out_with_the_measurements():
-    """The assumption printed with the days (and quoted by the guide and BENCHMARKS.md): the GPU's goal beside the
-    measured step, physical cores, SLURM's hyperthreads, the slower CPU measured, the storage's reads not modelled,
-    the pilot as where to measure; the shards' size."""
+    """The assumptions printed with the days (and quoted by the guide and BENCHMARKS.md): both hosts' measured step,
+    eager and compiled, the loader's factor, physical cores, SLURM's hyperthreads, the slower CPU measured, the
+    storage's reads not measured, the evaluation said an estimate, the queueing said assumed, the pilot."""
     from thesis_lib.full_scale.measured import load, value
     data = load()
     said = recipe.days_table()
-    for quoted in (f"{value(data, 'gpu_h100.eager_256.pairs_per_s')} pairs/s eager at batch 256",
-                   f"{value(data, 'gpu_h100.compiled_256.pairs_per_s')} compiled", "14 physical cores per GPU",
+    for quoted in (f"ran {value(data, 'gpu_h100.eager_256.pairs_per_s')} and "
+                   f"{value(data, 'gpu_h100_rerun.eager_256.pairs_per_s')} pairs/s",
+                   f"(compiled: {value(data, 'gpu_h100.compiled_256.pairs_per_s')} and "
+                   f"{value(data, 'gpu_h100_rerun.compiled_256.pairs_per_s')})", "14 physical cores per GPU",
                    "SLURM's CPUs are often hyperthreads", f"{value(data, 'data_path.pil')} images/s per core on an "
                    f"{value(data, 'data_path.machine.name')}, about half", f"≈ {cost.SHARDS_GB} GB of tar shards",
-                   "Only decoding is modelled", "The pilot measures both"):
+                   "Evaluation, an ESTIMATE (no evaluation has been timed on a GPU",
+                   f"Queueing, ASSUMED (not measured): {cost.QUEUE_HOURS:g} h per job", "The pilot measures both"):
         assert quoted in said, quoted
 
 
-def test_the_pace_sets_the_dataloader_measured_on_the_gpu_hosts_beside_the_priced_rate():
-    """Each GPU host's DataLoader, per worker, against the per-core rate the measured decode rates give for the same
-    half-and-half shards (their harmonic mean), in the pace the recipe prints; without those shapes' rates, no note."""
+def _hand(key: str) -> float:
     from thesis_lib.full_scale import measured
-    rates, data = cost.decode_rates(), measured.load()
-    note = cost.loader_note(rates)
-    priced = 2 / (1 / float(rates["rates"]["shard256"]["pil"]) + 1 / float(rates["rates"]["shard512"]["pil"]))
-    value = lambda key: float(measured.value(data, key))      # noqa: E731
-    per_worker = [value(f"{k}.loader.pairs_per_s") / value(f"{k}.loader.workers") for k in cost.LOADER_RUNS]
-    assert f"{' and '.join(f'{w:.0f}' for w in per_worker)} per worker" in note
-    assert f"give {priced:.0f} per core" in note
-    assert f"({' and '.join(f'{w / priced:.2f}' for w in per_worker)} ×)" in note
-    assert note in cost.pace()[1]
-    assert cost.loader_note({"rates": {"coco": {"pil": 1.0}, "shard512": {"pil": 1.0}}}) == ""
+    return float(measured.value(measured.load(), key).replace(",", "").rstrip(" %"))
+
+
+def test_the_pace_is_the_per_core_model_times_each_hosts_measured_loader_factor():
+    """The rule, by hand from benchmarks/measured.json: the mixture's pairs/s per core at the per-core rates, × the
+    workers, × each host's loader per worker over the rates' pairs/s per core for the loader's shards (half 256 ×
+    256, half 683 × 512); the slower of it and the host's eager step is the pace. Printed in the assumption."""
+    rates = {k: float(v["pil"]) for k, v in cost.decode_rates()["rates"].items()}
+    mixture = 566_747 + 1_516_133 + 1_181_988
+    per_core = mixture / (566_747 / rates["coco"] + (1_516_133 + 1_181_988) / rates["shard512"])
+    shards = 2 / (1 / rates["shard256"] + 1 / rates["shard512"])
+    found = cost.hosts(14)
+    for host, key in zip(found, ("gpu_h100", "gpu_h100_rerun")):
+        factor = _hand(f"{key}.loader.pairs_per_s") / _hand(f"{key}.loader.workers") / shards
+        assert host.factor == pytest.approx(factor) and host.data == pytest.approx(12 * per_core * factor)
+        assert host.eager == _hand(f"{key}.eager_256.pairs_per_s")
+        assert host.compiled == _hand(f"{key}.compiled_256.pairs_per_s")
+        assert host.per_gpu() == pytest.approx(min(host.eager, 12 * per_core * factor))
+    (low, high), said = cost.pace(14)
+    assert (low, high) == (min(h.per_gpu() for h in found), max(h.per_gpu() for h in found))
+    assert f"The slower, the data path, sets the pace: {low:,.0f}-{high:,.0f} pairs/s per GPU" in said
+    assert f"{' and '.join(f'{h.factor:.2f}' for h in found)} ×" in said and "per-core model times each host" in said
+
+
+def test_the_days_are_training_evaluation_and_queueing_by_hand():
+    """GPU-hours and days of the recipe's runs from the measured values, by hand: training at the pace; each run's
+    evaluation (3 with a TTE after the encoders: removed, swapped), its 56,000 pictures at the data path's pace and
+    166,010 pictures and texts at (1 - the teacher's share) / 3 of the eager step, the run's 2 GPUs held; on 8 GPUs
+    4 lanes of 2, in rounds, one queueing wait; on 16 (SLURM) a wait per round."""
+    slow = min(cost.hosts(14), key=lambda h: h.per_gpu())
+    variants = [job["variant"] for _, job in recipe.planned_jobs()]
+    after = {"tte_after", "tte_shared", "tte_after_ls", "tte_after_ls_init1e-3", "tte_after_ls_init1e-1",
+             "tte_after_ls_init1", "tte_after_ls_budget"}
+    passes = sum(3 if v in after else 1 for v in variants)
+    train_h = 44_636 * 512 / slow.per_gpu() / 3600
+    eval_h = (56_000 / slow.data + 166_010 * (1 - _hand("gpu_h100.eager_256.teacher_share") / 100)
+              / (3 * slow.eager)) / 3600
+    assert slow.eval_hours() == pytest.approx(eval_h)
+    assert cost.gpu_hours(slow, variants) == pytest.approx((len(variants) * train_h, passes * eval_h * 2))
+    rounds8, rounds16 = -(-len(variants) // 4), -(-len(variants) // 8)
+    by_hand = {8: (rounds8 * (train_h / 2 + eval_h * passes / len(variants)) + 1.0) / 24,
+               16: (rounds16 * (train_h / 2 + eval_h * passes / len(variants)) + rounds16 * 1.0) / 24}
+    for gpus, days in by_hand.items():
+        assert cost.recipe_days(slow, variants, gpus, 1.0) == pytest.approx((days, (1 if gpus == 8 else rounds16) / 24))
+    table = recipe.days_table(14)
+    fast = max(cost.hosts(14), key=lambda h: h.per_gpu())
+    both = [sum(cost.gpu_hours(h, variants)) for h in (fast, slow)]
+    assert f"| **{both[0]:,.0f}-{both[1]:,.0f}** |" in table
+    assert f"| 8 | 8gpu: 4 runs × 2 GPUs | {cost.recipe_days(fast, variants, 8)[0]:.1f}-{by_hand[8]:.1f} | 1 |" in table
+
+
+def test_another_queueing_assumption_changes_the_days_not_the_gpu_hours(capsys):
+    host, variants = cost.hosts(14)[0], [job["variant"] for _, job in recipe.planned_jobs()]
+    rounds = -(-len(variants) // 8)
+    for gpus, waits in ((1, 1), (8, 1), (16, rounds)):
+        none, hour = cost.recipe_days(host, variants, gpus, 0.0)[0], cost.recipe_days(host, variants, gpus, 1.0)[0]
+        assert cost.recipe_days(host, variants, gpus, 12.0)[0] == pytest.approx(none + 12 * waits / 24)
+        assert hour == pytest.approx(none + waits / 24)
+    assert recipe.main(["days", "--cores-per-gpu", "14", "--queue-hours", "12"]) == 0
+    twelve = capsys.readouterr().out
+    assert twelve.strip() == recipe.days_table(14, queue_hours=12) != recipe.days_table(14)
+    assert "of it queueing, h (12 per job)" in twelve and "Queueing, ASSUMED (not measured): 12 h per job" in twelve
+    assert twelve.split("\n\n")[0] == recipe.days_table(14).split("\n\n")[0]         # the GPU-hours: unchanged
 
 
 def test_the_data_path_time_enters_the_run_table():
-    """The run table and the days use the slower of the GPU and the data path: a data path of half the GPU's pace
-    doubles the GPU-hours; one faster than the GPU changes nothing."""
-    shapes = {s for _, _, s, _ in cost.MIXTURE}
-    slow = {"rates": {s: {cost.DECODER: 1.0, "pil_draft": 2.0} for s in shapes}, "command": "c", "machine_name": "m"}
-    cores = 12
-    data = cost.data_pairs_per_s(cores, slow)
-    assert data == pytest.approx(cost.workers(cores) * 1.0)
-    per_gpu, said = cost.pace(cores, slow)
-    assert per_gpu == data and "the data path, sets the pace" in said and f"{cost.workers(cores)} DataLoader" in said
-    fast = {**slow, "rates": {s: {cost.DECODER: 1e6} for s in shapes}}
-    assert cost.pace(cores, fast)[0] == cost.H100_PAIRS_PER_S and "the GPU, sets" in cost.pace(cores, fast)[1]
-    hours = cost.run_hours(per_gpu)[1]
-    assert hours == pytest.approx(cost.run_hours(cost.H100_PAIRS_PER_S)[1] * cost.H100_PAIRS_PER_S / per_gpu)
-    with mock.patch.object(cost, "decode_rates", lambda: slow):
+    """The run table and the days use the slower of the step and the data path: with every shape decoding alike the
+    data path is each host's loader per worker × the workers; a mixture decoding at twice the rate of the loader's
+    shards doubles it and halves the GPU-hours; a data path faster than the step leaves the step's pace."""
+    shapes = {s for _, _, s, _ in cost.MIXTURE} | set(cost.LOADER_SHAPES)
+    alike = {"rates": {s: {cost.DECODER: 1.0, "pil_draft": 2.0} for s in shapes}, "command": "c", "machine_name": "m"}
+    cores, per_worker = 12, cost.loader_per_worker()
+    assert [h.data for h in cost.hosts(cores, alike)] == pytest.approx([cost.workers(cores) * w for w in per_worker])
+    twice = {**alike, "rates": {s: dict.fromkeys((cost.DECODER, "pil_draft"), 1 / 3 if s == "shard256" else 1.0)
+                                for s in shapes}}
+    doubled = [cost.workers(cores) * w * 2 for w in per_worker]
+    assert [h.data for h in cost.hosts(cores, twice)] == pytest.approx(doubled)
+    one, two = cost.hosts(cores, alike)[0], cost.hosts(cores, twice)[0]
+    assert cost.gpu_hours(two, ["noln"])[0] == pytest.approx(cost.gpu_hours(one, ["noln"])[0] / 2)
+    fast = {**alike, "rates": {s: {cost.DECODER: 1e-6 if s == "shard256" else 1.0} for s in shapes}}
+    assert all(h.per_gpu() == h.eager for h in cost.hosts(cores, fast)) and "the GPU, sets" in cost.pace(cores, fast)[1]
+    said = cost.pace(cores, twice)[1]
+    assert "the data path, sets the pace" in said and f"× {cost.workers(cores)} DataLoader workers" in said
+    with mock.patch.object(cost, "decode_rates", lambda: twice):
         assert said in recipe.table(cores_per_gpu=cores) and said in recipe.days_table(cores)
-    mixed = {**slow, "rates": {s: {cost.DECODER: 1.0 if s == "coco" else 3.0} for s in shapes}}
-    n = {s: sum(p for _, p, sh, _ in cost.MIXTURE if sh == s) for s in shapes}
-    harmonic = sum(n.values()) / (n["coco"] / 1.0 + sum(v / 3.0 for k, v in n.items() if k != "coco"))
+    mixed = {**alike, "rates": {s: {cost.DECODER: 1.0 if s == "coco" else 3.0} for s in shapes}}
+    n = {s: sum(p for _, p, sh, _ in cost.MIXTURE if sh == s) for s in ("coco", "shard512")}
+    harmonic = sum(n.values()) / (n["coco"] / 1.0 + n["shard512"] / 3.0)
     assert cost.data_pairs_per_s(cores, mixed) == pytest.approx(cost.workers(cores) * harmonic)
 
 
@@ -555,6 +613,8 @@ def test_the_mixture_is_declared_once_and_reads_the_download_shard_lists():
     (["commands", "--layout", "8gpu", "--cores-per-gpu", "-3"], "argument --cores-per-gpu: -3 is not at least 1"),
     (["commands", "--layout", "1gpu", "--cores-per-gpu", "x"], "argument --cores-per-gpu: 'x' is not a whole number"),
     (["days", "--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
+    (["days", "--queue-hours", "-1"], "argument --queue-hours: -1 is not at least 0"),
+    (["days", "--queue-hours", "x"], "argument --queue-hours: 'x' is not a number"),
     (["table", "--cores-per-gpu", "0"], "argument --cores-per-gpu: 0 is not at least 1"),
     (["commands", "--layout", "1gpu", "--table1-seeds", "0"], "argument --table1-seeds: 0 is not at least 1"),
     (["commands", "--layout", "1gpu", "--table1-seeds", "2"], "--table1-seeds: 2 is fewer than the sequential"),

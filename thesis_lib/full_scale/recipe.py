@@ -4,14 +4,16 @@ train each run once from the command line (one GPU, one node of 8, SLURM) so tha
 
     python -m thesis_lib.full_scale.recipe mix "$DATA"                   # the training mixture, as data.train_sets
     python -m thesis_lib.full_scale.recipe table [--cores-per-gpu 14]    # the run table of docs/full_scale.md
-    python -m thesis_lib.full_scale.recipe days  [--cores-per-gpu 14]    # the whole recipe's days on 1, 8 and 16 GPUs
+    python -m thesis_lib.full_scale.recipe days  [--cores-per-gpu 14] [--queue-hours 1]
+                                                                         # its GPU-hours and days on 1, 8 and 16 GPUs
     python -m thesis_lib.full_scale.recipe commands --layout 8gpu > train.bash
                                                                          # every training command, 4 runs at a time
     python -m thesis_lib.full_scale.recipe status                        # each run done, running, failed or missing
     python -m thesis_lib.full_scale.recipe commands --layout slurm --missing-only > submit.bash   # those left
 
-Times and sizes come from the cost model (``full_scale/cost.py``): the slower of the GPU and its data path sets
-the pace (``cost.pace``). The assumption is printed with every table.
+Times and sizes come from the cost model (``full_scale/cost.py``): the slower of the step and the data path measured
+on two lent H100 hosts sets the pace (``cost.hosts``, ``cost.pace``), a run's evaluation is estimated and queueing
+assumed (``--queue-hours``). The assumptions are printed with every table.
 
 A command trains exactly the job the notebook would (``runs.grid_jobs`` / ``runs.ablation_jobs``): the same config
 with the global batch of 512 split over its processes, so the notebook finds the result and reuses it
@@ -86,24 +88,63 @@ def planned_jobs(table1_seeds: int | None = None) -> list[tuple[str, dict]]:
     return out
 
 
-def days_table(cores_per_gpu: int = cost.CORES_PER_GPU, table1_seeds: int | None = None) -> str:
-    """The whole recipe's wall days on 1, 8 and 16 GPUs, at the pace and, beside it, at the GPU's goal alone."""
+LAYOUT_GPUS = ((1, "1gpu"), (8, "8gpu: 4 runs × 2 GPUs"), (16, "slurm: 8 runs × 2 GPUs"))
+
+
+def _variants(table1_seeds: int | None = None) -> list[str]:
+    return [job["variant"] for _, job in planned_jobs(table1_seeds)]
+
+
+def days_table(cores_per_gpu: int = cost.CORES_PER_GPU, table1_seeds: int | None = None,
+               queue_hours: float = cost.QUEUE_HOURS) -> str:
+    """The recipe's GPU-hours and wall days on 1, 8 and 16 GPUs at the measured rates (``cost.hosts``: each figure
+    the range over the two H100 hosts), evaluation and queueing included, and beside them what the step alone
+    (eager, compiled) would give; then the assumptions."""
     rates = cost.decode_rates()
-    per_gpu, assumption = cost.pace(cores_per_gpu, rates)
-    first = len(planned_jobs(table1_seeds))
-    most = len(planned_jobs(sequential.TABLE1_PRIMARY.looks[-1]))
-    lines = ["| GPUs | layout | days, the recipe's runs (" + f"{first})" + f" | days, at most ({most} runs) | "
-             "days if the data path kept up |", "|---:|---|---:|---:|---:|"]
-    for gpus, layout in ((1, "1gpu"), (8, "8gpu: 4 runs × 2 GPUs"), (16, "slurm: 8 runs × 2 GPUs")):
-        lines.append(f"| {gpus} | {layout} | {cost.days(first, gpus, per_gpu):.1f} | "
-                     f"{cost.days(most, gpus, per_gpu):.1f} | {cost.days(first, gpus, cost.H100_PAIRS_PER_S):.1f} |")
-    return "\n".join(lines) + "\n\n" + assumption + " " + cost.fed_sentence(rates)
+    found, (_, assumption) = cost.hosts(cores_per_gpu, rates), cost.pace(cores_per_gpu, rates)
+    first, most = _variants(table1_seeds), _variants(sequential.TABLE1_PRIMARY.looks[-1])
+    return (hours_table(found, first, most) + "\n\n" + days_rows(found, first, most, queue_hours) + "\n\n"
+            + assumption + " " + cost.queue_sentence(queue_hours) + " " + cost.fed_sentence(rates, found))
+
+
+def hours_table(found: list, first: list[str], most: list[str]) -> str:
+    """GPU-hours of one run (``baseline``), of the recipe's runs and at most: training, evaluation, both; and both
+    were the data path to keep up with the eager (compiled) step."""
+    def cells(part, step="measured"):
+        return [cost.span([part(cost.gpu_hours(h, runs, step)) for h in found], form)
+                for runs, form in ((["baseline"], "{:,.1f}"), (first, "{:,.0f}"), (most, "{:,.0f}"))]
+    evals = [cost.span([cost.gpu_hours(h, [v])[1] for h in found], "{:.2f}") for v in ("baseline", "tte_after_ls")]
+    pace = cost.span([h.per_gpu() for h in found])
+    rows = [(f"training at {pace} pairs/s per GPU", cells(lambda t: t[0])),
+            ("evaluation, an estimate", [f"{evals[0]} ({evals[1]} with a TTE after the encoders)"]
+             + cells(lambda t: t[1])[1:]),
+            ("**training + evaluation**", [f"**{c}**" for c in cells(sum)])]
+    for step in ("eager", "compiled"):
+        rows.append((f"were the data path to keep up: the {step} step, "
+                     f"{cost.span([h.per_gpu(step) for h in found])} pairs/s", cells(sum, step)))
+    head = (f"| GPU-hours on H100s | a run (`baseline`, 2 GPUs) | the recipe's runs ({len(first)}) | "
+            f"at most ({len(most)} runs) |")
+    return "\n".join([head, "|---|---:|---:|---:|"] + [f"| {what} | {' | '.join(c)} |" for what, c in rows])
+
+
+def days_rows(found: list, first: list[str], most: list[str], queue_hours: float) -> str:
+    """Wall days per layout: the recipe's runs (queueing among them beside), at most, and the step alone."""
+    lines = [f"| GPUs | layout | days, the recipe's runs ({len(first)}) | of it queueing, h ({queue_hours:g} per job) "
+             f"| days, at most ({len(most)} runs) | days were the data path to keep up: eager (compiled) |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for gpus, layout in LAYOUT_GPUS:
+        def d(runs, step="measured", part=0, form="{:.1f}"):
+            return cost.span([cost.recipe_days(h, runs, gpus, queue_hours, step)[part] * (24 if part else 1)
+                              for h in found], form)
+        lines.append(f"| {gpus} | {layout} | {d(first)} | {d(first, part=1, form='{:g}')} | {d(most)} | "
+                     f"{d(first, 'eager')} ({d(first, 'compiled')}) |")
+    return "\n".join(lines)
 
 
 def table(table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_GPU) -> str:
     """The run table of docs/full_scale.md: per notebook, the runs it reads that no earlier notebook trained."""
-    per_gpu, assumption = cost.pace(cores_per_gpu)
-    thesis_h, h100_h = cost.run_hours(per_gpu)
+    found, (_, assumption) = cost.hosts(cores_per_gpu), cost.pace(cores_per_gpu)
+    thesis_h = cost.run_hours(found[0].per_gpu())[0]
     first = sequential.TABLE1_PRIMARY.looks[0]
     rows = []
     groups: dict = {}
@@ -111,7 +152,8 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_G
         later = nb == "02" and job["seed"] >= first
         groups.setdefault((nb, later), []).append(job)
     lines = ["| notebook | runs it adds (variant × seeds) | runs | GPU-hours at the thesis's rate | "
-             "GPU-hours on H100s, estimated | checkpoints (GB) |", "|---|---|---:|---:|---:|---:|"]
+             "GPU-hours on H100s, measured rates (training + evaluation) | checkpoints (GB) |",
+             "|---|---|---:|---:|---:|---:|"]
     for (nb, later), jobs in groups.items():
         by = {}
         for j in jobs:
@@ -120,12 +162,15 @@ def table(table1_seeds: int | None = None, cores_per_gpu: int = cost.CORES_PER_G
         what = ", ".join(f"`{v}` × {_seeds(s)}" for v, s in by.items())
         gb = sum(cost.checkpoint_gb(j["variant"]) for j in jobs)
         label = f"{nb}, looks 2-{len(sequential.TABLE1_PRIMARY.looks)} (only while undecided)" if later else nb
-        lines.append(f"| {label} | {what} | {len(jobs)} | {len(jobs) * thesis_h:,.0f} | {len(jobs) * h100_h:,.0f} | "
+        h100 = [sum(cost.gpu_hours(h, [j["variant"] for j in jobs])) for h in found]
+        lines.append(f"| {label} | {what} | {len(jobs)} | {len(jobs) * thesis_h:,.0f} | {cost.span(h100)} | "
                      f"{gb:,.0f} |")
-        rows.append((later, len(jobs), gb))
+        rows.append((later, len(jobs), gb, h100))
     for scope, keep in (("without the later looks", lambda later: not later), ("at most", lambda later: True)):
-        n, gb = sum(r[1] for r in rows if keep(r[0])), sum(r[2] for r in rows if keep(r[0]))
-        lines.append(f"| **all, {scope}** | | **{n}** | **{n * thesis_h:,.0f}** | **{n * h100_h:,.0f}** | "
+        kept = [r for r in rows if keep(r[0])]
+        n, gb = sum(r[1] for r in kept), sum(r[2] for r in kept)
+        h100 = [sum(r[3][i] for r in kept) for i in range(len(found))]
+        lines.append(f"| **all, {scope}** | | **{n}** | **{n * thesis_h:,.0f}** | **{cost.span(h100)}** | "
                      f"**{gb:,.0f}** |")
     return "\n".join(lines) + "\n\n" + assumption
 
@@ -310,13 +355,27 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative(text: str) -> float:
+    """An argparse type: a number of hours, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{value:g} is not at least 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.full_scale.recipe", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("mix", help="the thesis's training mixture, as data.train_sets")
     m.add_argument("data", nargs="?", default="$DATA", help="the data folder (default: the text $DATA)")
     t = sub.add_parser("table", help="the run table (markdown)")
-    d = sub.add_parser("days", help="the whole recipe's days on 1, 8 and 16 GPUs (markdown)")
+    d = sub.add_parser("days", help="the whole recipe's GPU-hours and days on 1, 8 and 16 GPUs (markdown)")
+    d.add_argument("--queue-hours", type=non_negative, default=cost.QUEUE_HOURS,
+                   help=f"hours a job waits for its GPUs (default {cost.QUEUE_HOURS:g}: an assumption, not a "
+                        "measurement; give your cluster's)")
     c = sub.add_parser("commands", help="a bash script training every run once")
     c.add_argument("--layout", choices=LAYOUTS, required=True)
     c.add_argument("--missing-only", action="store_true", help="only the runs `status` finds missing or failed")
@@ -348,7 +407,7 @@ def main(argv=None) -> int:
     elif args.what == "table":
         print(table(cores_per_gpu=args.cores_per_gpu))
     elif args.what == "days":
-        print(days_table(args.cores_per_gpu))
+        print(days_table(args.cores_per_gpu, queue_hours=args.queue_hours))
     elif args.what == "status":
         print(status([job for _, job in planned_jobs(args.table1_seeds)], args.out, args.fresh_minutes), end="")
     else:
