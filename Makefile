@@ -121,9 +121,14 @@ golden: setup $(BIN)/.installed-dev
 	$(BIN)/python tests/test_reproducible.py --update
 
 # Rebuild the demo's pretrained stand-ins the package ships (thesis_lib/assets/pretrained-demo-*, ≈ 4 min): only on
-# purpose (a change to the demo pretraining or what it depends on).
+# purpose (a change to the demo pretraining or what it depends on). With WIDTH=192 or 384: build the width ladder's
+# stand-ins at that width (model, teacher and encoders; claims/designs.py width_overrides) into the data folder's
+# cache, not shipped (≈ 25 min at 192 on one core, over an hour at 384).
 pretrained: setup
-	$(BIN)/python -m thesis_lib.training.prepare --preset demo --ship
+	if [ -n "$(WIDTH)" ]; then \
+	  $(BIN)/python -m thesis_lib.training.prepare --preset demo $$($(BIN)/python -c "from thesis_lib.study.claims.designs \
+	    import width_overrides as w; print(' '.join(f'--set {k}={v}' for k, v in w($(WIDTH))))"); \
+	else $(BIN)/python -m thesis_lib.training.prepare --preset demo --ship; fi
 
 # Rerun every notebook at PRESET (default demo), retraining all runs, and rewrite results/, figures/, the notebooks and
 # the README's results block (the demo's). Everything is written to $(STAGE) first and swapped in only when every notebook has
