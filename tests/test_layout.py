@@ -335,17 +335,15 @@ def test_a_notebook_collected_alone_runs_at_the_smoke_scale():
 
 
 PAGES_MAY_IMPORT = ("study.claims.read", "study.grids", "study.reference", "study.pages", "metrics", "variants",
-                    "paths", "cache", "errors", "config")
-"""What a page may import from thesis_lib: the claims table's reader (``claims/read.py``: the claims table and the
-claims stage's other data), the chapter's and the library's declarations, the other pages; plotting libraries and
-jinja2 are not thesis_lib's. No page computes a statistic, a verdict or a table of its own."""
-PAGES_STILL_COMPUTING = {   # the debt: pages that still call the results or claims stages themselves, and what
-    "study.pages.figures": {"study.results", "study.runs", "study.claims.designs", "study.claims.mechanisms",
-                            "study.claims.paired", "study.claims.sequential", "study.claims.table", "api",
-                            "models.representations", "notation", "training.results"},
-    "study.pages.conclusion": {"study.claims.paired", "study.claims.stats", "study.claims.tables"},
-    "study.pages.plotting": {"study.claims.stats", "study.results"},
-}
+                    "paths", "cache", "errors", "config",
+                    "notation",                  # notebook 00's drawings of the notation chapter's equations
+                    "api",                       # the shipped example pictures the world strip shows
+                    "models.representations")    # the sin-cos table whose similarities a notation figure draws
+"""What a page may import from thesis_lib: the claims table's reader (``claims/read.py``: the claims table, the
+claims stage's other data and every figure's numbers), the chapter's and the library's declarations, the other pages,
+and the drawing aids of notebook 00's figures, which compute no statistic; plotting libraries and jinja2 are not
+thesis_lib's. No page computes a statistic, a verdict or a table of its own."""
+PAGES_STILL_COMPUTING: dict = {}   # the debt: pages that still call the results or claims stages themselves
 
 
 def test_the_pages_read_the_claims_table_and_compute_nothing():

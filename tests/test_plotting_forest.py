@@ -21,7 +21,7 @@ from thesis_lib.study.pages.forest import LEGEND, dose_response, forest  # noqa:
 from thesis_lib.study.pages.headline import draw as headline  # noqa: E402
 from thesis_lib.study.claims.stats import mean_ci  # noqa: E402
 from thesis_lib.variants import VARIANT_SHORT  # noqa: E402
-from thesis_lib.study.claims import paired
+from thesis_lib.study.claims import paired, read
 
 COMPARISONS = ["TTE before − baseline", "TTE after − baseline", "a long comparison: TTE before, input LayerNorm "
                "skipped − baseline"]
@@ -230,7 +230,8 @@ def test_results_bars_axis_does_not_start_at_zero():
     rng = np.random.default_rng(1)
     df = pd.DataFrame([{"variant": v, "seed": s, "coco_mean": 40 + rng.normal(0, 0.3), "imagenet_top1":
                         41 + rng.normal(0, 0.5)} for v in ("baseline", "tte_before") for s in range(5)])
-    fig = plotting.results_bars(df, ["baseline", "tte_before"], {"coco_mean": "COCO", "imagenet_top1": "ImageNet"})
+    metrics = {"coco_mean": "COCO", "imagenet_top1": "ImageNet"}
+    fig = plotting.results_bars(read.levels(df, ["baseline", "tte_before"], metrics), metrics)
     for ax, m in zip(fig.axes, ("coco_mean", "imagenet_top1")):
         lo, hi = ax.get_ylim()
         assert 0 < lo < df[m].min() and df[m].max() < hi
@@ -319,7 +320,7 @@ def test_tte_ablation_has_a_panel_per_metric_and_no_label_over_the_ticks():
     df = pd.DataFrame([{"variant": v, "seed": s, **{f"{mode}{m}": 20 + rng.normal(0, 0.1) for m in ABLATION_METRICS
                                                     for mode in ("", "removed:", "swapped:")}}
                        for v in variants for s in range(4)])
-    fig = plotting.tte_ablation(df, variants, ABLATION_METRICS)
+    fig = plotting.tte_ablation(read.ablation_points(df, variants, ABLATION_METRICS), variants, ABLATION_METRICS)
     assert [ax.get_title() for ax in fig.axes] == list(ABLATION_METRICS.values())
     for ax in fig.axes:                               # points, not bars: a change of 0 is still seen
         assert not ax.patches
@@ -559,7 +560,7 @@ def test_the_dose_figure_reads_every_dose_of_grids_including_the_tte_prime_at_it
     from thesis_lib.study import grids, reference
     params = _demo_params()
     default = get_config("demo").model.tte_layer_scale
-    doses = figures.dose_claims("demo")
+    doses = read.dose_claims("demo")
     assert sorted(doses) == sorted([1e-5, 1e-3, 1e-1, 1.0]) and default == 1e-5
     assert doses[default][1].family == reference.TABLE2 and {c.family for d, (_, c) in doses.items()
                                                               if d != default} == {reference.DOSE}

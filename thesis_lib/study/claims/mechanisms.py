@@ -48,17 +48,6 @@ def comparisons(df: pd.DataFrame, pairs, metrics, tests=None) -> pd.DataFrame:
     return _with_holm(rows, [t for *_, t in tests])
 
 
-def conclusions(table: pd.DataFrame) -> list[str]:
-    """One line per row of a notebook-05 table (``comparisons``, ``rerank_gain``; the template notebook 05 ends
-    with): what is compared: verdict, difference ± 95 % CI, seeds, Holm p."""
-    ci = next(c for c in table.columns if c.endswith("(95 % CI)"))
-    flat = table.reset_index()
-    what = [" − ".join(filter(None, (r.get("comparison"), r.get("variant")))) + (f", {r['metric']}" if "metric" in r
-            else f", {ci.removesuffix(' (95 % CI)')}") for _, r in flat.iterrows()]
-    return [f"{w}: {r['verdict']}, {r[ci]} points (95 % CI), {r['seeds']} seeds, p (Holm, this table) "
-            f"{r['p (Holm, this table)']}" for w, (_, r) in zip(what, flat.iterrows())]
-
-
 def forest_frame(df: pd.DataFrame, pairs, metrics) -> pd.DataFrame:
     """``comparisons`` as ``forest.forest`` draws it: per-seed differences, no margin (none is declared here)."""
     tests = _pair_tests(df, pairs, metrics)

@@ -20,16 +20,16 @@ import torch
 from thesis_lib.cache import write_text_atomic
 from thesis_lib.config import get_config
 from thesis_lib.errors import ThesisError
-from thesis_lib.metrics import PRIMARY, TTE_SHARE_IMAGE
+from thesis_lib.metrics import PRIMARY
 from thesis_lib.models.emkum import build_model
 from thesis_lib.paths import ROOT
 from thesis_lib.training.engine import budget_summed_lr, summed_lr, thesis_summed_lr
 from thesis_lib.variants import VARIANT_SPECS
 from .. import grids, reference, results
-from ..results import runs_of
 from ..runs import study_params
 from . import designs, paired
 from .stats import seeds_needed
+from .tables import tte_share
 
 PATH = ROOT / "results" / "claims.csv"
 UNTESTED_SHARE = 10
@@ -140,8 +140,8 @@ def tte_summed_lr(preset: str, variant: str, steps: int) -> float:
 
 def _tte_share(df: pd.DataFrame, claim) -> float:
     """The TTE's share (percent) of the shared block's image input in the claim's treated arm; nan without one."""
-    runs = runs_of(df, claim.contrast[0][0][0])
-    return float(runs[TTE_SHARE_IMAGE].mean()) * 100 if len(runs) and TTE_SHARE_IMAGE in runs else math.nan
+    share = tte_share(df, claim.contrast[0][0][0])
+    return math.nan if share is None else share
 
 
 def _machines(df: pd.DataFrame, claim, seeds) -> str:

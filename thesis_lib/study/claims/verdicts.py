@@ -141,8 +141,9 @@ def conclusion_rows(df: pd.DataFrame, family: str) -> list[dict]:
         design = sequential.DESIGNS.get(r["claim"].text)
         need = (fmt_seeds(seeds_needed(t, r["margin"] or 0.0, r["decide_alpha"], r["levels"][1]))
                 if r["verdict"] == "undecided" else None)
-        rows.append({"claim": r["claim"].text, "words": r["words"], "difference": fmt(t.mean, t.half95, digits),
-                     "metric": label(r["metric"]), "margin": f"{r['margin']:.{digits}f}", "n": t.n, "need": need,
+        rows.append({"claim": r["claim"].text, "verdict": r["verdict"], "words": r["words"],
+                     "difference": fmt(t.mean, t.half95, digits), "metric": label(r["metric"]),
+                     "margin": f"{r['margin']:.{digits}f}", "n": t.n, "need": need,
                      "look": design.looks.index(t.n) + 1 if design and t.n in design.looks else None,
                      "looks": len(design.looks) if design else None})
     return rows

@@ -1,6 +1,6 @@
 """Notebooks 02, 04 and 05's last cells and the notes under their tables, from ``templates/conclusions.j2``: what each
-asked, what it found and in which regime, and what that does and does not show. This module gathers each claim as
-decided (``paired.primary_rows``) and the tables' rows; every sentence lives in the template. The verdict lines
+asked, what it found and in which regime, and what that does and does not show. The claims stage gives each claim as
+decided (``read.conclusion_rows``) and the tables' rows; every sentence lives in the template. The verdict lines
 (``sentences.conclusions``) stay above it as the record; this is the reading."""
 from __future__ import annotations
 
@@ -9,31 +9,21 @@ import pandas as pd
 from thesis_lib.metrics import CLAIMED, PRIMARY, label
 from thesis_lib.variants import VARIANT_LABELS
 from .. import grids, reference
-from ..claims import paired
-from ..claims.stats import fmt
+from ..claims import read
 from . import front
-from ..claims.tables import tte_share
 
 
 def _say(macro: str, *args) -> str:
     return front.say("conclusions.j2", macro, *args)
 
 
-def _said(r: dict) -> dict:
-    """A decided claim as the template says it: text, verdict words, difference ± 95 %, margin, seeds."""
-    t, digits = r["test"], paired.margin_digits(r["margin"])
-    return {"claim": r["claim"].text, "words": r["words"], "difference": fmt(t.mean, t.half95, digits),
-            "metric": label(PRIMARY), "margin": f"{r['margin']:.{digits}f}", "n": t.n, "verdict": r["verdict"]}
-
-
 def table1(df: pd.DataFrame, steps: int) -> str:
     """Notebook 02: Table 1, the thesis code's path and the 2 × 2."""
-    rows = {r["claim"].text: r for r in paired.primary_rows(df, family=reference.TABLE1)}
+    rows = {r["claim"]: r for r in read.conclusion_rows(df, reference.TABLE1)}
     decided = lambda r: bool(r) and r["verdict"] in ("reproduced", "contradicted")  # noqa: E731
     ln, tte = rows.get(reference.LN_MAIN_EFFECT), rows.get(reference.TTE_MAIN_EFFECT)
     first = rows.get(reference.CLAIMS[0].text)
-    return _say("table1", steps, [_said(r) for r in rows.values()], bool(ln), bool(tte),
-                first and _said(first), decided(ln), decided(tte))
+    return _say("table1", steps, list(rows.values()), bool(ln), bool(tte), first, decided(ln), decided(tte))
 
 
 def _pair(rows: pd.DataFrame) -> dict:
@@ -48,23 +38,18 @@ def layerscale(df: pd.DataFrame, budget: pd.DataFrame | None = None, long: pd.Da
     """Notebook 04: Table 2 with every parameter trained to the thesis's summed learning rate (``long``: the long
     confirmation's rows at its one look, ``table2.confirmation``; the regime nearest the thesis's, so said first),
     what γ learned, the dose-response, and Table 2 at the thesis's budget for the TTE."""
-    shares = [share for v in grids.DOSE if (share := tte_share(df, v)) is not None]
-    doses = {"low": min(shares), "high": max(shares)} if len(shares) >= 2 else None
-    return _say("layerscale", long is not None and _pair(long), doses,
-                [_said(r) for r in paired.primary_rows(df, family=reference.DOSE)],
+    return _say("layerscale", long is not None and _pair(long), read.dose_shares(df),
+                read.conclusion_rows(df, reference.DOSE),
                 budget is not None and len(budget) >= 2 and _pair(budget))
 
 
 def ablation_note(df: pd.DataFrame, variants=grids.TTE_USED, metrics=CLAIMED) -> str:
     """Where removing a trained model's TTE at evaluation *raises* a metric with a 95 % interval above 0: the opposite
     of what "is used" expects, said with its size (notebook 04, under the ablation table)."""
-    found = []
-    for v in [v for v in variants if v in set(df.variant)]:
-        for m in metrics:
-            t = paired.paired_test(df, (v, "removed"), (v, "none"), m)
-            if t.n >= 2 and t.mean - t.half95 > 0:
-                found.append({"variant": VARIANT_LABELS[v], "metric": label(m), "difference": fmt(t.mean, t.half95),
-                              "n": t.n})
+    points = read.ablation_points(df, [v for v in variants if v in set(df.variant)], metrics)
+    found = [{"variant": VARIANT_LABELS[p.variant], "metric": label(p.metric), "difference": read.fmt(p.mean, p.half),
+              "n": len(p.diffs)} for p in points[points["mode"].eq("removed")].itertuples()
+             if len(p.diffs) >= 2 and p.mean - p.half > 0]
     return _say("ablation", found)
 
 
@@ -86,3 +71,11 @@ def mechanisms(dual: pd.DataFrame, rerank: pd.DataFrame | None, fusion: pd.DataF
         "moved": int(fusion.verdict.isin(("better", "worse")).sum()), "n": len(fusion)}
     return _say("mechanisms", decided, len(dual), sorted(set(dual.seeds)),
                 rerank_note(rerank) if rerank is not None and len(rerank) else "", moved)
+
+
+def lines(table: pd.DataFrame) -> list[str]:
+    """One line per row of a notebook-05 table (``mechanisms.comparisons``, ``rerank_gain``; the template notebook 05
+    ends with): what is compared: verdict, difference ± 95 % CI, seeds, Holm p."""
+    ci = next(c for c in table.columns if c.endswith("(95 % CI)"))
+    return [_say("line", " − ".join(filter(None, (r.get("comparison"), r.get("variant")))),
+                 r.get("metric", ci.removesuffix(" (95 % CI)")), r[ci], r) for _, r in table.reset_index().iterrows()]

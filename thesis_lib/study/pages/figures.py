@@ -17,23 +17,20 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-import numpy as np
 import pandas as pd
 import torch
 
 from thesis_lib.config import PRESET_SPECS, get_config
 from thesis_lib.errors import MissingResultsError, ThesisError
-from thesis_lib.metrics import CLAIMED, HEADLINE as HEADLINE_METRICS, PRIMARY, TABLE, label
+from thesis_lib.metrics import CLAIMED, PRIMARY, TABLE, label
 from thesis_lib import notation
 from thesis_lib.api import examples
 from thesis_lib.models.representations import sincos_2d
-from thesis_lib.training.results import RunPaths
 from thesis_lib.variants import VARIANT_LABELS
 from . import dose, front, forest, gamma, headline, plotting
 from .plotting import seeds_text as _seeds
-from .. import grids, reference, results, runs
-from ..claims import designs, mechanisms, paired, sequential
-from ..claims import table as claims_table
+from .. import grids, reference
+from ..claims import read
 
 ABLATION_METRICS = {m: label(m) + (" (primary)" if m == PRIMARY else "") for m in CLAIMED}   # panel titles
 
@@ -70,8 +67,7 @@ def check_results(params, reads: Reads) -> None:
     """Raise ``MissingResultsError`` when a variant ``reads`` needs has no stored result of ``params.seeds`` (by the
     files' presence: the builder reads them, and says so if one is not a result)."""
     needed = reads.variants
-    lacking = [v for v in needed
-               if not any(RunPaths(params.results_root, params.preset, v, s).result.exists() for s in params.seeds)]
+    lacking = read.lacking(params, needed)
     if lacking:
         raise _missing(f"results of {', '.join(needed)}", params, lacking, needed)
 
@@ -83,10 +79,9 @@ def _found(data, params, what: str):
     return data
 
 
-def _results(params, variants, read=results.results_frame) -> pd.DataFrame:
-    """``read`` of ``variants`` (``results.results_frame``, or ``paired.claims_frame``: with a sequential claim's added
-    seeds); ``MissingResultsError`` when none of them has a stored result."""
-    return _found(read(params, variants), params, f"results of {', '.join(variants)}")
+def _results(params, variants, **kwargs) -> pd.DataFrame:
+    """``read.runs`` of ``variants``; ``MissingResultsError`` when none of them has a stored result."""
+    return _found(read.runs(params, variants, **kwargs), params, f"results of {', '.join(variants)}")
 
 
 _TABLES: dict = {}      # the claims table of each params ``main`` draws from: computed once, not once a figure
@@ -97,13 +92,13 @@ def claims(params) -> pd.DataFrame:
     headline and ``04_effect_vs_dose`` draw."""
     if id(params) in _TABLES:
         return _TABLES[id(params)]
-    return claims_table.read(claims_table.csv_text(claims_table.claims_table(params)))
+    return read.claims(params)
 
 
 def _curves(params, variants) -> pd.DataFrame:
     """The training curves (``seed<N>/metrics.jsonl``) of ``variants``, all seeds; ``MissingResultsError`` names the
     variants that have none."""
-    frames = {v: results.curves(params, v) for v in variants}
+    frames = {v: read.curves(params, v) for v in variants}
     lacking = [v for v, f in frames.items() if not len(f)]
     if lacking:
         raise _missing(f"the training curves (metrics.jsonl) of {', '.join(variants)}", params, lacking, variants)
@@ -119,10 +114,9 @@ def _loss_curves(params, variants, what: str, regime: str | None = None):
 def _bars(params, variants):
     """Table 1's levels: the variants of ``variants`` that have results (``MissingResultsError`` when none has), on
     the seeds every drawn variant has, so that the bars compare the same seeds."""
-    df = _results(params, variants)
-    df = df[df.seed.isin(set.intersection(*(set(g.seed) for _, g in df.groupby("variant"))))]
-    present = set(df.variant)
-    return plotting.results_bars(df, [v for v in variants if v in present], {m: label(m) for m in TABLE},
+    df = _results(params, variants, shared=True)
+    present = [v for v in variants if v in set(df.variant)]
+    return plotting.results_bars(read.levels(df, present, TABLE), {m: label(m) for m in TABLE},
                                  title=f"Table 1's levels ({_steps(params)}, {_seeds(df.seed.unique())}; the paired "
                                        f"differences: 02_table1_forest)")
 
@@ -131,9 +125,7 @@ def _gammas(params, variants) -> dict:
     """seed -> the final LayerScale γ (``seed<N>/layerscale.npy``) of the one variant of ``variants``, for the seeds
     that have one; ``MissingResultsError`` when none has."""
     (variant,) = variants
-    paths = {seed: RunPaths(params.results_root, params.preset, variant, seed).layerscale for seed in params.seeds}
-    return _found({seed: np.load(path) for seed, path in paths.items() if path.exists()}, params,
-                  f"the final LayerScale γ (layerscale.npy) of {variant}")
+    return _found(read.gammas(params, variant), params, f"the final LayerScale γ (layerscale.npy) of {variant}")
 
 
 def _init(params, variants) -> float:
@@ -142,16 +134,16 @@ def _init(params, variants) -> float:
 
 
 def _eq_notes(frame: pd.DataFrame) -> dict:
-    """{equivalence level: whose it is, in a few words} of the rows decided sequentially (``sequential.DESIGNS``):
-    their TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the other rows' level is 90 %."""
-    return {r["eq_level"]: f"the sequential claim at its {'last ' if len(r['diffs']) >= d.looks[-1] else ''}look, "
+    """{equivalence level: whose it is, in a few words} of the rows decided sequentially (their ``looks``): their
+    TOST level at the look reached (e.g. 92.08 % at the last look, 24 seeds); the other rows' level is 90 %."""
+    return {r["eq_level"]: f"the sequential claim at its {'last ' if len(r['diffs']) >= r['looks'][-1] else ''}look, "
                            f"{len(r['diffs'])} seeds" for _, r in frame.iterrows()
-            if (d := sequential.DESIGNS.get(r["comparison"])) and r.get("eq_level") not in (None, "", forest.EQ_LEVEL)}
+            if r["looks"] and r.get("eq_level") not in (None, "", forest.EQ_LEVEL)}
 
 
 def _differences(params, variants, family: str, **kwargs) -> pd.DataFrame:
-    """``paired.difference_frame`` of one declared family of claims; ``MissingResultsError`` when it has no rows."""
-    return _found(paired.difference_frame(_results(params, variants, paired.claims_frame), family, **kwargs), params,
+    """``read.differences`` of one declared family of claims; ``MissingResultsError`` when it has no rows."""
+    return _found(read.differences(_results(params, variants, claimed=True), family, **kwargs), params,
                   f"results of both arms of a {family} claim, at the same seeds, among {', '.join(variants)}")
 
 
@@ -166,11 +158,10 @@ def _forest(params, variants, family: str, regime: str | None = None):
 
 def fig_confirmation_forest(params, variants):
     """Table 2 on the long schedule's confirmation (fresh seeds 9-40): per-seed paired differences, both claims."""
-    design = designs.THESIS_LR_SUM_CONFIRM
-    df = results.design_frame(params, design)
-    frame = _found(paired.difference_frame(df, design.family, claims=designs.claims_of(params, design)) if len(df)
-                   else pd.DataFrame(), params, f"the runs of {design.name} (make long DESIGN={design.name})")
-    steps = f"{designs.long_steps(params.preset):,} steps"
+    frame = read.confirmation(params)
+    design = frame.attrs["design"]
+    frame = _found(frame, params, f"the runs of {design} (make long DESIGN={design})")
+    steps = f"{read.long_steps(params.preset):,} steps"
     return forest.forest(frame, title=_say("confirmation_title", steps, _seed_range(frame)), primary=label(PRIMARY))
 
 
@@ -185,40 +176,20 @@ def fig_table1_forest(params, variants):
     (main effects, interaction, the thesis code's Table 1) below, each under its heading; secondary metrics are in
     notebook 02's tables."""
     frame = _differences(params, variants, reference.TABLE1, metrics=(PRIMARY,))
-    frame["group"] = [_say("table1_claim_group", d.looks[0], d.looks[-1], lines=2)
-                      if (d := sequential.DESIGNS.get(c)) else _say("table1_factorial_group", lines=2)
-                      for c in frame["comparison"]]
+    frame["group"] = [_say("table1_claim_group", looks[0], looks[-1], lines=2) if looks
+                      else _say("table1_factorial_group", lines=2) for looks in frame["looks"]]
     return forest.forest(frame, title=_say("table1_title", _steps(params), label(PRIMARY)), primary=None,
                          eq_notes=_eq_notes(frame))
-
-
-def dose_claims(preset: str) -> dict:
-    """dose -> (variant, its claim): per variant of ``grids.DOSE`` the claim that it beats the baseline, at γ's
-    initial value in its config (``ModelConfig.tte``). The TTE' arm's claim is Table 2's ("TTE after the encoders with
-    LayerScale helps"), the others the γ-init family's."""
-    out = {}
-    for v in grids.DOSE:
-        (claim,) = [c for c in reference.CLAIMS if c.arms == ((v, "none"), (grids.BASELINE, "none"))]
-        out[get_config(preset, v).model.tte.gamma_init] = (v, claim)
-    return out
 
 
 def fig_dose_response(params, variants):
     """Notebook 04's dose-response: γ's initial value (log x) against the paired difference to the baseline, the
     1e-5 arm being the TTE' itself (Table 2's claim), the others the γ-init claims (``reference.DOSE``)."""
-    df = _results(params, variants, paired.claims_frame)
     default = get_config(params.preset, grids.TTE_AFTER_LS).model.tte.gamma_init
-    doses = dose_claims(params.preset)
-    frames = {family: paired.difference_frame(df, family) for family in {c.family for _, c in doses.values()}}
-    rows = []
-    for gamma0, (v, claim) in doses.items():
-        sub = frames[claim.family]
-        for _, r in sub[sub.comparison.eq(claim.text)].iterrows():
-            rows.append({**r.to_dict(), "dose": gamma0, "variant": v, "family": claim.family,
-                         "tick": forest.dose_tick(gamma0) + ("\nthe TTE'\n(default)" if gamma0 == default else "")})
-    frame = _found(pd.DataFrame(rows), params,
+    frame = _found(read.dose_rows(_results(params, variants, claimed=True), params.preset), params,
                    f"results of both arms of a γ-init claim, at the same seeds, among {', '.join(variants)}")
-    notes = {dose: f"({claim.family}'s claim)" for dose, (_, claim) in doses.items() if claim.family != reference.DOSE}
+    frame["tick"] = [forest.dose_tick(d) + ("\nthe TTE'\n(default)" if d == default else "") for d in frame.dose]
+    notes = {d: f"({f}'s claim)" for d, f in zip(frame.dose, frame.family) if f != reference.DOSE}
     return forest.dose_response(frame, primary=label(PRIMARY), notes=notes,
                                 title=_say("dose_forest_title", _steps(params), _seed_range(frame)))
 
@@ -243,7 +214,7 @@ def fig_headline(params, variants):
 
 
 def fig_dual_encoder_forest(params, variants):
-    return forest.forest(mechanisms.forest_frame(_results(params, variants), grids.DUAL_PAIRS, HEADLINE_METRICS),
+    return forest.forest(read.dual_differences(_results(params, variants)),
                          title=f"notebook 05: dual-encoder use, {_steps(params)} (Holm over the table's rows)")
 
 
@@ -287,8 +258,8 @@ FIGURES = {  # each figure names the variants it reads once: its builder is give
     "04_gamma_evolution": Figure(lambda p, v: gamma.evolution(_curves(p, v), _init(p, v), VARIANT_LABELS[v[0]],
                                                               _steps(p)), Reads((grids.TTE_AFTER_LS,))),
     "04_tte_ablation": Figure(lambda p, v: plotting.tte_ablation(
-        _results(p, v), v, ABLATION_METRICS, title=_say("ablation_title", _steps(p), _steps(p, "TTE budget"))),
-        Reads(grids.TTE_USED)),
+        read.ablation_points(_results(p, v), v, ABLATION_METRICS), v, ABLATION_METRICS,
+        title=_say("ablation_title", _steps(p), _steps(p, "TTE budget"))), Reads(grids.TTE_USED)),
     "04_dose_forest": Figure(fig_dose_response, Reads(grids.DOSE_ARMS)),
     "04_confirmation_forest": Figure(fig_confirmation_forest, Reads(grids.TABLE2)),
     "04_effect_vs_dose": Figure(fig_effect_vs_dose, Reads(grids.DOSE_ARMS + grids.BUDGET[1:])),
@@ -331,7 +302,7 @@ def _draw_or_say_why(name: str, params) -> bool:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m thesis_lib.study.pages.figures", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", default="demo")
-    p.add_argument("--seeds", default=None, help=f"default: {list(runs.SEEDS)}")
+    p.add_argument("--seeds", default=None, help=f"default: {list(read.SEEDS)}")
     p.add_argument("--output-dir", default=None)
     p.add_argument("--without", default="", help="comma-separated figures not to draw (e.g. 04_effect_vs_dose where "
                    "the regimes' runs are not wanted)")
@@ -340,7 +311,7 @@ def main(argv=None) -> int:
     if without - set(FIGURES):
         p.error(f"no such figure: {', '.join(sorted(without - set(FIGURES)))}")
     try:
-        params = runs.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)   # stored results
+        params = read.study_params(args.preset, args.seeds, "cpu", args.output_dir, need_data=False)   # stored results
     except ThesisError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

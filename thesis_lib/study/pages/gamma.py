@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from ..reference import LAYERSCALE
+from .front import say
 from .plotting import INK, THESIS_INK, sci, seeds_text
 
 # Paul Tol's "bright" hues without its red (the thesis's ink is a red), the blue's neighbour cyan last
@@ -36,8 +37,8 @@ def histogram(gammas: dict, init: float, variant: str = "the TTE'", regime: str 
     a.axvline(0, color="0.6", lw=0.8, zorder=0)
     a.set(xlabel="γ_d, signed (one value per channel; linear)", ylabel="channels (per seed)")
     a.set_title("signed γ_d, one histogram per seed", fontsize=10.5)
-    a.text(0.02, 0.97, f"mean ± SD of the signed γ:\nthesis (Aug 2024): {sci(thesis['mean'])} ± {sci(thesis['std'])}"
-                       f"\nthis study (seeds pooled): {sci(pooled.mean())} ± {sci(pooled.std())}",
+    a.text(0.02, 0.97, "\n".join(say("figures.j2", f"gamma_statistics{k}", *v) for k, v in (
+        ("", ()), ("_2", (sci(thesis["mean"]), sci(thesis["std"]))), ("_3", (sci(pooled.mean()), sci(pooled.std()))))),
            transform=a.transAxes, ha="left", va="top", fontsize=8.5, linespacing=1.4, gid="statistics",
            bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="0.8"))
     a.set_ylim(0, a.get_ylim()[1] * 1.3)                                            # room for the statistics

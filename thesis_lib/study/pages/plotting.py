@@ -14,8 +14,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 from thesis_lib.variants import VARIANT_SHORT, VARIANTS
-from ..claims.stats import mean_ci
-from ..results import runs_of
 
 sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
 _CB = sns.color_palette("colorblind")
@@ -65,17 +63,17 @@ def save(fig, folder: Path, name: str) -> None:
 
 # ------------------------------------------------------------------------------------------ results
 
-def results_bars(df: pd.DataFrame, variants, metrics: dict, title: str | None = None):
-    """The levels: per variant its mean over seeds with the 95 % CI (a marker, not a bar: a bar's length from an axis
-    that does not start at 0 is not the value), the seeds as dots beside it, one panel per metric. Each panel's
-    y-axis spans only its seeds and intervals, so it does NOT start at 0: a secondary view, the forest shows the
-    differences."""
+def results_bars(levels: pd.DataFrame, metrics: dict, title: str | None = None):
+    """The levels (``read.levels``: per variant and metric the seeds' values, mean and 95 % half-width): per variant
+    its mean with the 95 % CI (a marker, not a bar: a bar's length from an axis that does not start at 0 is not the
+    value), the seeds as dots beside it, one panel per metric. Each panel's y-axis spans only its seeds and intervals,
+    so it does NOT start at 0: a secondary view, the forest shows the differences."""
+    variants = list(dict.fromkeys(levels.variant))
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.8), squeeze=False, layout="constrained")
     for ax, (m, label) in zip(axes[0], metrics.items()):
         ends = []
-        for i, v in enumerate(variants):
-            values = runs_of(df, v)[m].dropna()
-            mean, half = mean_ci(values)
+        for i, r in enumerate(levels[levels.metric.eq(m)].itertuples()):
+            v, values, mean, half = r.variant, r.values, r.mean, r.half
             ax.errorbar(i, mean, yerr=None if np.isnan(half) else half, fmt="o", ms=9, color=COLOURS.get(v),
                         mec=INK, elinewidth=2.2, capsize=5, zorder=3)
             ax.scatter(i + 0.22 + np.linspace(-0.04, 0.04, len(values)), values, color=SEED_INK, s=10, zorder=3)
@@ -150,25 +148,20 @@ def sci(x: float) -> str:
 ABLATION = {"removed": ("o", INK, "TTE removed"), "swapped": ("D", "#AA3377", "the two type vectors swapped")}
 
 
-def tte_ablation(df: pd.DataFrame, variants, metrics: dict, title: str | None = None):
+def tte_ablation(points: pd.DataFrame, variants, metrics: dict, title: str | None = None):
     """Is the TTE used? Each trained model evaluated with its TTE removed (a filled circle) and with the type vectors
-    swapped (a diamond): the change of each metric against the model as trained, mean with its 95 % interval over
-    seeds (dots: seeds), one panel per metric, the variants named on the axis. Points, not bars: a change of 0.001
-    is a point at 0, not an invisible bar, and no colour stands for a variant."""
+    swapped (a diamond): the change of each metric against the model as trained (``read.ablation_points``), mean
+    with its 95 % interval over seeds (dots: seeds), one panel per metric, the variants named on the axis. Points, not
+    bars: a change of 0.001 is a point at 0, not an invisible bar, and no colour stands for a variant."""
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.9 * len(metrics), 4.1), squeeze=False, layout="constrained")
     for ax, (m, label) in zip(axes[0], metrics.items()):
-        for i, v in enumerate(variants):
-            sub = runs_of(df, v)
-            for k, (mode, (marker, ink, _)) in enumerate(ABLATION.items()):
-                if f"{mode}:{m}" not in sub:
-                    continue
-                d = (sub[f"{mode}:{m}"] - sub[m]).dropna()
-                mean, half = mean_ci(d)
-                x = i + (k - 0.5) * 0.36
-                ax.errorbar(x, mean, yerr=None if np.isnan(half) else half, fmt=marker, ms=6.5, color=ink,
-                            mfc=ink if mode == "removed" else "white", mew=1.6, elinewidth=1.4, capsize=3, zorder=4,
-                            gid=f"{v}|{mode}")
-                ax.scatter(np.full(len(d), x + 0.1), d, color=SEED_INK, s=8, lw=0, zorder=3)
+        for r in points[points.metric.eq(m)].itertuples():
+            i, k, (marker, ink, _) = list(variants).index(r.variant), list(ABLATION).index(r.mode), ABLATION[r.mode]
+            x = i + (k - 0.5) * 0.36
+            ax.errorbar(x, r.mean, yerr=None if np.isnan(r.half) else r.half, fmt=marker, ms=6.5, color=ink,
+                        mfc=ink if r.mode == "removed" else "white", mew=1.6, elinewidth=1.4, capsize=3, zorder=4,
+                        gid=f"{r.variant}|{r.mode}")
+            ax.scatter(np.full(len(r.diffs), x + 0.1), r.diffs, color=SEED_INK, s=8, lw=0, zorder=3)
         ax.axhline(0, color=INK, lw=0.9, zorder=2)
         ax.set_xlim(-0.6, len(variants) - 0.4)
         ax.set_xticks(range(len(variants)), [VARIANT_SHORT[v] for v in variants], rotation=20, ha="right")

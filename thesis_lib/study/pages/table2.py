@@ -12,7 +12,7 @@ from . import front, sentences
 
 def overfit_sentence(params, design=None) -> str:
     """Whether the held-out score falls late in the long schedule (``read.overfit``); empty without curves."""
-    return _overfit(read.overfit(params, design))
+    return _overfit(read.overfit(params) if design is None else read.overfit(params, design))
 
 
 def _overfit(parts: list) -> str:
