@@ -113,7 +113,8 @@ def hours_table(found: list, first: list[str], most: list[str]) -> str:
     def cells(part, step="measured"):
         return [cost.span([part(cost.gpu_hours(h, runs, step)) for h in found], form)
                 for runs, form in ((["baseline"], "{:,.1f}"), (first, "{:,.0f}"), (most, "{:,.0f}"))]
-    evals = [cost.span([cost.gpu_hours(h, [v])[1] for h in found], "{:.2f}") for v in ("baseline", "tte_after_ls")]
+    evals = [cost.span([cost.gpu_hours(h, [v])[1] for h in found], "{:.2f}")
+             for v in (grids.BASELINE, grids.TTE_AFTER_LS)]
     pace = cost.span([h.per_gpu() for h in found])
     rows = [(f"training at {pace} pairs/s per GPU", cells(lambda t: t[0])),
             ("evaluation, an estimate", [f"{evals[0]} ({evals[1]} with a TTE after the encoders)"]
