@@ -197,8 +197,10 @@ class DataConfig:
     num_workers: int = knob(8, rule=AT_LEAST_ZERO, role="operational", pretraining=False)
     # decode every image once into a uint8 tensor (the demo); else a DataLoader
     in_memory: bool = knob(False, pretraining=False)
-    # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py)
-    decoder: str = knob("pil", rule=one_of("pil", "pil_draft", "torchvision"), pretraining=False, absent="pil")
+    # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py) | "device" (workers read the bytes, the
+    # training process decodes and draws the views on its device: data/device_decode.py; files only)
+    decoder: str = knob("pil", rule=one_of("pil", "pil_draft", "torchvision", "device"), pretraining=False,
+                        absent="pil")
     # "openai" (80) | "world" (the embedded world's own)
     zeroshot_templates: str = knob("openai", rule=one_of("openai", "world"), pretraining=False)
 

@@ -127,6 +127,9 @@ def problems(cfg) -> list[str]:
     if m.text_dropout and m.text_encoder != "data2vec2":
         out.append(f"model.text_dropout ({m.text_dropout}) sets the Data2Vec2 text encoder's dropout; "
                    f"model.text_encoder={m.text_encoder} keeps its transformers config's")
+    if d.decoder == "device" and d.in_memory:
+        out.append("data.decoder=device decodes the batches a DataLoader reads from files (data.in_memory=False); "
+                   "with data.in_memory=True every image is decoded once at the start and no decoder is used")
     if t.logit_scale_max < t.logit_scale_init:
         out.append(f"train.logit_scale_max ({t.logit_scale_max}) must be ≥ train.logit_scale_init "
                    f"({t.logit_scale_init})")

@@ -8,6 +8,8 @@
   both sides ≥ the view size, so a 640 × 480 COCO picture decodes at 320 × 240 for 224 px views (not bit-identical
   to ``pil``: the crop is resampled from the reduced picture).
 * ``torchvision``: ``torchvision.io.decode_image`` to a uint8 tensor; the views' transforms run on tensors.
+* ``device`` (not here: ``data/device_decode.py``): the workers read the bytes (``encoded_bytes``), the training
+  process decodes the batch on its device and draws the views there.
 
 Every decoder returns what the torchvision v2 transforms of ``data/transforms.py`` accept (a PIL image or a uint8
 CHW tensor); non-JPEG files and errors fall back to / report like ``datasets.open_image``.
@@ -25,7 +27,8 @@ from .datasets import TarMember, open_image
 DECODERS = ("pil", "pil_draft", "torchvision")
 
 
-def _bytes(image) -> bytes | None:
+def encoded_bytes(image) -> bytes | None:
+    """The encoded bytes of a path, bytes or TarMember; None for a PIL image."""
     if isinstance(image, TarMember):
         return image.read()
     if isinstance(image, bytes):
@@ -42,7 +45,7 @@ def decode(image, decoder: str = "pil", size: int = 224):
         return open_image(image)
     if decoder not in DECODERS:
         raise DataError(f"unknown data.decoder {decoder!r}; choose one of {', '.join(DECODERS)}")
-    data = _bytes(image)
+    data = encoded_bytes(image)
     if data is None or not data.startswith(b"\xff\xd8"):                 # not a JPEG: the plain path
         return open_image(image if data is None else data)
     if decoder == "pil_draft":

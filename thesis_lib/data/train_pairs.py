@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 from ..config import DataConfig, ExperimentConfig
 from ..errors import DataError, DataWarning
 from .decode import decode
+from .device_decode import collate, decode_file, decode_images, draw_views, read_bytes
 from .eval_sets import decoded, image_batches
 from .lifetime import loader_worker_init
 from .roots import data_root, pair_records
@@ -114,17 +115,24 @@ class TrainPairs:
             out["teacher_images"] = normalise_uint8(raw, self.data.mean, self.data.std)
         return out
 
-    def batches(self, start_step: int, stop_step: int, teacher_targets: torch.Tensor | None = None):
+    def batches(self, start_step: int, stop_step: int, teacher_targets: torch.Tensor | None = None, device=None):
+        """The batches of steps ``start_step`` .. ``stop_step``. With ``data.decoder=device`` the workers only read
+        the images' bytes and the images are decoded and viewed on ``device`` (default: the CPU) here, on the
+        training process (data/device_decode.py); the other decoders ignore ``device``."""
         if self.images is not None:
             for step in range(start_step, stop_step):
                 yield self.batch(step, teacher_targets)
             return
-        workers = self.data.num_workers
-        stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None)
+        workers, on_device = self.data.num_workers, self.data.decoder == "device"
+        stream = _StepStream(self, start_step, stop_step, draw_teacher_view=teacher_targets is None,
+                             read_only=on_device)
         loader = DataLoader(stream, batch_size=self.batch_size, generator=torch.Generator(),   # see _TeacherViews
                             num_workers=workers, persistent_workers=workers > 0, pin_memory=torch.cuda.is_available(),
-                            worker_init_fn=loader_worker_init())           # the workers end with this process
-        for images, teacher_images, tokens, pairs, replaced in loader:
+                            worker_init_fn=loader_worker_init(),           # the workers end with this process
+                            collate_fn=collate if on_device else None)
+        for item in loader:
+            images, teacher_images, tokens, pairs, replaced = (
+                self._on_device(stream, *item, torch.device(device or "cpu")) if on_device else item)
             self.replaced_samples += int(replaced.sum())
             image_idx = self.pair_image[pairs]
             out = {"images": images, "tokens": trim(tokens, self.pad_id), "image_index": image_idx}
@@ -136,10 +144,23 @@ class TrainPairs:
                 out["teacher_images"] = teacher_images
             yield out
 
+    def _on_device(self, stream: "_StepStream", data: list, tokens: torch.Tensor, pairs: torch.Tensor,
+                   seeds: torch.Tensor, device: torch.device) -> tuple:
+        """``data.decoder=device``: a batch of encoded pictures decoded and viewed on ``device``. A picture no
+        decoder reads is replaced, with its caption, by the next decodable pair in index order, as a worker does."""
+        images = decode_images(data, device)
+        replaced = torch.zeros(len(data), dtype=torch.long)
+        for row, img in enumerate(images):
+            if img is None:
+                p, images[row], moved = stream._decodable(int(pairs[row]), lambda f: decode_file(f, device))
+                pairs[row], tokens[row], replaced[row] = p, self.tokens[p], int(moved)
+        return (*draw_views(images, seeds, stream.student, stream.teacher), tokens, pairs, replaced)
+
     def data_path_rate(self, cached_targets: bool) -> DataPathRate | None:
         """What the file-reading path can deliver (pairs/s), measured on this run's own first samples; None in
-        memory, where the views are drawn batch-wise on the training process."""
-        if self.images is not None:
+        memory, where the views are drawn batch-wise on the training process, and with ``data.decoder=device``,
+        where the training process decodes (its time counts in the run's ``data_wait_s``)."""
+        if self.images is not None or self.data.decoder == "device":
             return None
         steps = min(steps_to_measure(self.batch_size), self.steps_per_epoch)
         stream = _StepStream(self, 0, steps, draw_teacher_view=not cached_targets)
@@ -185,11 +206,14 @@ class _StepStream(Dataset):
     """Item k = sample j = k % B of step start + k // B of this process; each sample's randomness is seeded by
     (seed, step, 0, rank × B + j), its place in the global batch (the 0 stands where one process's rank always
     stood), so the stream is the same on any number of processes, whichever worker decodes it and after a resume.
-    With cached teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in."""
+    With cached teacher targets the teacher's (fixed, unrandomised) view is not drawn: an empty tensor stands in.
+    ``read_only`` (``data.decoder=device``): item k is the image's encoded bytes, its caption, its pair and its seed;
+    the training process decodes and draws the views (``TrainPairs._on_device``) with ``student`` and ``teacher``."""
 
-    def __init__(self, pairs: TrainPairs, start: int, stop: int, draw_teacher_view: bool = True):
+    def __init__(self, pairs: TrainPairs, start: int, stop: int, draw_teacher_view: bool = True,
+                 read_only: bool = False):
         data, size = pairs.data, pairs.img_size
-        self.pairs, self.start, self.stop, self.B = pairs, start, stop, pairs.batch_size
+        self.pairs, self.start, self.stop, self.B, self.read_only = pairs, start, stop, pairs.batch_size, read_only
         self.student = student_transform(size, data.crop_scale, data.mean, data.std)
         self.teacher = (teacher_transform(size, data.crop_scale, data.mean, data.std)
                         if data.teacher_view == "augmented" else eval_transform(size, data.mean, data.std))
@@ -202,20 +226,27 @@ class _StepStream(Dataset):
     def __getitem__(self, k):
         step, j = divmod(k, self.B)
         step += self.start
+        seed = mix(self.pairs.seed, step, 0, self.pairs.rank * self.B + j)
+        if self.read_only:
+            pair = int(self.pairs.indices(step)[j])
+            file = self.pairs.image_files[int(self.pairs.pair_image[pair])]
+            return read_bytes(file), self.pairs.tokens[pair], pair, seed
         pair, img, replaced = self._decodable(int(self.pairs.indices(step)[j]))
-        torch.manual_seed(mix(self.pairs.seed, step, 0, self.pairs.rank * self.B + j))
+        torch.manual_seed(seed)
         return self.student(img), self.teacher(img), self.pairs.tokens[pair], pair, int(replaced)
 
-    def _decodable(self, pair: int):
-        """The pair and its decoded image. An image that is complete on disk but does not decode (the shard index
-        checks markers, not every pixel) is replaced by the next pair in index order that does: the same one on
-        every pass and after a resume. Counted by ``TrainPairs.replaced_samples`` and warned about (per worker)."""
+    def _decodable(self, pair: int, decode_image=None):
+        """The pair and its decoded image (by ``data.decoder``, or ``decode_image(file)``). An image that is
+        complete on disk but does not decode (the shard index checks markers, not every pixel) is replaced by the
+        next pair in index order that does: the same one on every pass and after a resume. Counted by
+        ``TrainPairs.replaced_samples`` and warned about (per worker)."""
         n, data = len(self.pairs.pair_image), self.pairs.data
         for offset in range(MAX_REPLACEMENTS + 1):
             p = (pair + offset) % n
+            file = self.pairs.image_files[int(self.pairs.pair_image[p])]
             try:
-                img = decode(self.pairs.image_files[int(self.pairs.pair_image[p])], data.decoder,
-                             self.pairs.img_size)
+                img = (decode_image(file) if decode_image is not None
+                       else decode(file, data.decoder, self.pairs.img_size))
                 return p, img, offset > 0
             except DataError as err:
                 warnings.warn(f"{err}: pair {p} replaced by the next decodable pair", DataWarning, stacklevel=2)

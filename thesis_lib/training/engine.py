@@ -315,7 +315,7 @@ def train_loop(s: TrainState, pairs, targets, cfg: ExperimentConfig, paths: RunP
     bar = tqdm(total=t.steps, initial=start_step, desc=f"{cfg.model.variant} seed {cfg.seed}", unit="step",
                disable=not (show_progress() and info.is_main), dynamic_ncols=True)
     s.model.train()
-    clock = WaitClock(pairs.batches(start_step, t.steps, targets))
+    clock = WaitClock(pairs.batches(start_step, t.steps, targets, device=s.device))   # data.decoder=device: there
     for step, batch in enumerate(clock, start=start_step):
         batch = {k: v.to(s.device, non_blocking=True) for k, v in batch.items()}
         if s.raw.fusion is not None:
