@@ -195,12 +195,10 @@ class DataConfig:
     mean: tuple = knob((0.485, 0.456, 0.406), pretraining=True)
     std: tuple = knob((0.229, 0.224, 0.225), pretraining=True)
     num_workers: int = knob(8, rule=AT_LEAST_ZERO, role="operational", pretraining=False)
-    # decode every image once into a uint8 tensor (the demo); else a DataLoader
+    # decode every image once into a uint8 tensor (the demo); else a DataLoader, decoding with ``decoder``
     in_memory: bool = knob(False, pretraining=False)
-    # DataLoader path: "pil" | "pil_draft" | "torchvision" (data/decode.py) | "device" (workers read the bytes, the
-    # training process decodes and draws the views on its device: data/device_decode.py; files only)
-    decoder: str = knob("pil", rule=one_of("pil", "pil_draft", "torchvision", "device"), pretraining=False,
-                        absent="pil")
+    decoder: str = knob("pil", rule=one_of("pil", "pil_draft", "torchvision", "device"),   # data/decode.py,
+                        pretraining=False, absent="pil")                                  # data/device_decode.py
     # "openai" (80) | "world" (the embedded world's own)
     zeroshot_templates: str = knob("openai", rule=one_of("openai", "world"), pretraining=False)
 
