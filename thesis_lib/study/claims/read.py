@@ -16,6 +16,7 @@ from ..results import curves, runs_of  # noqa: F401 (a figure's training curves)
 from ..runs import SEEDS, study_params  # noqa: F401 (the parameters a page's command line reads)
 from . import designs, mechanisms, paired, sections, sequential, table, tables
 from .designs import long_steps  # noqa: F401
+from .ladder import figure_frame as ladder_frame, trend as width_trend  # noqa: F401 (the width ladder's figure)
 from .sections import SHIPPED_STORE, page, scale, shipped_text, tolerances  # noqa: F401 (docs/results.md's data)
 from .stats import fmt, mean_ci  # noqa: F401
 from .table import write as write_claims  # noqa: F401 (results/claims.csv, written and returned as written)

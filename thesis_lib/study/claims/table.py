@@ -4,7 +4,8 @@ docs/claims_table.md). Every page, figure and notebook conclusion reads this tab
 
 The regimes, nearest the thesis's first: the whole model trained to the thesis's summed learning rate (5,952 steps:
 its confirmation on seeds 9-40, its 8-seed record, Table 1's 2 × 2), the TTE' given the thesis's learning-rate budget
-within 600 steps, and the 600-step default. Whether a regime could test a claim is one rule (``can_test``).
+within 600 steps (at widths 384 and 192, the width ladder; at 96, its confirmation), and the 600-step default. Whether
+a regime could test a claim is one rule (``can_test``).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from thesis_lib.training.engine import budget_summed_lr, summed_lr, thesis_summe
 from thesis_lib.variants import VARIANT_SPECS
 from .. import grids, reference, results
 from ..runs import study_params
-from . import designs, paired
+from . import designs, ladder, paired
 from .stats import seeds_needed
 from .tables import tte_share
 
@@ -76,6 +77,7 @@ TOPICS = {   # what each declared claim is about: the first screen shows the nea
     **{c.text: "helps" if c.direction > 0 else "used"
        for c in (*designs.THESIS_LR_SUM_CONFIRM.claims, *designs.BUDGET_CONFIRM.claims,
                  *designs.THESIS_LR_SUM.claims, designs.LONG_HELPS,
+                 *(c for d in designs.WIDTH_LADDER.values() for c in d.claims + d.descriptive),
                  *(c for c in reference.CLAIMS if c.family in (reference.TABLE2, reference.BUDGET)))},
     **{c.text: f"dose {c.contrast[0][0][0].rsplit('init', 1)[1]}" for c in reference.CLAIMS
        if c.family == reference.DOSE},
@@ -96,7 +98,9 @@ def regimes(preset: str) -> tuple:
     return (Regime("summed learning rate, confirmation", long, designs.THESIS_LR_SUM_CONFIRM),
             Regime("summed learning rate, record", long, designs.THESIS_LR_SUM),
             Regime("summed learning rate, 2 × 2", long, designs.LONG_TABLE1),
-            Regime("TTE budget, confirmation", steps, designs.BUDGET_CONFIRM),
+            *(Regime(ladder.regime_name(w), steps, designs.WIDTH_LADDER[w])
+              for w in sorted(designs.WIDTH_LADDER, reverse=True)),
+            Regime(ladder.RUNG, steps, designs.BUDGET_CONFIRM),
             Regime("default", steps))
 
 
@@ -112,9 +116,26 @@ def seed_ranges(seeds) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def parameters(preset: str, variant: str) -> int:
+def parameters(preset: str, variant: str, overrides: tuple = ()) -> int:
+    """The variant's parameter count at ``preset`` with the config fields ``overrides`` ((field, value) pairs)."""
+    cfg = get_config(preset, variant, overrides=dict(overrides))
     with torch.device("meta"):
-        return sum(p.numel() for p in build_model(get_config(preset, variant), pretrained=False).parameters())
+        return sum(p.numel() for p in build_model(cfg, pretrained=False).parameters())
+
+
+def model_overrides(preset: str, design) -> tuple:
+    """The config fields a design sets on the model and its teacher (the width ladder's width,
+    ``designs.width_overrides``), as (field, value) pairs; none for the study's own runs."""
+    fields = design.overrides_for(preset).items() if design else ()
+    return tuple((k, v) for k, v in fields if k.startswith(("model.", "teacher.")))
+
+
+def shape(preset: str, design, variant: str) -> dict:
+    """The ``width`` and ``parameters`` cells of a row: the model's width and the variant's parameter count, in the
+    design's config (its ``model_overrides``) or the preset's."""
+    fields = model_overrides(preset, design)
+    return {"width": get_config(preset, overrides=dict(fields)).model.dim,
+            "parameters": parameters(preset, variant, fields)}
 
 
 def thesis_difference(claim, metric: str, version: str):
@@ -155,24 +176,49 @@ def _regime_name(regime: Regime, variant: str) -> str:
     return "TTE budget, record" if regime.design is None and VARIANT_SPECS[variant].tte_budget else regime.name
 
 
-def _rows(params, regime: Regime, df: pd.DataFrame, claims, budget_share: float) -> list[dict]:
-    """The table's rows of ``claims`` on ``df``: a fixed-n design's family reads "pending", its difference and p
-    hidden, until every claim holds its n (its one look); a design's claim without runs is a pending row."""
+def _missing(found: list[dict], claims, design) -> list:
+    """The claims of a design without a row in ``found`` (no runs of their arms yet)."""
+    return [c for c in claims if design and not any(r["claim"] == c for r in found)]
+
+
+def _fewest(params, found: list[dict], claims, design) -> int:
+    """The fewest seeds any claim of a design's family holds (0 for one without runs; its descriptive claims aside):
+    the family has one look, when this reaches its n."""
+    descriptive = {c.text for c in design.descriptive} if design else set()
+    return min([r["test"].n for r in found if r["primary"] and r["claim"].text not in descriptive]
+               + [0 for c in _missing(found, claims, design) if c.text not in descriptive],
+               default=len(design.seeds_for(params.preset)) if design else 0)
+
+
+def _unrun(params, regime: Regime, claim) -> dict:
+    """A design's claim without runs: a pending row of what its declaration fixes (seeds, width, parameters, margin;
+    ``can_test`` where the rule needs no run: a TTE given the thesis's summed learning rate, or none after the
+    encoders)."""
+    design, variant = regime.design, claim.contrast[0][0][0]
+    lr_sum = tte_summed_lr(params.preset, variant, regime.steps)
+    row = {"topic": TOPICS[claim.text], "claim": claim.text, "family": claim.family, "regime": regime.name,
+           "steps": regime.steps, "design": design.name, "n": 0, **shape(params.preset, design, variant),
+           "metric": PRIMARY, "primary": True, "seeds_declared": seed_ranges(design.seeds_for(params.preset)),
+           "margin": claim.margin, "verdict": "pending", "status": "pending", "tte_summed_lr": lr_sum,
+           "can_test": True if math.isnan(lr_sum) or lr_sum >= 1 else None, "in_thesis": claim.in_thesis}
+    return {**row, "reading": reading(row)}
+
+
+def _rows(params, regime: Regime, df: pd.DataFrame, claims, budget_share: float, found: list | None = None,
+          fewest: int | None = None, hold: bool = False) -> list[dict]:
+    """The table's rows of ``claims`` on ``df`` (``found``: their ``paired.claim_rows``, computed here when None):
+    a fixed-n design's family reads "pending", its difference and p hidden, until every claim holds its n (its one
+    look; ``fewest``: the family's fewest seeds where it spans regimes, the width ladder's), a descriptive claim until
+    it holds its own n (``hold``: until the family's look too); a design's claim without runs is a pending row."""
     design, out = regime.design, []
     planned = len(design.seeds_for(params.preset)) if design else 0
     descriptive = {c.text for c in design.descriptive} if design else set()
-    found = paired.claim_rows(df, claims) if len(df) else []
-    missing = [c for c in claims if design and not any(r["claim"] == c for r in found)]
-    fewest = min([r["test"].n for r in found if r["primary"] and r["claim"].text not in descriptive]
-                 + [0 for c in missing if c.text not in descriptive], default=planned)
-    for c in missing:
-        out.append({"topic": TOPICS[c.text], "claim": c.text, "family": c.family, "regime": regime.name,
-                    "steps": regime.steps, "design": design.name, "n": 0, "metric": PRIMARY, "primary": True,
-                    "seeds_declared": seed_ranges(design.seeds_for(params.preset)), "verdict": "pending",
-                    "status": "pending", "in_thesis": c.in_thesis})
+    found = (paired.claim_rows(df, claims) if len(df) else []) if found is None else found
+    fewest = _fewest(params, found, claims, design) if fewest is None else fewest
+    out += [_unrun(params, regime, c) for c in _missing(found, claims, design)]
     for r in found:
         c, t, m, tost = r["claim"], r["test"], r["metric"], r["levels"][1]
-        short = t.n < planned if c.text in descriptive else fewest < planned     # a family has one look, at its n
+        short = t.n < planned if c.text in descriptive and not hold else fewest < planned   # one look, at its n
         status = "pending" if design and short else "descriptive" if c.text in descriptive else "decided"
         variant = c.contrast[0][0][0]
         share, lr_sum = _tte_share(df, c), tte_summed_lr(params.preset, variant, regime.steps)
@@ -182,8 +228,8 @@ def _rows(params, regime: Regime, df: pd.DataFrame, claims, budget_share: float)
                "regime": _regime_name(regime, variant), "steps": regime.steps,
                "design": design.name if design else "study", "seeds": seed_ranges(r["seeds"]), "n": t.n,
                "seeds_declared": seed_ranges(design.seeds_for(params.preset)) if design else "",
-               "machines": _machines(df, c, r["seeds"]), "width": get_config(params.preset).model.dim,
-               "parameters": parameters(params.preset, variant), "metric": m, "primary": r["primary"],
+               "machines": _machines(df, c, r["seeds"]), **shape(params.preset, design, variant), "metric": m,
+               "primary": r["primary"],
                "baseline_mean": r["control"], "difference": t.mean, "half95": t.half95,
                "eq_low": t.mean - t.half(1 - 2 * tost), "eq_high": t.mean + t.half(1 - 2 * tost),
                "eq_level": 1 - 2 * tost, "margin": r["margin"],
@@ -205,19 +251,40 @@ def claims_table(params) -> pd.DataFrame:
     """Every declared claim in every regime that has runs of it, one row per claim × regime × claimed metric."""
     study = paired.claims_frame(params, grids.CLAIMED)
     budget_share = _tte_share(study, next(c for c in reference.CLAIMS if c.family == reference.BUDGET))
-    rows = []
+    rows, widths = [], _ladder_rows(params, budget_share)
     for regime in regimes(params.preset):
         if regime.design is None:
             rows += _rows(params, regime, study, reference.CLAIMS, budget_share)
             continue
         if not regime.design.runs_at(params.preset):
             continue                             # at the thesis's scale every run has its budget and length
+        if regime.name in widths:
+            rows += widths[regime.name]
+            continue
         try:
             claims = designs.claims_of(params, regime.design, descriptive=True)
         except ThesisError:                      # its margin needs the study's baseline runs, absent here
             continue
         rows += _rows(params, regime, results.design_frame(params, regime.design), claims, budget_share)
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype({"seeds_to_decide": "Int64"})
+
+
+def _ladder_rows(params, budget_share: float) -> dict:
+    """The width ladder's rows by regime: one family over its widths (``designs.LADDER_FAMILY``), Holm over them
+    (``ladder.holm_across``), one look when every width holds its n and its margin; until then every row of every
+    width is pending, its descriptive "is used" too (nothing of the ladder is shown before it is complete)."""
+    rungs = [r for r in regimes(params.preset) if r.design in designs.WIDTH_LADDER.values()
+             and r.design.runs_at(params.preset)]
+    inputs = []
+    for regime in rungs:
+        claims, fixed = ladder.claims_at(regime.design)
+        df = results.design_frame(params, regime.design)
+        found = ladder.claim_rows(df, claims, fixed)
+        inputs.append((regime, df, claims, found, _fewest(params, found, claims, regime.design) if fixed else 0))
+    ladder.holm_across([found for _, _, _, found, _ in inputs])
+    fewest = min((n for *_, n in inputs), default=0)
+    return {regime.name: _rows(params, regime, df, claims, budget_share, found, fewest, hold=True)
+            for regime, df, claims, found, _ in inputs}
 
 
 def csv_text(table: pd.DataFrame) -> str:
