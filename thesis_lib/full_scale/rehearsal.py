@@ -64,8 +64,8 @@ TORCHRUN = ("tte_after_ls", 0)        # the run trained by torchrun, which noteb
 TRAIN_STEPS, KILL_AFTER = 8, 3        # 56 pairs = 7 global batches of 8: every pair, the undecodable one too, is met
 TRAIN = {"train.steps": TRAIN_STEPS, "train.ckpt_every": 1, "train.log_every": 1, "eval.batch_size": 256}
 FIXED_VIEW = {"data.teacher_view": "fixed"}      # the srun launch: the teacher-target cache, built in parts
-WITHOUT_FIGURES = "04_effect_vs_dose"   # make long's designs and the demo's regimes over seeds: not part of a
-                                        # one-seed rehearsal
+WITHOUT_FIGURES = "04_effect_vs_dose,04_confirmation_forest"   # make long's designs and the demo's regimes over
+                                                                # seeds: not part of a one-seed rehearsal
 
 
 def write_data(out: Path) -> tuple[Path, Path, str]:
